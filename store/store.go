@@ -1,0 +1,393 @@
+// Package store defines what crewcast keeps durably, as one interface that
+// each engine implements: store/sqlite (embedded, the default) and
+// store/postgres (several nodes). store/storetest is the conformance suite
+// every engine must pass.
+//
+// Rules every engine follows:
+//   - Errors are returned, never logged and ignored; nothing reports success
+//     for what was not stored (disk full, read-only database, lost
+//     connection all surface as errors).
+//   - Commit applies many actors' units in one transaction; a unit that fails
+//     (sequence conflict, fenced, idempotency clash) is rolled back alone
+//     (savepoint) and the others commit.
+//   - Every unit checks its shard's lease epoch inside the transaction; a
+//     stale epoch fails the unit with actor.ErrFenced and writes nothing.
+//   - Projection rows carried as Effects commit in the same transaction as
+//     the journal events that changed them.
+package store
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"time"
+
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/actor"
+)
+
+// Store is everything crewcast persists.
+type Store interface {
+	actor.Journal
+	actor.SnapshotStore
+	actor.ReminderStore
+	Inbox
+	Routes
+	Projections
+	Suppressions
+	Keys
+	Idempotency
+	Leases
+	Retention
+
+	// Engine names the engine: "sqlite" or "postgres".
+	Engine() string
+	// Migrate applies pending embedded migrations (idempotent). Open
+	// already calls it.
+	Migrate(ctx context.Context) error
+	// MigrationVersion returns the highest applied migration version.
+	MigrationVersion(ctx context.Context) (int64, error)
+	// Ping checks that the database answers.
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// Errors callers branch on. Not-found is actor.ErrNotFound everywhere.
+var (
+	// ErrIdempotencyConflict fails a unit whose Effects.Idempotency key
+	// already exists.
+	ErrIdempotencyConflict = errors.New("idempotency key already used")
+	// ErrUnknownEffect fails a unit that carries an effect the engine does
+	// not know.
+	ErrUnknownEffect = errors.New("unknown effect type")
+)
+
+// NumShards is the number of shards actor keys hash to (design.md §9).
+const NumShards = 64
+
+// ShardOf returns the shard of an actor key.
+func ShardOf(key string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return int(h.Sum32() % NumShards)
+}
+
+// Effects is the one effect type engines apply inside Commit (pass it as a
+// value or pointer in actor.Unit.Effects). Everything in it commits with the
+// unit's events or not at all.
+type Effects struct {
+	Group       *GroupRow       // upsert by ID
+	Deliveries  []DeliveryRow   // upsert by (GroupID, Number)
+	InboxDone   []InboxRef      // mark processed (and set Target)
+	Routes      []Route         // upsert by Key
+	Suppress    []Suppression   // upsert by Number
+	Unsuppress  []string        // delete by number
+	Replies     []Reply         // insert; duplicate (Provider, EventID, Number) is ignored
+	Idempotency *IdempotencyKey // insert; an existing key fails the unit with ErrIdempotencyConflict
+}
+
+// ---- Inbox ----
+
+// InboxEntry is one received webhook event, made durable before the
+// provider gets its 2xx. (Provider, EventID) is unique.
+type InboxEntry struct {
+	Provider  string
+	EventID   string
+	MessageID string // provider message id, for adopting parked events ("" for inbound)
+	Payload   []byte // normalized events as JSON
+	// ReceivedAt is when crewcast stored it.
+	ReceivedAt time.Time
+	// Target is the actor key it was routed to; empty while unrouted (parked).
+	Target string
+	// ProcessedAt is zero until an actor applied it.
+	ProcessedAt time.Time
+}
+
+// InboxRef names an inbox entry and the actor that processed it.
+type InboxRef struct {
+	Provider string
+	EventID  string
+	Target   string
+}
+
+// Inbox is the durable, deduplicated webhook inbox.
+type Inbox interface {
+	// InsertInbox stores entries in one transaction. isNew[i] is false when
+	// (Provider, EventID) was already there (the stored row is untouched).
+	// Concurrent inserts of the same event: exactly one sees isNew.
+	InsertInbox(ctx context.Context, entries []InboxEntry) (isNew []bool, err error)
+	// PendingInbox returns up to limit unprocessed entries, oldest first,
+	// received after the given entry (zero value = from the start).
+	PendingInbox(ctx context.Context, after InboxRef, limit int) ([]InboxEntry, error)
+	// InboxByMessageID returns the unprocessed entries for a provider
+	// message id (events parked before their route existed).
+	InboxByMessageID(ctx context.Context, provider, messageID string) ([]InboxEntry, error)
+	// AckInbox marks entries processed outside any actor unit (events that
+	// concern nothing crewcast tracks).
+	AckInbox(ctx context.Context, refs []InboxRef) error
+	// PurgeInbox deletes entries processed before t; returns how many.
+	PurgeInbox(ctx context.Context, processedBefore time.Time) (int, error)
+}
+
+// ---- Routes ----
+
+// Route maps a key (a provider message id, a conversation key) to a group
+// id. A zero ExpiresAt never expires.
+type Route struct {
+	Key       string
+	Value     string
+	ExpiresAt time.Time
+}
+
+// Routes is a small key-value table with optional expiry.
+type Routes interface {
+	PutRoute(ctx context.Context, r Route) error
+	// GetRoute returns actor.ErrNotFound for a missing or expired key.
+	GetRoute(ctx context.Context, key string) (Route, error)
+	DeleteRoute(ctx context.Context, key string) error
+}
+
+// ---- Projections (reports) ----
+
+// GroupRow is the report projection of one group.
+type GroupRow struct {
+	ID          string
+	Status      crewcast.GroupStatus
+	From        string
+	Mode        crewcast.Mode
+	Text        string
+	PauseReason string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	// Counts per recipient status plus "replied" and "acknowledged".
+	Counts map[string]int
+	// Seq is the journal sequence this row reflects.
+	Seq uint64
+}
+
+// DeliveryRow is the report projection of one recipient of one group.
+type DeliveryRow struct {
+	GroupID           string
+	Number            string
+	Name              string
+	Status            crewcast.Status
+	Attempts          int
+	ProviderMessageID string
+	ErrorCode         string
+	ErrorClass        crewcast.ErrorClass
+	ClaimedAt         time.Time
+	SentAt            time.Time
+	DeliveredAt       time.Time
+	FailedAt          time.Time
+	RepliedAt         time.Time
+	Ack               crewcast.Ack
+	LastReply         string
+	UpdatedAt         time.Time
+}
+
+// Reply is an inbound message: matched to a group, or kept unmatched
+// (GroupID empty) so that nothing a person sends is dropped.
+type Reply struct {
+	Provider   string
+	EventID    string
+	GroupID    string // empty when it matched no group
+	Number     string // the sender
+	To         string // our number
+	Text       string
+	Media      []string
+	ReceivedAt time.Time
+}
+
+// GroupQuery filters ListGroups. Results are newest first.
+type GroupQuery struct {
+	Status crewcast.GroupStatus // empty = any
+	Cursor string               // opaque; from the previous page
+	Limit  int                  // default 50, max 1000
+}
+
+// DeliveryQuery filters deliveries. Zero fields do not filter. Results are
+// ordered by (UpdatedAt, GroupID, Number).
+type DeliveryQuery struct {
+	GroupID    string
+	Number     string
+	Status     crewcast.Status
+	ErrorClass crewcast.ErrorClass
+	Since      time.Time // UpdatedAt >= Since
+	Until      time.Time // UpdatedAt < Until
+	Cursor     string
+	Limit      int // default 100, max 10000
+}
+
+// ReplyQuery filters ListReplies. Results are newest first.
+type ReplyQuery struct {
+	GroupID   string
+	Number    string
+	Unmatched bool // only replies that matched no group
+	Cursor    string
+	Limit     int
+}
+
+// Summary aggregates deliveries matching a DeliveryQuery (Cursor and Limit
+// ignored).
+type Summary struct {
+	Total        int
+	ByStatus     map[crewcast.Status]int
+	Replied      int
+	Acknowledged int
+	// DeliveryRate is delivered / (total - opted_out - canceled), 0 when
+	// the denominator is 0.
+	DeliveryRate float64
+	// Time from SentAt to DeliveredAt over delivered rows.
+	MedianToDelivered time.Duration
+	P95ToDelivered    time.Duration
+	TopErrorCodes     []CodeCount // most frequent first, at most 10
+}
+
+// CodeCount is one error code and how many deliveries carry it.
+type CodeCount struct {
+	Code  string
+	Class crewcast.ErrorClass
+	Count int
+}
+
+// Projections are the report read models; written only through Effects.
+type Projections interface {
+	GetGroup(ctx context.Context, id string) (GroupRow, error)
+	ListGroups(ctx context.Context, q GroupQuery) (rows []GroupRow, next string, err error)
+	ListDeliveries(ctx context.Context, q DeliveryQuery) (rows []DeliveryRow, next string, err error)
+	Summarize(ctx context.Context, q DeliveryQuery) (Summary, error)
+	ListReplies(ctx context.Context, q ReplyQuery) (rows []Reply, next string, err error)
+	// LoadAllEvents returns up to limit journal events of every key
+	// committed after position pos, in commit order, for the all-groups
+	// live stream. Positions are engine-assigned and increase with commit
+	// order within one node.
+	LoadAllEvents(ctx context.Context, afterPos int64, limit int) ([]PositionedEvent, error)
+}
+
+// PositionedEvent is a journal event with its key and global position.
+type PositionedEvent struct {
+	Pos int64
+	Key string
+	actor.Event
+}
+
+// ---- Suppressions ----
+
+// Suppression keeps crewcast from sending to a number.
+type Suppression struct {
+	Number    string
+	Reason    string // "stop", "provider_opt_out", "manual"
+	CreatedAt time.Time
+}
+
+// Suppressions is the do-not-send list.
+type Suppressions interface {
+	// Suppressed returns the suppressions among numbers, keyed by number.
+	Suppressed(ctx context.Context, numbers []string) (map[string]Suppression, error)
+	AddSuppression(ctx context.Context, s Suppression) error
+	RemoveSuppression(ctx context.Context, number string) error
+	ListSuppressions(ctx context.Context, cursor string, limit int) (rows []Suppression, next string, err error)
+}
+
+// ---- API keys ----
+
+// APIKey is a stored API key. The secret is never stored: Hash is its
+// SHA-256, Prefix a non-secret lookup handle.
+type APIKey struct {
+	ID         string
+	Name       string
+	Prefix     string // unique
+	Hash       []byte
+	Scopes     []string
+	CreatedAt  time.Time
+	LastUsedAt time.Time
+	RevokedAt  time.Time
+}
+
+// Keys stores API keys.
+type Keys interface {
+	CreateKey(ctx context.Context, k APIKey) error
+	// KeyByPrefix returns actor.ErrNotFound when no key has prefix.
+	KeyByPrefix(ctx context.Context, prefix string) (APIKey, error)
+	ListKeys(ctx context.Context) ([]APIKey, error)
+	TouchKey(ctx context.Context, id string, at time.Time) error
+	// RevokeKey returns actor.ErrNotFound for an unknown id.
+	RevokeKey(ctx context.Context, id string, at time.Time) error
+}
+
+// ---- Idempotency ----
+
+// IdempotencyKey remembers a group creation request by its client key.
+type IdempotencyKey struct {
+	Key         string
+	RequestHash string
+	GroupID     string
+	CreatedAt   time.Time
+}
+
+// Idempotency reads group-creation idempotency keys (written via Effects).
+type Idempotency interface {
+	// GetIdempotency returns actor.ErrNotFound for an unknown key.
+	GetIdempotency(ctx context.Context, key string) (IdempotencyKey, error)
+}
+
+// ---- Leases ----
+
+// Lease is one shard's ownership record.
+type Lease struct {
+	Shard int
+	Owner string
+	Epoch uint64
+}
+
+// Leases are shard ownership records with an epoch (fencing token). A
+// store instance opened with owner O takes every shard nobody holds at epoch
+// 1 (a single node holds epoch 1 for every shard) and fences its writes
+// with the epochs it holds.
+type Leases interface {
+	// TakeShard makes owner the holder of shard with epoch+1 and returns the
+	// new epoch; the previous holder's writes to that shard are fenced from
+	// then on. The calling store instance holds the new epoch.
+	TakeShard(ctx context.Context, shard int, owner string) (uint64, error)
+	ListLeases(ctx context.Context) ([]Lease, error)
+}
+
+// ---- Retention ----
+
+// RetentionStage is one step of the retention policy (design.md §6).
+type RetentionStage string
+
+// Retention stages.
+const (
+	StageRedact RetentionStage = "redact" // message and reply bodies removed
+	StageHash   RetentionStage = "hash"   // phone numbers replaced by a keyed hash
+)
+
+// Rewriter transforms a group's stored data for a retention stage.
+type Rewriter struct {
+	// Event rewrites one journal event's data (nil: leave events alone).
+	Event func(typ string, data []byte) ([]byte, error)
+	// Number maps a phone number to what is kept (nil: keep numbers).
+	Number func(string) string
+	// RedactText empties message text, reply text and reply media.
+	RedactText bool
+}
+
+// Retention deletes and rewrites old groups. Every method is idempotent.
+type Retention interface {
+	// RetentionCandidates returns up to limit ids of groups created before t
+	// that have not had stage applied (stage "" = every group created
+	// before t, for deletion).
+	RetentionCandidates(ctx context.Context, stage RetentionStage, before time.Time, limit int) ([]string, error)
+	// RewriteGroup applies rw to the group's journal, group row, delivery
+	// rows and replies in one transaction, deletes its snapshot, and marks
+	// stage as applied. A missing group is not an error.
+	RewriteGroup(ctx context.Context, id string, stage RetentionStage, rw Rewriter) error
+	// DeleteGroup removes the group, its journal, snapshot, reminders,
+	// deliveries, replies and routes pointing to it. Missing is not an error.
+	DeleteGroup(ctx context.Context, id string) error
+	// RedactUnmatchedReplies empties text of unmatched replies received
+	// before t and maps their numbers with number (if non-nil); returns how
+	// many rows changed.
+	RedactUnmatchedReplies(ctx context.Context, before time.Time, number func(string) string) (int, error)
+}
