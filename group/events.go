@@ -1,0 +1,323 @@
+package group
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/crewcast/crewcast"
+)
+
+// Event is one fact in a group's journal. Apply turns events into state;
+// nothing else changes a Group.
+type Event interface {
+	// Type is the journal type name, e.g. "group.created".
+	Type() string
+}
+
+// Journal type names.
+const (
+	TypeCreated     = "group.created"
+	TypeClaimed     = "send.claimed"
+	TypeOutcomes    = "send.outcomes"
+	TypeObserved    = "status.observed"
+	TypeReplied     = "reply.received"
+	TypeUnconfirmed = "send.unconfirmed"
+	TypeChecked     = "status.checked"
+	TypeExpired     = "status.expired"
+	TypeCanceled    = "group.canceled"
+	TypeResolved    = "recipient.resolved"
+	TypeRetry       = "recipient.retry"
+	TypeResumed     = "group.resumed"
+)
+
+// RosterEntry is one recipient as the group was created.
+type RosterEntry struct {
+	Number string `json:"number"`
+	Name   string `json:"name,omitempty"`
+	// Suppressed is set when the number was on the suppression list at
+	// creation: the recipient starts as opted_out and is never sent to.
+	Suppressed bool `json:"suppressed,omitempty"`
+}
+
+// Created starts a group's journal.
+type Created struct {
+	ID         string        `json:"id"`
+	From       string        `json:"from"`
+	Text       string        `json:"text"`
+	MediaURLs  []string      `json:"media_urls,omitempty"`
+	Mode       crewcast.Mode `json:"mode"`
+	At         time.Time     `json:"at"`
+	Settings   Settings      `json:"settings"`
+	Recipients []RosterEntry `json:"recipients"`
+}
+
+// Send is one provider call: one recipient in individual mode, the whole
+// thread in group MMS mode.
+type Send struct {
+	ID      string `json:"send_id"`
+	Indices []int  `json:"i"`
+}
+
+// Claimed records claims, committed before any of these sends is made.
+// Each claimed recipient's attempt count grows by one.
+type Claimed struct {
+	At    time.Time `json:"at"`
+	Sends []Send    `json:"sends"`
+}
+
+// Results of a provider send, as recorded in Outcome.Result.
+const (
+	ResultAccepted    = "accepted"     // provider accepted: now sent
+	ResultFailed      = "failed"       // definite failure: never resent automatically
+	ResultRetry       = "retry"        // certainly not sent: pending again after backoff
+	ResultRateLimited = "rate_limited" // 429: pending again after Retry-After; attempt given back
+	ResultUncertain   = "uncertain"    // may have been sent: unconfirmed
+	ResultHalted      = "halted"       // sender/config failure: group paused; attempt given back
+)
+
+// Outcome is what became of one Send.
+type Outcome struct {
+	SendID         string              `json:"send_id"`
+	Indices        []int               `json:"i"`
+	Result         string              `json:"result"`
+	MessageID      string              `json:"message_id,omitempty"`
+	GroupMessageID string              `json:"group_message_id,omitempty"`
+	Code           string              `json:"code,omitempty"`
+	Class          crewcast.ErrorClass `json:"class,omitempty"`
+	Detail         string              `json:"detail,omitempty"`
+	OptOut         bool                `json:"opt_out,omitempty"`
+	// RetryAt is when a retry or rate-limited recipient may be claimed again.
+	RetryAt time.Time `json:"retry_at,omitzero"`
+}
+
+// Outcomes records the results of provider sends, many per event.
+type Outcomes struct {
+	At       time.Time `json:"at"`
+	Outcomes []Outcome `json:"outcomes"`
+}
+
+// Sources of an Observed status.
+const (
+	SourceWebhook   = "webhook"
+	SourceLookup    = "lookup"
+	SourceReconcile = "reconcile" // an orphan webhook proved an unconfirmed send went out
+)
+
+// Observed is a recipient status reported by the provider.
+type Observed struct {
+	At             time.Time           `json:"at"`
+	EventID        string              `json:"event_id,omitempty"`
+	Source         string              `json:"source"`
+	Index          int                 `json:"i"`
+	MessageID      string              `json:"message_id"`
+	GroupMessageID string              `json:"group_message_id,omitempty"`
+	Status         crewcast.Status     `json:"status"`
+	ProviderStatus string              `json:"provider_status,omitempty"`
+	Code           string              `json:"code,omitempty"`
+	Class          crewcast.ErrorClass `json:"class,omitempty"`
+	OptOut         bool                `json:"opt_out,omitempty"`
+	OccurredAt     time.Time           `json:"occurred_at,omitzero"`
+	// Evidence, for SourceReconcile, says why the orphan matched.
+	Evidence string `json:"evidence,omitempty"`
+}
+
+// Keywords a reply may carry.
+const (
+	KeywordStop  = "stop"
+	KeywordStart = "start"
+	KeywordHelp  = "help"
+)
+
+// Replied is a message from a recipient.
+type Replied struct {
+	At      time.Time    `json:"at"`
+	EventID string       `json:"event_id,omitempty"`
+	Index   int          `json:"i"`
+	Text    string       `json:"text"`
+	Media   []string     `json:"media,omitempty"`
+	Ack     crewcast.Ack `json:"ack,omitempty"`
+	Keyword string       `json:"keyword,omitempty"`
+}
+
+// Unconfirmed marks sends whose outcome cannot be known (a crash between
+// claim and result).
+type Unconfirmed struct {
+	At      time.Time `json:"at"`
+	Indices []int     `json:"i"`
+	Reason  string    `json:"reason"`
+}
+
+// Checked records a status lookup that found no final status yet.
+type Checked struct {
+	At             time.Time `json:"at"`
+	Index          int       `json:"i"`
+	ProviderStatus string    `json:"provider_status,omitempty"`
+	Error          string    `json:"error,omitempty"`
+	NextCheckAt    time.Time `json:"next_check_at"`
+}
+
+// Expired marks recipients with no final receipt by the deadline as unknown.
+type Expired struct {
+	At      time.Time `json:"at"`
+	Indices []int     `json:"i"`
+	Reason  string    `json:"reason"`
+}
+
+// Canceled stops a group: pending recipients become canceled; sends in
+// flight finish and are recorded.
+type Canceled struct {
+	At time.Time `json:"at"`
+	By string    `json:"by,omitempty"`
+}
+
+// Resolutions an operator may give an unconfirmed recipient.
+const (
+	ResolveDelivered    = "delivered"
+	ResolveNotDelivered = "not_delivered"
+)
+
+// Resolved is an operator's decision about an unconfirmed recipient.
+type Resolved struct {
+	At      time.Time `json:"at"`
+	Index   int       `json:"i"`
+	Outcome string    `json:"outcome"`
+	By      string    `json:"by,omitempty"`
+}
+
+// RetryRequested is an operator's request to send to a failed recipient again.
+type RetryRequested struct {
+	At    time.Time `json:"at"`
+	Index int       `json:"i"`
+	By    string    `json:"by,omitempty"`
+}
+
+// Resumed lifts a pause.
+type Resumed struct {
+	At time.Time `json:"at"`
+	By string    `json:"by,omitempty"`
+}
+
+func (Created) Type() string        { return TypeCreated }
+func (Claimed) Type() string        { return TypeClaimed }
+func (Outcomes) Type() string       { return TypeOutcomes }
+func (Observed) Type() string       { return TypeObserved }
+func (Replied) Type() string        { return TypeReplied }
+func (Unconfirmed) Type() string    { return TypeUnconfirmed }
+func (Checked) Type() string        { return TypeChecked }
+func (Expired) Type() string        { return TypeExpired }
+func (Canceled) Type() string       { return TypeCanceled }
+func (Resolved) Type() string       { return TypeResolved }
+func (RetryRequested) Type() string { return TypeRetry }
+func (Resumed) Type() string        { return TypeResumed }
+
+// Encode returns an event's journal type and JSON data.
+func Encode(e Event) (string, []byte, error) {
+	data, err := json.Marshal(e)
+	if err != nil {
+		return "", nil, fmt.Errorf("encode %s: %w", e.Type(), err)
+	}
+	return e.Type(), data, nil
+}
+
+// Decode parses journal data of the given type.
+func Decode(typ string, data []byte) (Event, error) {
+	var e Event
+	switch typ {
+	case TypeCreated:
+		e = &Created{}
+	case TypeClaimed:
+		e = &Claimed{}
+	case TypeOutcomes:
+		e = &Outcomes{}
+	case TypeObserved:
+		e = &Observed{}
+	case TypeReplied:
+		e = &Replied{}
+	case TypeUnconfirmed:
+		e = &Unconfirmed{}
+	case TypeChecked:
+		e = &Checked{}
+	case TypeExpired:
+		e = &Expired{}
+	case TypeCanceled:
+		e = &Canceled{}
+	case TypeResolved:
+		e = &Resolved{}
+	case TypeRetry:
+		e = &RetryRequested{}
+	case TypeResumed:
+		e = &Resumed{}
+	default:
+		return nil, fmt.Errorf("decode: unknown event type %q", typ)
+	}
+	if err := json.Unmarshal(data, e); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", typ, err)
+	}
+	return deref(e), nil
+}
+
+// deref turns the pointer Decode filled into the value type Apply expects.
+func deref(e Event) Event {
+	switch v := e.(type) {
+	case *Created:
+		return *v
+	case *Claimed:
+		return *v
+	case *Outcomes:
+		return *v
+	case *Observed:
+		return *v
+	case *Replied:
+		return *v
+	case *Unconfirmed:
+		return *v
+	case *Checked:
+		return *v
+	case *Expired:
+		return *v
+	case *Canceled:
+		return *v
+	case *Resolved:
+		return *v
+	case *RetryRequested:
+		return *v
+	case *Resumed:
+		return *v
+	}
+	return e
+}
+
+// Indices lists the recipients an event touches (nil for group-wide events
+// such as Created, Canceled and Resumed), for per-recipient timelines.
+func Indices(e Event) []int {
+	switch v := e.(type) {
+	case Claimed:
+		var out []int
+		for _, s := range v.Sends {
+			out = append(out, s.Indices...)
+		}
+		return out
+	case Outcomes:
+		var out []int
+		for _, o := range v.Outcomes {
+			out = append(out, o.Indices...)
+		}
+		return out
+	case Observed:
+		return []int{v.Index}
+	case Replied:
+		return []int{v.Index}
+	case Unconfirmed:
+		return v.Indices
+	case Checked:
+		return []int{v.Index}
+	case Expired:
+		return v.Indices
+	case Resolved:
+		return []int{v.Index}
+	case RetryRequested:
+		return []int{v.Index}
+	}
+	return nil
+}

@@ -1,0 +1,285 @@
+// Package group is the pure domain logic of one group message: its roster,
+// the recipients' statuses, and every decision about them — what to claim,
+// what a provider outcome or webhook means, when to retry, when to give up.
+//
+// It does no I/O and reads no clock: callers pass the time in. The group
+// actor (package tracker) feeds it commands, persists the events it returns
+// in the group's journal, and carries out the side effects (provider calls,
+// reminders) those events imply. Recovery replays the same events through
+// Apply, so the state after a crash is exactly the state before it.
+//
+// Invariants the tests hold it to:
+//   - Statuses only move forward (see rank); a late "sent" never overwrites
+//     "delivered"; duplicate and reordered events are harmless.
+//   - A (recipient, attempt) is claimed at most once; only a recipient whose
+//     last attempt certainly did not go out is ever claimed again, and never
+//     more than Settings.MaxAttempts times.
+//   - An uncertain outcome becomes "unconfirmed" and is never resent
+//     without an operator decision.
+package group
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/crewcast/crewcast"
+)
+
+// Settings are a group's policies, fixed when it is created.
+type Settings struct {
+	// MaxAttempts bounds how many times one recipient is claimed. Default 3.
+	MaxAttempts int `json:"max_attempts"`
+	// Backoff is the wait before attempt n+1 after attempt n certainly was
+	// not sent (index n-1, the last entry repeats). Default 5m, 15m, 45m.
+	Backoff []time.Duration `json:"backoff"`
+	// CheckAfter is when a sent recipient without a final receipt is first
+	// looked up at the provider; each later check waits twice as long.
+	// Default 15m.
+	CheckAfter time.Duration `json:"check_after"`
+	// Deadline is how long after acceptance a recipient may stay "sent"
+	// before it is marked "unknown". Default 24h.
+	Deadline time.Duration `json:"deadline"`
+	// ClaimWindow bounds how long after a claim an orphan webhook may prove
+	// that an unconfirmed send went out. Default 1h.
+	ClaimWindow time.Duration `json:"claim_window"`
+}
+
+// DefaultSettings returns the documented defaults.
+func DefaultSettings() Settings {
+	return Settings{
+		MaxAttempts: 3,
+		Backoff:     []time.Duration{5 * time.Minute, 15 * time.Minute, 45 * time.Minute},
+		CheckAfter:  15 * time.Minute,
+		Deadline:    24 * time.Hour,
+		ClaimWindow: time.Hour,
+	}
+}
+
+// WithDefaults fills zero fields from DefaultSettings.
+func (s Settings) WithDefaults() Settings {
+	d := DefaultSettings()
+	if s.MaxAttempts <= 0 {
+		s.MaxAttempts = d.MaxAttempts
+	}
+	if len(s.Backoff) == 0 {
+		s.Backoff = d.Backoff
+	}
+	if s.CheckAfter <= 0 {
+		s.CheckAfter = d.CheckAfter
+	}
+	if s.Deadline <= 0 {
+		s.Deadline = d.Deadline
+	}
+	if s.ClaimWindow <= 0 {
+		s.ClaimWindow = d.ClaimWindow
+	}
+	return s
+}
+
+// backoff returns the wait after the given (1-based) failed attempt.
+func (s Settings) backoff(attempt int) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	if attempt > len(s.Backoff) {
+		return s.Backoff[len(s.Backoff)-1]
+	}
+	return s.Backoff[attempt-1]
+}
+
+// Recipient is one person a group message goes to.
+type Recipient struct {
+	Index  int             `json:"i"`
+	Number string          `json:"number"`
+	Name   string          `json:"name,omitempty"`
+	Status crewcast.Status `json:"status"`
+	// Attempts counts the sends that spent the attempt budget: every claim
+	// spends one, and a send refused for rate or sender reasons (which
+	// created nothing) gives it back.
+	Attempts int `json:"attempts"`
+	// Claims counts every claim ever made; it only grows.
+	Claims         int                 `json:"claims"`
+	MessageID      string              `json:"message_id,omitempty"`
+	GroupMessageID string              `json:"group_message_id,omitempty"`
+	ErrorCode      string              `json:"error_code,omitempty"`
+	ErrorClass     crewcast.ErrorClass `json:"error_class,omitempty"`
+	ErrorDetail    string              `json:"error_detail,omitempty"`
+	// Reason explains unconfirmed and unknown statuses to operators.
+	Reason      string    `json:"reason,omitempty"`
+	ClaimedAt   time.Time `json:"claimed_at,omitzero"`
+	SentAt      time.Time `json:"sent_at,omitzero"`
+	DeliveredAt time.Time `json:"delivered_at,omitzero"`
+	FailedAt    time.Time `json:"failed_at,omitzero"`
+	RepliedAt   time.Time `json:"replied_at,omitzero"`
+	// RetryAt, for a pending recipient, is the earliest time it may be
+	// claimed again.
+	RetryAt time.Time `json:"retry_at,omitzero"`
+	// NextCheckAt, for a sent recipient, is when to look it up at the provider.
+	NextCheckAt time.Time    `json:"next_check_at,omitzero"`
+	Checks      int          `json:"checks,omitempty"`
+	Ack         crewcast.Ack `json:"ack,omitempty"`
+	LastReply   string       `json:"last_reply,omitempty"`
+	Replies     int          `json:"replies,omitempty"`
+	// BeforeOptOut remembers the status a STOP replaced, so START can give
+	// it back.
+	BeforeOptOut crewcast.Status `json:"before_opt_out,omitempty"`
+	// SendID names the provider send in flight or last made (group MMS: one
+	// for every recipient of the thread).
+	SendID string `json:"send_id,omitempty"`
+}
+
+// Group is one group message and its recipients: the state that events
+// build and that snapshots store.
+type Group struct {
+	ID          string               `json:"id"`
+	From        string               `json:"from"`
+	Text        string               `json:"text"`
+	MediaURLs   []string             `json:"media_urls,omitempty"`
+	Mode        crewcast.Mode        `json:"mode"`
+	Status      crewcast.GroupStatus `json:"status"`
+	PauseReason string               `json:"pause_reason,omitempty"`
+	CreatedAt   time.Time            `json:"created_at"`
+	UpdatedAt   time.Time            `json:"updated_at"`
+	Settings    Settings             `json:"settings"`
+	Recipients  []*Recipient         `json:"recipients"`
+	// Seen holds the provider event ids already applied, so that a webhook
+	// delivered twice changes nothing the second time.
+	Seen map[string]struct{} `json:"seen,omitempty"`
+	// Sends counts provider sends claimed, for unique send ids.
+	Sends int `json:"sends"`
+
+	byNumber map[string]int
+	// dirty collects the recipients changed since TakeDirty.
+	dirty map[int]struct{}
+}
+
+// Index returns the recipient with the given number, or nil.
+func (g *Group) Recipient(number string) *Recipient {
+	if g.byNumber == nil {
+		g.reindex()
+	}
+	if i, ok := g.byNumber[number]; ok {
+		return g.Recipients[i]
+	}
+	return nil
+}
+
+func (g *Group) reindex() {
+	g.byNumber = make(map[string]int, len(g.Recipients))
+	for i, r := range g.Recipients {
+		g.byNumber[r.Number] = i
+	}
+}
+
+func (g *Group) markDirty(i int) {
+	if g.dirty == nil {
+		g.dirty = make(map[int]struct{})
+	}
+	g.dirty[i] = struct{}{}
+}
+
+// TakeDirty returns the indices of recipients changed since the last call,
+// in ascending order, and forgets them.
+func (g *Group) TakeDirty() []int {
+	out := make([]int, 0, len(g.dirty))
+	for i := range g.Recipients {
+		if _, ok := g.dirty[i]; ok {
+			out = append(out, i)
+		}
+	}
+	g.dirty = nil
+	return out
+}
+
+// Counts returns how many recipients are in each status, plus "replied"
+// and "acknowledged".
+func (g *Group) Counts() map[string]int {
+	c := make(map[string]int, len(crewcast.AllStatuses)+2)
+	for _, s := range crewcast.AllStatuses {
+		c[string(s)] = 0
+	}
+	c["replied"], c["acknowledged"] = 0, 0
+	for _, r := range g.Recipients {
+		c[string(r.Status)]++
+		if r.Replies > 0 {
+			c["replied"]++
+		}
+		if r.Ack != crewcast.AckNone {
+			c["acknowledged"]++
+		}
+	}
+	return c
+}
+
+// rank orders statuses for the forward-only rule. A status of higher rank
+// may replace a lower one; equal or lower never does, except where an
+// operator decision or a retry says otherwise (handled explicitly).
+func rank(s crewcast.Status) int {
+	switch s {
+	case crewcast.StatusPending:
+		return 0
+	case crewcast.StatusSending:
+		return 1
+	case crewcast.StatusUnconfirmed:
+		return 2
+	case crewcast.StatusSent:
+		return 3
+	case crewcast.StatusUnknown:
+		return 4
+	case crewcast.StatusFailed, crewcast.StatusDelivered:
+		return 5
+	case crewcast.StatusOptedOut, crewcast.StatusCanceled:
+		return 6
+	}
+	return -1
+}
+
+// recomputeStatus derives the group status from its recipients.
+func (g *Group) recomputeStatus() {
+	switch g.Status {
+	case crewcast.GroupCanceled, crewcast.GroupPaused:
+		return
+	}
+	pendingOrSending, sent := false, false
+	for _, r := range g.Recipients {
+		switch r.Status {
+		case crewcast.StatusPending, crewcast.StatusSending:
+			pendingOrSending = true
+		case crewcast.StatusSent:
+			sent = true
+		}
+	}
+	switch {
+	case pendingOrSending:
+		g.Status = crewcast.GroupSending
+	case sent:
+		g.Status = crewcast.GroupAwaiting
+	default:
+		g.Status = crewcast.GroupComplete
+	}
+}
+
+// sending reports whether a provider call for r is in flight, including
+// one whose recipient replied STOP meanwhile.
+func (r *Recipient) sending() bool {
+	return r.Status == crewcast.StatusSending ||
+		r.Status == crewcast.StatusOptedOut && r.BeforeOptOut == crewcast.StatusSending
+}
+
+// InFlight returns the recipients whose provider call is in flight.
+func (g *Group) InFlight() []*Recipient {
+	var out []*Recipient
+	for _, r := range g.Recipients {
+		if r.sending() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ClaimKey is the deterministic idempotency key of a provider send: the
+// group, the send and its attempt. A provider that honours idempotency keys
+// turns a repeated send into the same message.
+func ClaimKey(groupID, sendID string) string {
+	return fmt.Sprintf("%s:%s", groupID, sendID)
+}
