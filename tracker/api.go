@@ -1,0 +1,69 @@
+package tracker
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/crewcast/crewcast/group"
+)
+
+// Errors the API layer maps to HTTP statuses (see httpapi).
+var (
+	// ErrNotFound: no such group. → 404
+	ErrNotFound = errors.New("group not found")
+	// ErrIdempotencyMismatch: the Idempotency-Key was used with a different
+	// request body. → 422
+	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
+	// ErrUnavailable wraps store and runtime failures: nothing was changed
+	// durably, the client may try again. → 503
+	ErrUnavailable = errors.New("temporarily unavailable")
+	// ErrClosed: the tracker is shutting down. → 503
+	ErrClosed = errors.New("tracker is shutting down")
+)
+
+// group.ErrState (→ 409) and group.ErrNoRecipient (→ 404) come through
+// unchanged from operator commands.
+
+// ValidationError lists everything wrong with a create request. → 400
+type ValidationError struct {
+	Fields []group.FieldError
+}
+
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Error()
+	}
+	return "invalid request: " + strings.Join(parts, "; ")
+}
+
+// CreateOptions are the per-request knobs of Create.
+type CreateOptions struct {
+	// IdempotencyKey, when set, makes Create return the same group for the
+	// same key and request, and ErrIdempotencyMismatch for the same key
+	// with a different request.
+	IdempotencyKey string
+	// CheckAfter overrides the first status check delay (the API's
+	// "check_after" field); 0 keeps the default.
+	CheckAfter time.Duration
+	// By names who asked (an API key id), for the audit trail.
+	By string
+}
+
+// Change is one committed change of a group: the journal events one commit
+// appended, published after the commit succeeded.
+type Change struct {
+	GroupID string
+	// Seq is the journal sequence of the last event in Events.
+	Seq    uint64
+	Events []EventView
+}
+
+// EventView is a journal event as the API shows it.
+type EventView struct {
+	Seq  uint64    `json:"seq"`
+	Type string    `json:"type"`
+	Time time.Time `json:"time"`
+	Data []byte    `json:"data"` // the event's JSON
+}
