@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/crewcast/crewcast/provider/sim"
+)
+
+func init() {
+	register(command{name: "sim", summary: "run the Telnyx/Twilio provider simulator (signed webhooks, fault knobs, ledger)", run: runSim})
+}
+
+func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("sim", stderr)
+	addr := fs.String("addr", envOr("CREWCAST_SIM_ADDR", "127.0.0.1:9090"), "listen address (CREWCAST_SIM_ADDR)")
+	telnyxURL := fs.String("telnyx-webhook-url", "", "Telnyx messaging profile webhook URL (a send's webhook_url wins)")
+	telnyxFailover := fs.String("telnyx-failover-url", "", "Telnyx failover webhook URL, after 3 failed attempts on the first")
+	twilioURL := fs.String("twilio-webhook-url", "", "Twilio status callback and inbound URL (a send's StatusCallback wins)")
+	seed := fs.Int64("seed", 0, "seed for every decision, id and key (unset: random per run)")
+	telnyxKey := fs.String("telnyx-api-key", "", "Telnyx API key to accept (default: derived from --seed, or random)")
+	signingSeed := fs.String("telnyx-signing-seed", "", "base64 32-byte Ed25519 seed for Telnyx webhook signatures (default: derived from --seed, or random)")
+	twilioSID := fs.String("twilio-account-sid", "", "Twilio account SID to accept (default: derived from --seed, or random)")
+	twilioToken := fs.String("twilio-auth-token", "", "Twilio auth token to accept and sign with (default: derived from --seed, or random)")
+	webhookTimeout := fs.Duration("webhook-timeout", 2*time.Second, "timeout of one webhook attempt")
+	retryBackoff := fs.Duration("retry-backoff", 250*time.Millisecond, "wait before retrying a failed webhook attempt")
+	demo := fs.Bool("demo", false, "start from the lifelike demo preset instead of 'deliver everything' (fault flags still win)")
+	verbose := fs.Bool("verbose", false, "log every webhook attempt")
+
+	def := sim.DefaultFaults()
+	failRate := fs.Float64("fail-rate", 0, "probability a recipient's delivery fails with a code from --fail-codes")
+	failCodes := fs.String("fail-codes", strings.Join(sim.DefaultFailCodes, ","), "Telnyx delivery error codes a failure draws from")
+	twilioFailCodes := fs.String("twilio-fail-codes", strings.Join(sim.DefaultTwilioFailCodes, ","), "Twilio ErrorCodes a failure draws from")
+	unknownRate := fs.Float64("unknown-rate", 0, "probability the outcome stays unknown (delivery_unconfirmed / unknown)")
+	duplicateRate := fs.Float64("duplicate-rate", 0, "probability a webhook is posted twice")
+	reorder := fs.Bool("reorder", false, "let the final webhook arrive before the sent one")
+	delay := fs.String("delay-ms", fmt.Sprintf("%d,%d", def.DelayMS[0], def.DelayMS[1]), "min,max delay in ms before each webhook event")
+	rateLimitRate := fs.Float64("rate-limit-rate", 0, "probability a send gets 429 (Telnyx 10011, Twilio 20429); nothing recorded")
+	error5xxRate := fs.Float64("error-5xx-rate", 0, "probability a send gets 500; nothing recorded")
+	acceptTimeoutRate := fs.Float64("accept-timeout-rate", 0, "probability a send is recorded but its connection is closed without an answer")
+	dropRate := fs.Float64("drop-rate", 0, "probability a webhook is never posted")
+	replyRate := fs.Float64("reply-rate", 0, "probability a delivered recipient replies with one of --reply-texts")
+	replyTexts := fs.String("reply-texts", strings.Join(sim.DefaultReplyTexts, ","), "comma-separated replies")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+
+	faults := def
+	if *demo {
+		faults = sim.DemoFaults()
+	}
+	cfg := sim.Config{
+		TelnyxWebhookURL:  *telnyxURL,
+		TelnyxFailoverURL: *telnyxFailover,
+		TwilioWebhookURL:  *twilioURL,
+		TelnyxAPIKey:      *telnyxKey,
+		TwilioAccountSID:  *twilioSID,
+		TwilioAuthToken:   *twilioToken,
+		WebhookTimeout:    *webhookTimeout,
+		RetryBackoff:      *retryBackoff,
+	}
+	var flagErr error
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "seed":
+			cfg.Seed = seed
+		case "telnyx-signing-seed":
+			b, err := base64.StdEncoding.DecodeString(*signingSeed)
+			if err != nil || len(b) != ed25519.SeedSize {
+				flagErr = fmt.Errorf("--telnyx-signing-seed: want base64 of %d bytes", ed25519.SeedSize)
+				return
+			}
+			cfg.TelnyxSigningKey = ed25519.NewKeyFromSeed(b)
+		case "fail-rate":
+			faults.FailRate = *failRate
+		case "fail-codes":
+			faults.FailCodes = splitList(*failCodes)
+		case "twilio-fail-codes":
+			faults.TwilioFailCodes = splitList(*twilioFailCodes)
+		case "unknown-rate":
+			faults.UnknownRate = *unknownRate
+		case "duplicate-rate":
+			faults.DuplicateRate = *duplicateRate
+		case "reorder":
+			faults.Reorder = *reorder
+		case "delay-ms":
+			d, err := sim.ParseDelay(*delay)
+			if err != nil {
+				flagErr = fmt.Errorf("--delay-ms: %w", err)
+				return
+			}
+			faults.DelayMS = d
+		case "rate-limit-rate":
+			faults.RateLimitRate = *rateLimitRate
+		case "error-5xx-rate":
+			faults.Error5xxRate = *error5xxRate
+		case "accept-timeout-rate":
+			faults.AcceptTimeoutRate = *acceptTimeoutRate
+		case "drop-rate":
+			faults.DropRate = *dropRate
+		case "reply-rate":
+			faults.ReplyRate = *replyRate
+		case "reply-texts":
+			faults.ReplyTexts = splitList(*replyTexts)
+		}
+	})
+	if flagErr != nil {
+		fmt.Fprintln(stderr, flagErr)
+		return errUsage
+	}
+	cfg.Faults = faults
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	s, err := sim.New(cfg)
+	if err != nil {
+		return err
+	}
+	url, err := s.Start(ctx, *addr)
+	if err != nil {
+		stopErr := s.Stop(context.Background())
+		if stopErr != nil {
+			return fmt.Errorf("%w (and stop: %v)", err, stopErr)
+		}
+		return err
+	}
+	k := s.Keys()
+	fmt.Fprintf(stdout, "crewcast sim listening on %s (ledger: %s/sim/ledger, faults: %s/sim/faults)\n", url, url, url)
+	fmt.Fprintf(stdout, "CREWCAST_TELNYX_API_BASE=%s\nCREWCAST_TELNYX_API_KEY=%s\nCREWCAST_TELNYX_PUBLIC_KEY=%s\n", url, k.TelnyxAPIKey, k.TelnyxPublicKey)
+	fmt.Fprintf(stdout, "CREWCAST_TWILIO_API_BASE=%s\nCREWCAST_TWILIO_ACCOUNT_SID=%s\nCREWCAST_TWILIO_AUTH_TOKEN=%s\n", url, k.TwilioAccountSID, k.TwilioAuthToken)
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return s.Stop(sctx)
+}
+
+// splitList splits a comma-separated flag value, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for p := range strings.SplitSeq(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
