@@ -49,7 +49,7 @@ func TestTwilioSendAndStatusCallbacks(t *testing.T) {
 	r := c.twilioSend(twilioBody(alice, "Crew call 7am"))
 	var m struct {
 		SID, Status, To, From, Body, Direction string
-		AccountSID                             string `json:"account_sid"`
+		AccountSID                             string  `json:"account_sid"`
 		DateSent                               *string `json:"date_sent"`
 		ErrorCode                              *int    `json:"error_code"`
 	}
