@@ -1,0 +1,106 @@
+package telnyx
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crewcast/crewcast"
+)
+
+// Webhook signature headers. Matching is case-insensitive.
+const (
+	SignatureHeader = "Telnyx-Signature-Ed25519"
+	TimestampHeader = "Telnyx-Timestamp"
+)
+
+// Verify checks a Telnyx webhook signature: the Ed25519 signature in the
+// telnyx-signature-ed25519 header (standard base64, 64 bytes) must be valid
+// for publicKey over the telnyx-timestamp header value, "|", and the raw
+// body; and the timestamp (Unix seconds, digits only) must be within
+// tolerance of now, inclusive. It reads the body only as bytes. Every
+// failure wraps crewcast.ErrBadSignature.
+func Verify(publicKey ed25519.PublicKey, header http.Header, body []byte, now time.Time, tolerance time.Duration) error {
+	if len(publicKey) != ed25519.PublicKeySize {
+		return badSignature("public key is %d bytes, want %d", len(publicKey), ed25519.PublicKeySize)
+	}
+	sigText := headerValue(header, SignatureHeader)
+	if sigText == "" {
+		return badSignature("missing %s header", SignatureHeader)
+	}
+	tsText := headerValue(header, TimestampHeader)
+	if tsText == "" {
+		return badSignature("missing %s header", TimestampHeader)
+	}
+	ts, ok := parseUnixSeconds(tsText)
+	if !ok {
+		return badSignature("%s is not decimal Unix seconds", TimestampHeader)
+	}
+	if skew := now.Sub(time.Unix(ts, 0)); skew > tolerance || skew < -tolerance {
+		return badSignature("timestamp is %v away from now, outside ±%v", skew.Round(time.Second), tolerance)
+	}
+	sig, err := base64.StdEncoding.DecodeString(sigText)
+	if err != nil {
+		return badSignature("signature is not standard base64")
+	}
+	if len(sig) != ed25519.SignatureSize {
+		return badSignature("signature is %d bytes, want %d", len(sig), ed25519.SignatureSize)
+	}
+	signed := make([]byte, 0, len(tsText)+1+len(body))
+	signed = append(append(append(signed, tsText...), '|'), body...)
+	if !ed25519.Verify(publicKey, signed, sig) {
+		return badSignature("signature does not match")
+	}
+	return nil
+}
+
+// Sign returns the headers Telnyx would send with body at timestamp ts,
+// signed with privateKey. The simulator and tests use it; production only
+// verifies.
+func Sign(privateKey ed25519.PrivateKey, ts time.Time, body []byte) http.Header {
+	tsText := strconv.FormatInt(ts.Unix(), 10)
+	signed := append([]byte(tsText+"|"), body...)
+	h := http.Header{}
+	h.Set(SignatureHeader, base64.StdEncoding.EncodeToString(ed25519.Sign(privateKey, signed)))
+	h.Set(TimestampHeader, tsText)
+	return h
+}
+
+func badSignature(format string, args ...any) error {
+	return fmt.Errorf("telnyx: %w: %s", crewcast.ErrBadSignature, fmt.Sprintf(format, args...))
+}
+
+// headerValue finds name in h ignoring case even when h was built by hand
+// with non-canonical keys (http.Header.Get only finds canonical ones).
+func headerValue(h http.Header, name string) string {
+	if v := h.Get(name); v != "" {
+		return v
+	}
+	for k, vs := range h {
+		if strings.EqualFold(k, name) && len(vs) > 0 && vs[0] != "" {
+			return vs[0]
+		}
+	}
+	return ""
+}
+
+// parseUnixSeconds accepts 1 to 18 ASCII digits: no sign, no spaces, no
+// fraction, nothing that could overflow.
+func parseUnixSeconds(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}

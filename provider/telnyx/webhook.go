@@ -1,0 +1,151 @@
+package telnyx
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/crewcast/crewcast"
+)
+
+// Webhook event types crewcast tracks; every other event type is
+// acknowledged and ignored.
+const (
+	EventMessageSent      = "message.sent"
+	EventMessageFinalized = "message.finalized"
+	EventMessageReceived  = "message.received"
+)
+
+// envelope is a Telnyx webhook: {"data":{...},"meta":{...}}.
+type envelope struct {
+	Data *struct {
+		ID         flexString      `json:"id"`
+		EventType  flexString      `json:"event_type"`
+		OccurredAt flexString      `json:"occurred_at"`
+		Payload    json.RawMessage `json:"payload"` // decoded only for the events we track
+
+	} `json:"data"`
+	Meta *struct {
+		Attempt flexInt `json:"attempt"`
+	} `json:"meta"`
+}
+
+// ParseWebhook verifies req's signature with the configured public key and
+// clock, then turns the body into Events:
+//   - message.sent and message.finalized give one Event per to[] entry
+//     (KindSent / KindStatus), all with the webhook's data.id as EventID.
+//   - message.received gives one KindInbound Event: From is the sender,
+//     To the first to[] entry (our number; a reply reaches one of our
+//     numbers per webhook), CC every cc[] participant except the sender,
+//     in the order given.
+//   - any other event type gives no Events and no error.
+//
+// A failed signature wraps crewcast.ErrBadSignature and nothing was
+// decoded; a body that verifies but cannot be read wraps
+// crewcast.ErrMalformed.
+func (c *Client) ParseWebhook(req crewcast.WebhookRequest) ([]crewcast.Event, error) {
+	if err := Verify(c.publicKey, req.Header, req.Body, c.now(), c.tolerance); err != nil {
+		return nil, err
+	}
+	return parseEvents(req.Body)
+}
+
+// parseEvents decodes a verified webhook body.
+func parseEvents(body []byte) ([]crewcast.Event, error) {
+	var env envelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		return nil, malformed("decode: %v", err)
+	}
+	if env.Data == nil || env.Data.EventType == "" {
+		return nil, malformed("no data.event_type")
+	}
+	d := env.Data
+	var kind crewcast.EventKind
+	switch d.EventType {
+	case EventMessageSent:
+		kind = crewcast.KindSent
+	case EventMessageFinalized:
+		kind = crewcast.KindStatus
+	case EventMessageReceived:
+		kind = crewcast.KindInbound
+	default:
+		return nil, nil
+	}
+	if d.ID == "" {
+		return nil, malformed("%s without data.id", d.EventType)
+	}
+	var p *message
+	if len(d.Payload) > 0 {
+		if err := json.Unmarshal(d.Payload, &p); err != nil {
+			return nil, malformed("decode payload: %v", err)
+		}
+	}
+	if p == nil || p.ID == "" {
+		return nil, malformed("%s without payload.id", d.EventType)
+	}
+	var occurred time.Time
+	if d.OccurredAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, d.OccurredAt.String())
+		if err != nil {
+			return nil, malformed("occurred_at is not RFC 3339")
+		}
+		occurred = t.UTC()
+	}
+	base := crewcast.Event{
+		Provider:       ProviderName,
+		EventID:        d.ID.String(),
+		Kind:           kind,
+		MessageID:      p.ID.String(),
+		GroupMessageID: p.GroupMessageID.String(),
+		From:           p.From.PhoneNumber,
+		OccurredAt:     occurred,
+	}
+	if env.Meta != nil {
+		base.Attempt = int(env.Meta.Attempt)
+	}
+
+	if kind == crewcast.KindInbound {
+		if p.From.PhoneNumber == "" || len(p.To) == 0 || p.To[0].PhoneNumber == "" {
+			return nil, malformed("message.received without from or to")
+		}
+		ev := base
+		ev.To = p.To[0].PhoneNumber
+		ev.Text = p.Text.String()
+		ev.Media = []string(p.Media)
+		seen := map[string]bool{p.From.PhoneNumber: true}
+		for _, cc := range p.CC {
+			if cc.PhoneNumber != "" && !seen[cc.PhoneNumber] {
+				seen[cc.PhoneNumber] = true
+				ev.CC = append(ev.CC, cc.PhoneNumber)
+			}
+		}
+		return []crewcast.Event{ev}, nil
+	}
+
+	if len(p.To) == 0 {
+		return nil, malformed("%s without recipients", d.EventType)
+	}
+	unrecognized := crewcast.StatusUnknown
+	if kind == crewcast.KindSent {
+		unrecognized = crewcast.StatusSent // message.sent itself says it left
+	}
+	events := make([]crewcast.Event, 0, len(p.To))
+	for _, rs := range recipientStatuses(p, unrecognized) {
+		if rs.Number == "" {
+			return nil, malformed("%s recipient without phone_number", d.EventType)
+		}
+		ev := base
+		ev.To = rs.Number
+		ev.Status = rs.Status
+		ev.ProviderStatus = rs.ProviderStatus
+		ev.ErrorCode = rs.ErrorCode
+		ev.ErrorClass = rs.ErrorClass
+		ev.OptOut = rs.OptOut
+		events = append(events, ev)
+	}
+	return events, nil
+}
+
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("telnyx: %w: %s", crewcast.ErrMalformed, fmt.Sprintf(format, args...))
+}
