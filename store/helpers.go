@@ -1,0 +1,168 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/crewcast/crewcast"
+)
+
+// Helpers shared by the engines, so that cursors, time encoding and summary
+// figures mean the same thing whichever engine produced them.
+
+// ErrInvalidCursor is returned by list methods for a cursor they did not
+// produce (the HTTP layer maps it to 400).
+var ErrInvalidCursor = errors.New("invalid cursor")
+
+// EncodeCursor packs the sort key of the last row of a page into an opaque
+// string.
+func EncodeCursor(parts ...string) string {
+	b, _ := json.Marshal(parts) // a []string always marshals
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// DecodeCursor unpacks a cursor made by EncodeCursor with exactly n parts.
+func DecodeCursor(c string, n int) ([]string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidCursor, err)
+	}
+	var parts []string
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidCursor, err)
+	}
+	if len(parts) != n {
+		return nil, fmt.Errorf("%w: %d parts, want %d", ErrInvalidCursor, len(parts), n)
+	}
+	return parts, nil
+}
+
+// CursorInt parses an integer cursor part.
+func CursorInt(s string) (int64, error) {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrInvalidCursor, err)
+	}
+	return v, nil
+}
+
+// Nanos encodes t as Unix nanoseconds for storage; the zero time is 0 so
+// that "not set" survives a round trip exactly. Engines store integers
+// rather than native timestamps so that every engine returns the same
+// instants to the nanosecond.
+func Nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// FromNanos decodes Nanos: 0 is the zero time, anything else a UTC time.
+func FromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// ClampLimit applies a list method's default and maximum page size.
+func ClampLimit(limit, def, max int) int {
+	if limit <= 0 {
+		return def
+	}
+	if limit > max {
+		return max
+	}
+	return limit
+}
+
+// Percentile returns the nearest-rank p-th percentile (0 < p <= 1) of
+// sorted durations, 0 for none.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	rank := int(p*float64(n)+0.999999999) - 1 // ceil(p*n) - 1
+	rank = max(0, min(rank, n-1))
+	return sorted[rank]
+}
+
+// FinishSummary fills the derived figures of s (DeliveryRate, median and
+// p95) from the counts already in s and the SentAt→DeliveredAt durations of
+// the delivered rows, and sorts TopErrorCodes (most frequent first, then by
+// code) keeping at most 10.
+func FinishSummary(s *Summary, toDelivered []time.Duration) {
+	if s.ByStatus == nil {
+		s.ByStatus = map[crewcast.Status]int{}
+	}
+	denom := s.Total - s.ByStatus[crewcast.StatusOptedOut] - s.ByStatus[crewcast.StatusCanceled]
+	if denom > 0 {
+		s.DeliveryRate = float64(s.ByStatus[crewcast.StatusDelivered]) / float64(denom)
+	} else {
+		s.DeliveryRate = 0
+	}
+	d := slices.Clone(toDelivered)
+	slices.Sort(d)
+	s.MedianToDelivered = Percentile(d, 0.5)
+	s.P95ToDelivered = Percentile(d, 0.95)
+	slices.SortFunc(s.TopErrorCodes, func(a, b CodeCount) int {
+		if a.Count != b.Count {
+			return b.Count - a.Count
+		}
+		if a.Code != b.Code {
+			if a.Code < b.Code {
+				return -1
+			}
+			return 1
+		}
+		if a.Class < b.Class {
+			return -1
+		}
+		if a.Class > b.Class {
+			return 1
+		}
+		return 0
+	})
+	if len(s.TopErrorCodes) > 10 {
+		s.TopErrorCodes = s.TopErrorCodes[:10]
+	}
+}
+
+// EffectsOf returns the store.Effects carried by a unit's effect value (a
+// value or a pointer; a nil pointer is no effect), or ErrUnknownEffect.
+func EffectsOf(e any) (*Effects, error) {
+	switch v := e.(type) {
+	case Effects:
+		return &v, nil
+	case *Effects:
+		if v == nil {
+			return &Effects{}, nil
+		}
+		return v, nil
+	default:
+		return nil, fmt.Errorf("%w: %T", ErrUnknownEffect, e)
+	}
+}
+
+// SnapshotChecksum is the SHA-256 stored beside a snapshot's state. It
+// covers the key and sequence too, so that state copied to another row or
+// paired with another sequence is detected as well as flipped bytes.
+func SnapshotChecksum(key string, seq uint64, state []byte) []byte {
+	h := sha256.New()
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(key)))
+	h.Write(n[:])
+	h.Write([]byte(key))
+	binary.BigEndian.PutUint64(n[:], seq)
+	h.Write(n[:])
+	h.Write(state)
+	return h.Sum(nil)
+}

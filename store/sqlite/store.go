@@ -1,0 +1,325 @@
+// Package sqlite is the embedded store engine: store.Store on one SQLite
+// file through the pure-Go modernc.org/sqlite driver.
+//
+// Durability: the database runs in WAL mode with synchronous=FULL, so a
+// write that returned nil survives power loss. Concurrency: every write
+// goes through ONE writer connection (writes are serialized, transactions
+// begin IMMEDIATE so that another process on the same file waits on the
+// busy timeout instead of failing), while reads use a separate pool of
+// query_only connections that see every committed write. Commit applies a
+// whole batch of units in one transaction, each unit inside its own
+// SAVEPOINT. Schema migrations are embedded and applied by Open and Migrate.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/store"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Config configures Open.
+type Config struct {
+	// Path is the database file; it is created if missing. Required.
+	Path string
+	// Owner names this store instance in shard leases (default "local").
+	Owner string
+	// Now is the clock for route expiry, retention and default
+	// timestamps (default time.Now).
+	Now func() time.Time
+	// ReadConns is the size of the read pool (default 4).
+	ReadConns int
+	// BusyTimeout is how long a connection waits for another process's
+	// lock before failing (default 5s).
+	BusyTimeout time.Duration
+	// Logger receives migration progress (default: discard).
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Owner == "" {
+		c.Owner = "local"
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.ReadConns <= 0 {
+		c.ReadConns = 4
+	}
+	if c.BusyTimeout <= 0 {
+		c.BusyTimeout = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.Path == "" {
+		return errors.New("sqlite: Config.Path is required")
+	}
+	if strings.ContainsAny(c.Path, "?#") || c.Path == ":memory:" {
+		return fmt.Errorf("sqlite: Config.Path %q must be a plain file path", c.Path)
+	}
+	return nil
+}
+
+// Store is the SQLite engine. It is safe for concurrent use.
+type Store struct {
+	cfg Config
+	w   *sql.DB // exactly one connection: every write
+	r   *sql.DB // query_only pool: every read
+	st  stmts
+	now func() time.Time
+
+	mu     sync.Mutex
+	epochs [store.NumShards]uint64 // epochs this instance holds; 0 = none
+	closed bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at cfg.Path, applies pending
+// migrations and takes every shard lease nobody holds.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	busy := fmt.Sprintf("busy_timeout(%d)", cfg.BusyTimeout.Milliseconds())
+	wq := url.Values{}
+	wq.Add("_pragma", busy)
+	wq.Add("_pragma", "journal_mode(WAL)")
+	wq.Add("_pragma", "synchronous(FULL)")
+	wq.Add("_pragma", "foreign_keys(1)")
+	wq.Set("_txlock", "immediate")
+	w, err := sql.Open("sqlite", "file:"+cfg.Path+"?"+wq.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open writer: %w", err)
+	}
+	// One connection that never expires: all writes are serialized through
+	// it and its prepared statements stay valid.
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	s := &Store{cfg: cfg, w: w, now: cfg.Now}
+	if err := s.Migrate(ctx); err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	rq := url.Values{}
+	rq.Add("_pragma", busy)
+	rq.Add("_pragma", "foreign_keys(1)")
+	rq.Add("_pragma", "query_only(1)")
+	r, err := sql.Open("sqlite", "file:"+cfg.Path+"?"+rq.Encode())
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("sqlite: open readers: %w", err)
+	}
+	r.SetMaxOpenConns(cfg.ReadConns)
+	r.SetMaxIdleConns(cfg.ReadConns)
+	s.r = r
+	if err := s.st.prepare(ctx, w); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	if err := s.takeFreeShards(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Engine returns "sqlite".
+func (s *Store) Engine() string { return "sqlite" }
+
+func (s *Store) goose() (*goose.Provider, error) {
+	sub, err := fs.Sub(migrationFS, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: migrations: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, s.w, sub,
+		goose.WithDisableGlobalRegistry(true),
+		goose.WithSlog(s.cfg.Logger))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: migrations: %w", err)
+	}
+	return p, nil
+}
+
+// Migrate applies pending embedded migrations; a second call is a no-op.
+func (s *Store) Migrate(ctx context.Context) error {
+	p, err := s.goose()
+	if err != nil {
+		return err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	return nil
+}
+
+// MigrationVersion returns the highest applied migration version.
+func (s *Store) MigrationVersion(ctx context.Context) (int64, error) {
+	p, err := s.goose()
+	if err != nil {
+		return 0, err
+	}
+	v, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: migration version: %w", err)
+	}
+	return v, nil
+}
+
+// Ping checks that both the writer and the read pool answer.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.w.PingContext(ctx); err != nil {
+		return fmt.Errorf("sqlite: ping writer: %w", err)
+	}
+	if err := s.r.PingContext(ctx); err != nil {
+		return fmt.Errorf("sqlite: ping readers: %w", err)
+	}
+	return nil
+}
+
+// Close closes the database; calling it again is a no-op.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	var errs []error
+	errs = append(errs, s.st.close())
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	errs = append(errs, s.w.Close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sqlite: close: %w", err)
+	}
+	return nil
+}
+
+// ---- leases ----
+
+// takeFreeShards records this owner at epoch 1 for every shard nobody
+// holds, then loads the epochs of every shard the owner holds (so a
+// reopened store keeps the epochs it had).
+func (s *Store) takeFreeShards(ctx context.Context) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: take shards: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	for shard := range store.NumShards {
+		if _, err := tx.ExecContext(ctx,
+			`INSERT INTO shard_leases (shard, owner, epoch) VALUES (?, ?, 1) ON CONFLICT (shard) DO NOTHING`,
+			shard, s.cfg.Owner); err != nil {
+			return fmt.Errorf("sqlite: take shard %d: %w", shard, err)
+		}
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT shard, epoch FROM shard_leases WHERE owner = ?`, s.cfg.Owner)
+	if err != nil {
+		return fmt.Errorf("sqlite: load leases: %w", err)
+	}
+	var held [store.NumShards]uint64
+	for rows.Next() {
+		var shard int
+		var epoch uint64
+		if err := rows.Scan(&shard, &epoch); err != nil {
+			_ = rows.Close()
+			return fmt.Errorf("sqlite: load leases: %w", err)
+		}
+		if shard >= 0 && shard < store.NumShards {
+			held[shard] = epoch
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlite: load leases: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: take shards: %w", err)
+	}
+	s.mu.Lock()
+	s.epochs = held
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Store) epochOf(shard int) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.epochs[shard]
+}
+
+// TakeShard makes owner the holder of shard at the next epoch; this
+// instance holds that epoch from now on and the previous holder is fenced.
+func (s *Store) TakeShard(ctx context.Context, shard int, owner string) (uint64, error) {
+	if shard < 0 || shard >= store.NumShards {
+		return 0, fmt.Errorf("sqlite: take shard: shard %d out of range", shard)
+	}
+	var epoch uint64
+	err := s.w.QueryRowContext(ctx,
+		`INSERT INTO shard_leases (shard, owner, epoch) VALUES (?, ?, 1)
+		 ON CONFLICT (shard) DO UPDATE SET owner = excluded.owner, epoch = shard_leases.epoch + 1
+		 RETURNING epoch`, shard, owner).Scan(&epoch)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: take shard %d: %w", shard, err)
+	}
+	s.mu.Lock()
+	s.epochs[shard] = epoch
+	s.mu.Unlock()
+	return epoch, nil
+}
+
+// ListLeases returns every shard lease, by shard.
+func (s *Store) ListLeases(ctx context.Context) ([]store.Lease, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT shard, owner, epoch FROM shard_leases ORDER BY shard`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list leases: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Lease
+	for rows.Next() {
+		var l store.Lease
+		if err := rows.Scan(&l.Shard, &l.Owner, &l.Epoch); err != nil {
+			return nil, fmt.Errorf("sqlite: list leases: %w", err)
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list leases: %w", err)
+	}
+	return out, nil
+}
+
+// notFound maps sql.ErrNoRows to actor.ErrNotFound, in one place.
+func notFound(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return actor.ErrNotFound
+	}
+	return err
+}

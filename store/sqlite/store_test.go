@@ -1,0 +1,360 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/store"
+	"github.com/crewcast/crewcast/store/storetest"
+)
+
+// Benchmark figures, printed once each by TestMain as RESULT lines.
+var (
+	resultsMu sync.Mutex
+	results   = map[string]string{}
+)
+
+func record(name string, perSec float64, unit string) {
+	resultsMu.Lock()
+	defer resultsMu.Unlock()
+	results[name] = fmt.Sprintf("RESULT %s %.0f %s", name, perSec, unit)
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	resultsMu.Lock()
+	names := make([]string, 0, len(results))
+	for n := range results {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Println(results[n])
+	}
+	resultsMu.Unlock()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func openAt(t *testing.T, path string, c storetest.Config) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Config{Path: path, Owner: c.Owner, Now: c.Now})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func newDB(t *testing.T) storetest.DB {
+	path := filepath.Join(t.TempDir(), "crewcast.db")
+	return storetest.DB{
+		Open: func(t *testing.T, c storetest.Config) store.Store { return openAt(t, path, c) },
+		Corrupt: func(t *testing.T, key string) {
+			t.Helper()
+			db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			res, err := db.Exec(`UPDATE snapshots SET state = CAST(X'00' || state AS BLOB) WHERE key = ?`, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				t.Fatalf("corrupt %q: %d rows", key, n)
+			}
+		},
+	}
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, storetest.Options{NewDB: newDB})
+}
+
+func TestCrash(t *testing.T) {
+	storetest.Crash(t, storetest.CrashOptions{
+		NewDSN: func(t *testing.T) string { return filepath.Join(t.TempDir(), "crash.db") },
+		Open: func(ctx context.Context, dsn string) (store.Store, error) {
+			return Open(ctx, Config{Path: dsn})
+		},
+	})
+}
+
+func TestConfig(t *testing.T) {
+	ctx := context.Background()
+	for _, path := range []string{"", ":memory:", "/tmp/x.db?mode=ro"} {
+		if _, err := Open(ctx, Config{Path: path}); err == nil {
+			t.Errorf("Open(%q) succeeded", path)
+		}
+	}
+	if _, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "missing-dir", "x.db")}); err == nil {
+		t.Error("Open in a missing directory succeeded")
+	}
+}
+
+// TestPragmas checks the durability settings the engine promises: WAL,
+// synchronous=FULL and foreign keys on the writer; a query_only read pool.
+func TestPragmas(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "p.db"), storetest.Config{})
+	ctx := context.Background()
+	pragma := func(db *sql.DB, name string) string {
+		t.Helper()
+		var v string
+		if err := db.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if v := pragma(s.w, "journal_mode"); v != "wal" {
+		t.Errorf("journal_mode = %s", v)
+	}
+	if v := pragma(s.w, "synchronous"); v != "2" {
+		t.Errorf("synchronous = %s, want 2 (FULL)", v)
+	}
+	if v := pragma(s.w, "foreign_keys"); v != "1" {
+		t.Errorf("foreign_keys = %s", v)
+	}
+	if v := pragma(s.w, "busy_timeout"); v != "5000" {
+		t.Errorf("busy_timeout = %s", v)
+	}
+	if v := pragma(s.r, "query_only"); v != "1" {
+		t.Errorf("reader query_only = %s", v)
+	}
+	if _, err := s.r.ExecContext(ctx, `DELETE FROM routes`); err == nil {
+		t.Error("the read pool accepted a write")
+	}
+	if n := s.w.Stats().MaxOpenConnections; n != 1 {
+		t.Errorf("writer pool has %d connections, want 1", n)
+	}
+}
+
+// TestDiskFull simulates a full disk with max_page_count: writes fail with
+// an error (never a silent success), nothing partial is stored, and the
+// store works again once space is back.
+func TestDiskFull(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "full.db"), storetest.Config{})
+	ctx := context.Background()
+	var pages int64
+	if err := s.w.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.w.ExecContext(ctx, fmt.Sprintf(`PRAGMA max_page_count = %d`, pages)); err != nil {
+		t.Fatal(err)
+	}
+	big := []byte(strings.Repeat("x", 1<<20))
+	unit := actor.Unit{Key: "g", Events: []actor.Event{{Type: "t", Data: big}},
+		Effects: []any{store.Effects{Group: &store.GroupRow{ID: "g", Status: "sending"}}}}
+	if res, err := s.Commit(ctx, []actor.Unit{unit}); err == nil {
+		t.Fatalf("Commit on a full disk succeeded: %v", res)
+	}
+	if _, err := s.InsertInbox(ctx, []store.InboxEntry{{Provider: "p", EventID: "e", Payload: big}}); err == nil {
+		t.Fatal("InsertInbox on a full disk succeeded")
+	}
+	if err := s.SaveSnapshot(ctx, actor.Snapshot{Key: "g", Seq: 1, State: big}); err == nil {
+		t.Fatal("SaveSnapshot on a full disk succeeded")
+	}
+	if _, err := s.w.ExecContext(ctx, `PRAGMA max_page_count = 1073741823`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetGroup(ctx, "g"); !errors.Is(err, actor.ErrNotFound) {
+		t.Fatalf("a failed commit left its group row: %v", err)
+	}
+	if res, err := s.Commit(ctx, []actor.Unit{unit}); err != nil || res[0] != nil {
+		t.Fatalf("Commit after space is back: %v %v", res, err)
+	}
+	if isNew, err := s.InsertInbox(ctx, []store.InboxEntry{{Provider: "p", EventID: "e", Payload: big}}); err != nil || !isNew[0] {
+		t.Fatalf("InsertInbox after space is back: %v %v (the failed insert must not have stored it)", isNew, err)
+	}
+}
+
+// TestReadOnly: a database that refuses writes surfaces errors on every
+// write path, and recovers when writes are allowed again.
+func TestReadOnly(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "ro.db"), storetest.Config{})
+	ctx := context.Background()
+	if _, err := s.w.ExecContext(ctx, `PRAGMA query_only = 1`); err != nil {
+		t.Fatal(err)
+	}
+	unit := actor.Unit{Key: "g", Events: []actor.Event{{Type: "t"}}}
+	if _, err := s.Commit(ctx, []actor.Unit{unit}); err == nil {
+		t.Fatal("Commit on a read-only database succeeded")
+	}
+	if _, err := s.InsertInbox(ctx, []store.InboxEntry{{Provider: "p", EventID: "e"}}); err == nil {
+		t.Fatal("InsertInbox on a read-only database succeeded")
+	}
+	for name, err := range map[string]error{
+		"AckInbox":  s.AckInbox(ctx, []store.InboxRef{{Provider: "p", EventID: "e"}}),
+		"PutRoute":  s.PutRoute(ctx, store.Route{Key: "k", Value: "v"}),
+		"Snapshot":  s.SaveSnapshot(ctx, actor.Snapshot{Key: "g", Seq: 1}),
+		"Reminder":  s.SetReminder(ctx, actor.Reminder{Key: "g", Name: "n"}),
+		"Suppress":  s.AddSuppression(ctx, store.Suppression{Number: "n"}),
+		"CreateKey": s.CreateKey(ctx, store.APIKey{ID: "k", Prefix: "p"}),
+		"Delete":    s.DeleteGroup(ctx, "g"),
+	} {
+		if err == nil {
+			t.Errorf("%s on a read-only database succeeded", name)
+		}
+	}
+	if _, err := s.TakeShard(ctx, 0, "x"); err == nil {
+		t.Error("TakeShard on a read-only database succeeded")
+	}
+	if _, err := s.w.ExecContext(ctx, `PRAGMA query_only = 0`); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Commit(ctx, []actor.Unit{unit}); err != nil || res[0] != nil {
+		t.Fatalf("Commit after recovery: %v %v", res, err)
+	}
+}
+
+// TestCanceledContext: a canceled context fails the call and stores
+// nothing.
+func TestCanceledContext(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "c.db"), storetest.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Commit(ctx, []actor.Unit{{Key: "g", Events: []actor.Event{{Type: "t"}}}}); err == nil {
+		t.Fatal("Commit with a canceled context succeeded")
+	}
+	var n int
+	if err := s.r.QueryRow(`SELECT COUNT(*) FROM journal`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("journal rows after canceled commit: %d %v", n, err)
+	}
+}
+
+// ---- benchmarks ----
+
+func benchStore(b *testing.B) *Store {
+	b.Helper()
+	s, err := Open(context.Background(), Config{Path: filepath.Join(b.TempDir(), "bench.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func inboxEntries(prefix string, n int) []store.InboxEntry {
+	out := make([]store.InboxEntry, n)
+	for i := range out {
+		out[i] = store.InboxEntry{Provider: "telnyx", EventID: fmt.Sprintf("%s-%d", prefix, i), MessageID: "m",
+			Payload: []byte(`{"kind":"status","status":"delivered","to":"+15550100001"}`)}
+	}
+	return out
+}
+
+// BenchmarkInboxSingle is the naive baseline: one transaction (one fsync)
+// per webhook event.
+func BenchmarkInboxSingle(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	entries := inboxEntries("single", b.N)
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		if _, err := s.InsertInbox(ctx, entries[i:i+1]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	el := time.Since(start)
+	b.ReportMetric(float64(b.N)/el.Seconds(), "events/s")
+	record("store_sqlite_inbox_single", float64(b.N)/el.Seconds(), "events/s")
+}
+
+// BenchmarkInboxBatched inserts events 256 per call from 4 concurrent
+// callers.
+func BenchmarkInboxBatched(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	const batch, callers = 256, 4
+	entries := inboxEntries("batched", b.N)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for lo := c * batch; lo < len(entries); lo += callers * batch {
+				if _, err := s.InsertInbox(ctx, entries[lo:min(lo+batch, len(entries))]); err != nil {
+					errs[c] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/el.Seconds(), "events/s")
+	record("store_sqlite_inbox_batched", float64(b.N)/el.Seconds(), "events/s")
+}
+
+// BenchmarkCommitBatched commits units of one journal event, a group
+// upsert, a delivery upsert and an inbox ack, 500 units per Commit.
+func BenchmarkCommitBatched(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	const batch, groups = 500, 100
+	entries := inboxEntries("commit", b.N)
+	for lo := 0; lo < len(entries); lo += 1000 {
+		if _, err := s.InsertInbox(ctx, entries[lo:min(lo+1000, len(entries))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	seqs := make([]uint64, groups)
+	b.ResetTimer()
+	start := time.Now()
+	for lo := 0; lo < b.N; lo += batch {
+		units := make([]actor.Unit, 0, batch)
+		for i := lo; i < min(lo+batch, b.N); i++ {
+			g := i % groups
+			key := fmt.Sprintf("bench-g%d", g)
+			units = append(units, actor.Unit{Key: key, ExpectSeq: seqs[g],
+				Events: []actor.Event{{Type: "recipient.delivered", Data: []byte(`{"number":"+15550100001"}`)}},
+				Effects: []any{&store.Effects{
+					Group: &store.GroupRow{ID: key, Status: "sending", Counts: map[string]int{"delivered": i}, Seq: seqs[g] + 1},
+					Deliveries: []store.DeliveryRow{{GroupID: key, Number: fmt.Sprintf("+1555%07d", i), Status: "delivered",
+						Attempts: 1, SentAt: time.Unix(1, 0), DeliveredAt: time.Unix(2, 0), UpdatedAt: time.Unix(2, 0)}},
+					InboxDone: []store.InboxRef{{Provider: "telnyx", EventID: entries[i].EventID, Target: key}},
+				}}})
+			seqs[g]++
+		}
+		res, err := s.Commit(ctx, units)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			if r != nil {
+				b.Fatal(r)
+			}
+		}
+	}
+	el := time.Since(start)
+	b.ReportMetric(float64(b.N)/el.Seconds(), "units/s")
+	record("store_sqlite_commit_batched", float64(b.N)/el.Seconds(), "units/s")
+}

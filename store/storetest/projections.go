@@ -1,0 +1,459 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/store"
+)
+
+func testGroups(t *testing.T, o Options) {
+	s, _, _ := open(t, o)
+	ctx := context.Background()
+	if _, err := s.GetGroup(ctx, "none"); !errors.Is(err, actor.ErrNotFound) {
+		t.Fatalf("GetGroup(missing) = %v", err)
+	}
+	var want []store.GroupRow // newest first
+	for i := range 7 {
+		g := store.GroupRow{
+			ID: fmt.Sprintf("g-%d", i), Status: crewcast.GroupSending, From: "+15550100000", Mode: crewcast.ModeIndividual,
+			Text: fmt.Sprintf("text %d", i), CreatedAt: t0.Add(time.Duration(i/2) * time.Minute), // pairs share a time
+			UpdatedAt: t0.Add(time.Hour), Counts: map[string]int{"pending": i}, Seq: 1,
+		}
+		if i%3 == 0 {
+			g.Status, g.PauseReason, g.Mode = crewcast.GroupPaused, "sender rejected", crewcast.ModeGroupMMS
+		}
+		commitOK(t, s, actor.Unit{Key: g.ID, Events: events("c", 1), Effects: []any{store.Effects{Group: &g}}})
+		want = append([]store.GroupRow{g}, want...)
+	}
+	// Ties on CreatedAt are broken by id, descending, which the reversed
+	// insertion order already is.
+	got, err := s.GetGroup(ctx, "g-3")
+	if err != nil || !reflect.DeepEqual(got, want[indexOfGroup(want, "g-3")]) {
+		t.Fatalf("GetGroup = %+v, %v", got, err)
+	}
+	var all []store.GroupRow
+	cursor := ""
+	for page := 0; ; page++ {
+		rows, next, err := s.ListGroups(ctx, store.GroupQuery{Cursor: cursor, Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, rows...)
+		if next == "" {
+			break
+		}
+		if page > 5 {
+			t.Fatal("pagination does not end")
+		}
+		cursor = next
+	}
+	if !reflect.DeepEqual(all, want) {
+		t.Fatalf("ListGroups pages:\n got %v\nwant %v", groupIDs(all), groupIDs(want))
+	}
+	paused, next, err := s.ListGroups(ctx, store.GroupQuery{Status: crewcast.GroupPaused})
+	if err != nil || next != "" || !reflect.DeepEqual(groupIDs(paused), []string{"g-6", "g-3", "g-0"}) {
+		t.Fatalf("paused groups = %v, %q, %v", groupIDs(paused), next, err)
+	}
+	// An upsert replaces the row.
+	up := want[0]
+	up.Status, up.Counts, up.Seq = crewcast.GroupComplete, map[string]int{"delivered": 2, "replied": 1}, 2
+	commitOK(t, s, actor.Unit{Key: up.ID, ExpectSeq: 1, Events: events("d", 1), Effects: []any{store.Effects{Group: &up}}})
+	if got, err := s.GetGroup(ctx, up.ID); err != nil || !reflect.DeepEqual(got, up) {
+		t.Fatalf("upserted group = %+v, %v", got, err)
+	}
+}
+
+func indexOfGroup(rows []store.GroupRow, id string) int {
+	for i, g := range rows {
+		if g.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func groupIDs(rows []store.GroupRow) []string {
+	var out []string
+	for _, g := range rows {
+		out = append(out, g.ID)
+	}
+	return out
+}
+
+func fullDelivery(groupID, number string, i int) store.DeliveryRow {
+	return store.DeliveryRow{
+		GroupID: groupID, Number: number, Name: "Name " + number, Status: crewcast.StatusDelivered, Attempts: 1 + i%2,
+		ProviderMessageID: "pm-" + number, ErrorCode: "", ErrorClass: crewcast.ClassNone,
+		ClaimedAt: t0.Add(time.Second), SentAt: t0.Add(2 * time.Second), DeliveredAt: t0.Add(5 * time.Second),
+		FailedAt: time.Time{}, RepliedAt: t0.Add(time.Minute), Ack: crewcast.AckYes, LastReply: "yes " + number,
+		UpdatedAt: t0.Add(time.Duration(i) * time.Second),
+	}
+}
+
+func testDeliveries(t *testing.T, o Options) {
+	s, _, _ := open(t, o)
+	ctx := context.Background()
+	var rows []store.DeliveryRow
+	for i := range 10 {
+		gid := "d-a"
+		if i%2 == 1 {
+			gid = "d-b"
+		}
+		d := fullDelivery(gid, fmt.Sprintf("+1555010%04d", i), i/3) // UpdatedAt ties across groups
+		if i%4 == 0 {
+			d.Status, d.ErrorCode, d.ErrorClass, d.FailedAt, d.DeliveredAt = crewcast.StatusFailed, "30008", crewcast.ClassCarrier, t0.Add(9*time.Second), time.Time{}
+		}
+		rows = append(rows, d)
+	}
+	var ga, gb []store.DeliveryRow
+	for _, d := range rows {
+		if d.GroupID == "d-a" {
+			ga = append(ga, d)
+		} else {
+			gb = append(gb, d)
+		}
+	}
+	commitOK(t, s,
+		actor.Unit{Key: "d-a", Events: events("a", 1), Effects: []any{store.Effects{Deliveries: ga}}},
+		actor.Unit{Key: "d-b", Events: events("b", 1), Effects: []any{store.Effects{Deliveries: gb}}})
+
+	list := func(q store.DeliveryQuery) []store.DeliveryRow {
+		t.Helper()
+		var all []store.DeliveryRow
+		for pages := 0; ; pages++ {
+			page, next, err := s.ListDeliveries(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q.Limit > 0 && len(page) > q.Limit {
+				t.Fatalf("page of %d, limit %d", len(page), q.Limit)
+			}
+			all = append(all, page...)
+			if next == "" {
+				return all
+			}
+			if pages > 20 {
+				t.Fatal("pagination does not end")
+			}
+			q.Cursor = next
+		}
+	}
+	// Expected order: (UpdatedAt, GroupID, Number).
+	want := []store.DeliveryRow{rows[0], rows[2], rows[1], rows[4], rows[3], rows[5], rows[6], rows[8], rows[7], rows[9]}
+	if got := list(store.DeliveryQuery{Limit: 3}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ListDeliveries order:\n got %v\nwant %v", numbers(got), numbers(want))
+	}
+	if got := list(store.DeliveryQuery{GroupID: "d-b", Limit: 2}); !reflect.DeepEqual(numbers(got), numbers(gb)) {
+		t.Fatalf("group filter = %v", numbers(got))
+	}
+	if got := list(store.DeliveryQuery{Number: rows[7].Number}); !reflect.DeepEqual(got, []store.DeliveryRow{rows[7]}) {
+		t.Fatalf("number filter = %v", numbers(got))
+	}
+	if got := list(store.DeliveryQuery{Status: crewcast.StatusFailed}); !reflect.DeepEqual(numbers(got), numbers([]store.DeliveryRow{rows[0], rows[4], rows[8]})) {
+		t.Fatalf("status filter = %v", numbers(got))
+	}
+	if got := list(store.DeliveryQuery{ErrorClass: crewcast.ClassCarrier, GroupID: "d-a"}); len(got) != 3 {
+		t.Fatalf("error class filter = %v", numbers(got))
+	}
+	// Since inclusive, Until exclusive: UpdatedAt in [t0+1s, t0+3s) = rows 3..8.
+	got := list(store.DeliveryQuery{Since: t0.Add(time.Second), Until: t0.Add(3 * time.Second), Limit: 4})
+	if !reflect.DeepEqual(numbers(got), numbers(want[3:9])) {
+		t.Fatalf("time window = %v, want %v", numbers(got), numbers(want[3:9]))
+	}
+	// Upsert by (GroupID, Number).
+	up := rows[1]
+	up.Status, up.Attempts, up.UpdatedAt = crewcast.StatusUnconfirmed, 3, t0.Add(time.Hour)
+	commitOK(t, s, actor.Unit{Key: "d-b", ExpectSeq: 1, Events: events("c", 1), Effects: []any{store.Effects{Deliveries: []store.DeliveryRow{up}}}})
+	if got := list(store.DeliveryQuery{Number: up.Number}); !reflect.DeepEqual(got, []store.DeliveryRow{up}) {
+		t.Fatalf("upserted delivery = %+v", got)
+	}
+	if got := list(store.DeliveryQuery{}); len(got) != 10 {
+		t.Fatalf("%d deliveries after upsert, want 10", len(got))
+	}
+}
+
+func numbers(rows []store.DeliveryRow) []string {
+	var out []string
+	for _, d := range rows {
+		out = append(out, d.GroupID+"/"+d.Number)
+	}
+	return out
+}
+
+func testReplies(t *testing.T, o Options) {
+	s, clock, _ := open(t, o)
+	ctx := context.Background()
+	var want []store.Reply // newest first
+	for i := range 6 {
+		r := store.Reply{Provider: "telnyx", EventID: fmt.Sprintf("in-%d", i), GroupID: "r-g", Number: fmt.Sprintf("+1555010000%d", i%3),
+			To: "+15550100000", Text: fmt.Sprintf("reply %d", i), ReceivedAt: t0.Add(time.Duration(i/2) * time.Second)}
+		if i == 1 {
+			r.Media = []string{"https://example.com/a.jpg", "https://example.com/b.jpg"}
+		}
+		if i >= 4 {
+			r.GroupID = "" // matched no group
+		}
+		want = append([]store.Reply{r}, want...)
+		commitOK(t, s, actor.Unit{Key: fmt.Sprintf("r-unit-%d", i), Effects: []any{store.Effects{Replies: []store.Reply{r}}}})
+	}
+	// A duplicate (Provider, EventID, Number) is ignored.
+	dup := want[0]
+	dup.Text = "changed"
+	commitOK(t, s, actor.Unit{Key: "r-dup", Effects: []any{store.Effects{Replies: []store.Reply{dup}}}})
+	// ReceivedAt defaults to the store clock.
+	clock.Advance(time.Hour)
+	late := store.Reply{Provider: "twilio", EventID: "SM1", Number: "+15550100009", To: "+15550100000", Text: "late"}
+	commitOK(t, s, actor.Unit{Key: "r-late", Effects: []any{store.Effects{Replies: []store.Reply{late}}}})
+	late.ReceivedAt = clock.Now()
+	want = append([]store.Reply{late}, want...)
+
+	list := func(q store.ReplyQuery) []store.Reply {
+		t.Helper()
+		var all []store.Reply
+		for pages := 0; ; pages++ {
+			page, next, err := s.ListReplies(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, page...)
+			if next == "" {
+				return all
+			}
+			if pages > 20 {
+				t.Fatal("pagination does not end")
+			}
+			q.Cursor = next
+		}
+	}
+	if got := list(store.ReplyQuery{Limit: 2}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ListReplies:\n got %+v\nwant %+v", got, want)
+	}
+	if got := list(store.ReplyQuery{GroupID: "r-g", Limit: 3}); !reflect.DeepEqual(got, want[3:]) {
+		t.Fatalf("group filter:\n got %+v\nwant %+v", got, want[3:])
+	}
+	if got := list(store.ReplyQuery{Unmatched: true}); !reflect.DeepEqual(got, want[:3]) {
+		t.Fatalf("unmatched:\n got %+v\nwant %+v", got, want[:3])
+	}
+	if got := list(store.ReplyQuery{Number: "+15550100001", Limit: 1}); len(got) != 2 || got[0].EventID != "in-4" || got[1].EventID != "in-1" {
+		t.Fatalf("number filter = %+v", got)
+	}
+}
+
+func testSummarize(t *testing.T, o Options) {
+	s, _, _ := open(t, o)
+	ctx := context.Background()
+	mk := func(n int, status crewcast.Status, sentToDelivered time.Duration, code string, class crewcast.ErrorClass, replied bool, ack crewcast.Ack) store.DeliveryRow {
+		d := store.DeliveryRow{GroupID: "s-g", Number: fmt.Sprintf("+1555020%04d", n), Status: status, Attempts: 1,
+			ErrorCode: code, ErrorClass: class, Ack: ack, UpdatedAt: t0.Add(time.Duration(n) * time.Second)}
+		if status == crewcast.StatusDelivered {
+			d.SentAt = t0
+			d.DeliveredAt = t0.Add(sentToDelivered)
+		}
+		if replied {
+			d.RepliedAt = t0.Add(time.Hour)
+		}
+		return d
+	}
+	var rows []store.DeliveryRow
+	// 10 delivered, taking 1s..10s.
+	for i := range 10 {
+		rows = append(rows, mk(len(rows), crewcast.StatusDelivered, time.Duration(i+1)*time.Second, "", "", i < 3, map[bool]crewcast.Ack{true: crewcast.AckYes}[i < 2]))
+	}
+	// A delivered row without SentAt is counted but has no duration.
+	noSent := mk(len(rows), crewcast.StatusDelivered, 0, "", "", false, "")
+	noSent.SentAt = time.Time{}
+	rows = append(rows, noSent)
+	for range 3 {
+		rows = append(rows, mk(len(rows), crewcast.StatusFailed, 0, "30008", crewcast.ClassCarrier, false, ""))
+	}
+	rows = append(rows, mk(len(rows), crewcast.StatusFailed, 0, "30003", crewcast.ClassRecipient, true, crewcast.AckNo))
+	for i := range 12 { // 12 distinct codes seen once each; only 10 codes are reported in all
+		rows = append(rows, mk(len(rows), crewcast.StatusUnknown, 0, fmt.Sprintf("9%02d", i), crewcast.ClassUncertain, false, ""))
+	}
+	rows = append(rows, mk(len(rows), crewcast.StatusOptedOut, 0, "", "", false, ""))
+	rows = append(rows, mk(len(rows), crewcast.StatusCanceled, 0, "", "", false, ""))
+	rows = append(rows, mk(len(rows), crewcast.StatusPending, 0, "", "", false, ""))
+	// Another group that a group filter must exclude.
+	other := mk(0, crewcast.StatusFailed, 0, "30008", crewcast.ClassCarrier, false, "")
+	other.GroupID = "s-other"
+	commitOK(t, s,
+		actor.Unit{Key: "s-g", Effects: []any{store.Effects{Deliveries: rows}}},
+		actor.Unit{Key: "s-other", Effects: []any{store.Effects{Deliveries: []store.DeliveryRow{other}}}})
+
+	sum, err := s.Summarize(ctx, store.DeliveryQuery{GroupID: "s-g", Limit: 1, Cursor: "ignored"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := len(rows) // 30
+	want := store.Summary{
+		Total: total,
+		ByStatus: map[crewcast.Status]int{crewcast.StatusDelivered: 11, crewcast.StatusFailed: 4, crewcast.StatusUnknown: 12,
+			crewcast.StatusOptedOut: 1, crewcast.StatusCanceled: 1, crewcast.StatusPending: 1},
+		Replied: 4, Acknowledged: 3,
+		DeliveryRate:      11.0 / float64(total-2),
+		MedianToDelivered: 5 * time.Second, // nearest rank of 1..10 s
+		P95ToDelivered:    10 * time.Second,
+	}
+	want.TopErrorCodes = []store.CodeCount{{Code: "30008", Class: crewcast.ClassCarrier, Count: 3}, {Code: "30003", Class: crewcast.ClassRecipient, Count: 1}}
+	for i := range 8 {
+		want.TopErrorCodes = append(want.TopErrorCodes, store.CodeCount{Code: fmt.Sprintf("9%02d", i), Class: crewcast.ClassUncertain, Count: 1})
+	}
+	if !reflect.DeepEqual(sum, want) {
+		t.Fatalf("Summarize:\n got %+v\nwant %+v", sum, want)
+	}
+	all, err := s.Summarize(ctx, store.DeliveryQuery{})
+	if err != nil || all.Total != total+1 || all.TopErrorCodes[0].Count != 4 {
+		t.Fatalf("unfiltered summary = %+v, %v", all, err)
+	}
+	none, err := s.Summarize(ctx, store.DeliveryQuery{GroupID: "nothing"})
+	if err != nil || none.Total != 0 || none.DeliveryRate != 0 || none.MedianToDelivered != 0 || len(none.TopErrorCodes) != 0 {
+		t.Fatalf("empty summary = %+v, %v", none, err)
+	}
+	window, err := s.Summarize(ctx, store.DeliveryQuery{GroupID: "s-g", Since: t0.Add(10 * time.Second), Until: t0.Add(14 * time.Second), Status: crewcast.StatusFailed})
+	if err != nil || window.Total != 3 || window.ByStatus[crewcast.StatusFailed] != 3 {
+		t.Fatalf("filtered summary = %+v, %v", window, err)
+	}
+}
+
+func testSuppressions(t *testing.T, o Options) {
+	s, clock, _ := open(t, o)
+	ctx := context.Background()
+	for i := range 5 {
+		sp := store.Suppression{Number: fmt.Sprintf("+1555030000%d", i), Reason: "manual", CreatedAt: t0}
+		if err := s.AddSuppression(ctx, sp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Suppressed(ctx, []string{"+15550300001", "+15550300003", "+15550399999"})
+	want := map[string]store.Suppression{
+		"+15550300001": {Number: "+15550300001", Reason: "manual", CreatedAt: t0},
+		"+15550300003": {Number: "+15550300003", Reason: "manual", CreatedAt: t0},
+	}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Suppressed = %+v, %v", got, err)
+	}
+	if got, err := s.Suppressed(ctx, nil); err != nil || len(got) != 0 {
+		t.Fatalf("Suppressed(nil) = %v, %v", got, err)
+	}
+	// Many numbers at once (engines chunk large IN lists).
+	many := make([]string, 1500)
+	for i := range many {
+		many[i] = fmt.Sprintf("+1555040%04d", i)
+	}
+	many[1499] = "+15550300004"
+	if got, err := s.Suppressed(ctx, many); err != nil || len(got) != 1 {
+		t.Fatalf("Suppressed(1500 numbers) = %d, %v", len(got), err)
+	}
+	if err := s.RemoveSuppression(ctx, "+15550300001"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemoveSuppression(ctx, "+15550300001"); err != nil {
+		t.Fatalf("removing a missing suppression: %v", err)
+	}
+	// Through a unit: suppress (CreatedAt defaults to now) and unsuppress.
+	commitOK(t, s, actor.Unit{Key: "g", Effects: []any{store.Effects{
+		Suppress:   []store.Suppression{{Number: "+15550300009", Reason: "stop"}},
+		Unsuppress: []string{"+15550300002"},
+	}}})
+	var all []store.Suppression
+	cursor := ""
+	for pages := 0; ; pages++ {
+		page, next, err := s.ListSuppressions(ctx, cursor, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, page...)
+		if next == "" {
+			break
+		}
+		if pages > 10 {
+			t.Fatal("pagination does not end")
+		}
+		cursor = next
+	}
+	wantAll := []store.Suppression{
+		{Number: "+15550300000", Reason: "manual", CreatedAt: t0},
+		{Number: "+15550300003", Reason: "manual", CreatedAt: t0},
+		{Number: "+15550300004", Reason: "manual", CreatedAt: t0},
+		{Number: "+15550300009", Reason: "stop", CreatedAt: clock.Now()},
+	}
+	if !reflect.DeepEqual(all, wantAll) {
+		t.Fatalf("ListSuppressions = %+v\nwant %+v", all, wantAll)
+	}
+	// Adding again replaces the reason.
+	if err := s.AddSuppression(ctx, store.Suppression{Number: "+15550300000", Reason: "provider_opt_out", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Suppressed(ctx, []string{"+15550300000"}); err != nil || got["+15550300000"].Reason != "provider_opt_out" {
+		t.Fatalf("re-added suppression = %+v, %v", got, err)
+	}
+}
+
+func testAPIKeys(t *testing.T, o Options) {
+	s, _, _ := open(t, o)
+	ctx := context.Background()
+	k1 := store.APIKey{ID: "key-1", Name: "admin", Prefix: "cc_aaaa", Hash: []byte{1, 2, 3}, Scopes: []string{"admin"}, CreatedAt: t0}
+	k2 := store.APIKey{ID: "key-2", Name: "reader", Prefix: "cc_bbbb", Hash: []byte{4, 5, 6}, Scopes: []string{"read", "send"}, CreatedAt: t0.Add(time.Second)}
+	for _, k := range []store.APIKey{k1, k2} {
+		if err := s.CreateKey(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CreateKey(ctx, store.APIKey{ID: "key-3", Prefix: "cc_aaaa", Hash: []byte{7}, CreatedAt: t0}); err == nil {
+		t.Fatal("CreateKey with a used prefix succeeded")
+	}
+	if err := s.CreateKey(ctx, store.APIKey{ID: "key-1", Prefix: "cc_cccc", Hash: []byte{7}, CreatedAt: t0}); err == nil {
+		t.Fatal("CreateKey with a used id succeeded")
+	}
+	if got, err := s.KeyByPrefix(ctx, "cc_bbbb"); err != nil || !reflect.DeepEqual(got, k2) {
+		t.Fatalf("KeyByPrefix = %+v, %v", got, err)
+	}
+	if _, err := s.KeyByPrefix(ctx, "cc_zzzz"); !errors.Is(err, actor.ErrNotFound) {
+		t.Fatalf("KeyByPrefix(unknown) = %v", err)
+	}
+	if err := s.TouchKey(ctx, "key-1", t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RevokeKey(ctx, "key-2", t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RevokeKey(ctx, "key-2", t0.Add(2*time.Hour)); err != nil {
+		t.Fatalf("revoking twice: %v", err)
+	}
+	if err := s.RevokeKey(ctx, "key-9", t0); !errors.Is(err, actor.ErrNotFound) {
+		t.Fatalf("RevokeKey(unknown) = %v", err)
+	}
+	if err := s.TouchKey(ctx, "key-9", t0); !errors.Is(err, actor.ErrNotFound) {
+		t.Fatalf("TouchKey(unknown) = %v", err)
+	}
+	k1.LastUsedAt = t0.Add(time.Minute)
+	k2.RevokedAt = t0.Add(time.Hour)
+	keys, err := s.ListKeys(ctx)
+	if err != nil || !reflect.DeepEqual(keys, []store.APIKey{k1, k2}) {
+		t.Fatalf("ListKeys = %+v, %v\nwant %+v", keys, err, []store.APIKey{k1, k2})
+	}
+}
+
+func testInvalidCursor(t *testing.T, o Options) {
+	s, _, _ := open(t, o)
+	ctx := context.Background()
+	for name, call := range map[string]func(string) error{
+		"groups":       func(c string) error { _, _, err := s.ListGroups(ctx, store.GroupQuery{Cursor: c}); return err },
+		"deliveries":   func(c string) error { _, _, err := s.ListDeliveries(ctx, store.DeliveryQuery{Cursor: c}); return err },
+		"replies":      func(c string) error { _, _, err := s.ListReplies(ctx, store.ReplyQuery{Cursor: c}); return err },
+		"suppressions": func(c string) error { _, _, err := s.ListSuppressions(ctx, c, 10); return err },
+	} {
+		for _, c := range []string{"%%%", store.EncodeCursor("a", "b", "c", "d")} {
+			if err := call(c); !errors.Is(err, store.ErrInvalidCursor) {
+				t.Errorf("%s with cursor %q: %v, want ErrInvalidCursor", name, c, err)
+			}
+		}
+	}
+}
