@@ -31,6 +31,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	twilioToken := fs.String("twilio-auth-token", "", "Twilio auth token to accept and sign with (default: derived from --seed, or random)")
 	webhookTimeout := fs.Duration("webhook-timeout", 2*time.Second, "timeout of one webhook attempt")
 	retryBackoff := fs.Duration("retry-backoff", 250*time.Millisecond, "wait before retrying a failed webhook attempt")
+	acceptHold := fs.Duration("accept-timeout-hold", 30*time.Second, "how long an accept-timeout send holds the request before closing the connection (0: close at once; keep it above the client's timeout)")
 	demo := fs.Bool("demo", false, "start from the lifelike demo preset instead of 'deliver everything' (fault flags still win)")
 	verbose := fs.Bool("verbose", false, "log every webhook attempt")
 
@@ -65,6 +66,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		TwilioAuthToken:   *twilioToken,
 		WebhookTimeout:    *webhookTimeout,
 		RetryBackoff:      *retryBackoff,
+		AcceptTimeoutHold: *acceptHold,
 	}
 	var flagErr error
 	fs.Visit(func(f *flag.Flag) {

@@ -206,6 +206,14 @@ type Config struct {
 	// TwilioRetries is the default number of retries of a Twilio webhook
 	// (Twilio's rc); default 1. Use NoTwilioRetries for none.
 	TwilioRetries int
+	// AcceptTimeoutHold is how long the accept-timeout fault holds the
+	// request before closing the connection (the client giving up or Stop
+	// ends it sooner). 0 closes at once. Go's http.Transport silently
+	// replays a POST that carries an Idempotency-Key when a reused
+	// connection closes before any answer, and the replay then gets the
+	// recorded message; a hold longer than the client's timeout makes the
+	// client see the timeout instead.
+	AcceptTimeoutHold time.Duration
 	// Workers is the number of goroutines posting webhooks; default 8.
 	Workers int
 	// MaxPending caps the outstanding recipient event chains; default 10000.

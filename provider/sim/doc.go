@@ -64,6 +64,13 @@
 // answered. Delays and retry back-offs use the real clock; Config.Now only
 // stamps times into payloads and the ledger.
 //
+// The accept-timeout fault records the send and starts its webhooks, then
+// closes the connection without an answer, at once or after
+// Config.AcceptTimeoutHold. Go's http.Transport replays a POST carrying an
+// Idempotency-Key by itself when a reused connection closes before any
+// answer, and that replay gets the recorded message back; hold longer than
+// the client's timeout to make such a client see the timeout.
+//
 // Background work is bounded: at most Config.MaxPending recipient event
 // chains are outstanding; a send that would exceed that is refused with a
 // rate-limit error (nothing recorded). Stop ends every worker and abandons

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -328,4 +329,71 @@ func TestDelaysAreApplied(t *testing.T) {
 		t.Fatalf("both webhooks within %v", d)
 	}
 	rc.drained(t, s)
+}
+
+func TestFaultAcceptTimeoutHold(t *testing.T) {
+	t.Parallel()
+	t.Run("the client times out, even with an Idempotency-Key on a reused connection", func(t *testing.T) {
+		t.Parallel()
+		rc := newReceiver(t, nil)
+		s, c := newSim(t, Config{TelnyxWebhookURL: rc.url("/t"), AcceptTimeoutHold: time.Minute})
+		if r := c.telnyxSend(sendBody(bob, "warm the connection")); r.status != http.StatusOK {
+			t.Fatalf("first send: %d", r.status)
+		}
+		rc.collect(t, 2)
+		if err := s.SetFaults(Faults{AcceptTimeoutRate: 1}); err != nil {
+			t.Fatal(err)
+		}
+		req := c.telnyxReq(http.MethodPost, "/v2/messages", c.keys.TelnyxAPIKey, sendBody(alice, "x"))
+		req.Header.Set("Idempotency-Key", "claim-1")
+		impatient := &http.Client{Transport: c.http.Transport, Timeout: 150 * time.Millisecond}
+		res, err := impatient.Do(req)
+		if err == nil {
+			res.Body.Close()
+			t.Fatalf("got an answer: %d", res.StatusCode)
+		}
+		var ne interface{ Timeout() bool }
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("want a client timeout, got %v", err)
+		}
+		if led := c.ledger(); len(led) != 2 || led[1].To != alice {
+			t.Fatalf("ledger %+v", led)
+		}
+		if ev := telnyxEvent(t, s, rc.next(t)); ev.Data.Payload.To[0].PhoneNumber != alice {
+			t.Fatalf("webhook for %s", ev.Data.Payload.To[0].PhoneNumber)
+		}
+	})
+	t.Run("Stop ends a held request", func(t *testing.T) {
+		t.Parallel()
+		rc := newReceiver(t, nil)
+		s, err := New(Config{Seed: new(int64(1)), TelnyxWebhookURL: rc.url("/t"), AcceptTimeoutHold: time.Hour, Faults: Faults{AcceptTimeoutRate: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		base, err := s.Start(t.Context(), "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := &http.Client{Transport: &http.Transport{}}
+		defer cl.CloseIdleConnections()
+		errc := make(chan error, 1)
+		go func() {
+			req, _ := http.NewRequest(http.MethodPost, base+"/v2/messages", strings.NewReader(`{"from":"+15550100000","to":"+15550100001","text":"x"}`))
+			req.Header.Set("Authorization", "Bearer "+s.Keys().TelnyxAPIKey)
+			res, err := cl.Do(req)
+			if err == nil {
+				res.Body.Close()
+			}
+			errc <- err
+		}()
+		rc.next(t) // the send was recorded; its request is held
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.Stop(ctx); err != nil {
+			t.Fatalf("Stop with a held request: %v", err)
+		}
+		if err := <-errc; err == nil {
+			t.Fatal("the held request got an answer")
+		}
+	})
 }

@@ -59,6 +59,7 @@ type Sim struct {
 	lastSender map[string]string     // our number → provider that last sent from it
 	threads    map[string]*message   // provider|our number|their number → latest message
 	stopped    bool
+	quit       chan struct{} // closed when Stop begins
 	srv        *http.Server
 	serveDone  chan struct{}
 	listenURL  string
@@ -115,6 +116,7 @@ func New(cfg Config) (*Sim, error) {
 		optOuts:    map[string]bool{},
 		lastSender: map[string]string{},
 		threads:    map[string]*message{},
+		quit:       make(chan struct{}),
 	}
 	s.client = cfg.HTTPClient
 	if s.client == nil {
@@ -168,6 +170,23 @@ func (s *Sim) Start(ctx context.Context, addr string) (string, error) {
 	return s.listenURL, nil
 }
 
+// abandon ends the ambiguous send: the message is recorded and its webhooks
+// flow, but no answer is written. It holds the request for
+// Config.AcceptTimeoutHold (or until the client gives up or Stop), then
+// closes the connection.
+func (s *Sim) abandon(r *http.Request) {
+	if s.cfg.AcceptTimeoutHold > 0 {
+		t := time.NewTimer(s.cfg.AcceptTimeoutHold)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+		case <-s.quit:
+		}
+	}
+	panic(http.ErrAbortHandler) // net/http closes the connection without a response
+}
+
 // URL returns the base URL after Start, or "".
 func (s *Sim) URL() string {
 	s.mu.Lock()
@@ -182,6 +201,7 @@ func (s *Sim) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.mu.Lock()
 		s.stopped = true
+		close(s.quit)
 		srv, done := s.srv, s.serveDone
 		s.mu.Unlock()
 		var errs []error

@@ -296,13 +296,13 @@ func bodyHash(path string, body []byte) string {
 
 // acceptance is what the locked part of a send decided.
 type acceptance struct {
-	m       *message
-	fault   requestFault
-	optOut  string // the opted-out recipient, if refused for that
-	full    bool
-	conflic bool // Idempotency-Key reused with another body
-	timeout bool // the accept-timeout fault
-	chains  []*chain
+	m        *message
+	fault    requestFault
+	optOut   string // the opted-out recipient, if refused for that
+	full     bool
+	conflict bool // Idempotency-Key reused with another body
+	timeout  bool // the accept-timeout fault
+	chains   []*chain
 }
 
 // accept runs the shared acceptance sequence under s.mu: idempotent replay,
@@ -315,7 +315,7 @@ func (s *Sim) accept(provider, idemKey, hash string, build func(id string, now t
 	if idemKey != "" {
 		if rec, ok := s.idem[provider+"|"+idemKey]; ok {
 			if rec.hash != hash {
-				a.conflic = true
+				a.conflict = true
 				return a
 			}
 			a.m = s.messages[provider+"|"+rec.id]
@@ -384,7 +384,7 @@ func (s *Sim) telnyxSend(group bool) http.HandlerFunc {
 			return m
 		})
 		switch {
-		case a.conflic:
+		case a.conflict:
 			writeTelnyxError(w, http.StatusUnprocessableEntity, tnxErr("10015", "The Idempotency-Key was used with a different request.", ""))
 			return
 		case a.fault == faultRateLimit, a.full:
@@ -399,8 +399,7 @@ func (s *Sim) telnyxSend(group bool) http.HandlerFunc {
 		}
 		s.startChains(a.chains)
 		if a.timeout {
-			// The ambiguous send: recorded, webhooks flowing, no answer.
-			panic(http.ErrAbortHandler)
+			s.abandon(r)
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"data": s.telnyxView(a.m, -1)})
 	}

@@ -144,7 +144,7 @@ func (s *Sim) twilioSend(w http.ResponseWriter, r *http.Request) {
 		}
 	})
 	switch {
-	case a.conflic:
+	case a.conflict:
 		writeTwilioError(w, http.StatusUnprocessableEntity, 20422, "The idempotency key was used with a different request.")
 		return
 	case a.fault == faultRateLimit, a.full:
@@ -160,8 +160,7 @@ func (s *Sim) twilioSend(w http.ResponseWriter, r *http.Request) {
 	}
 	s.startChains(a.chains)
 	if a.timeout {
-		// The ambiguous send: recorded, callbacks flowing, no answer.
-		panic(http.ErrAbortHandler)
+		s.abandon(r)
 	}
 	// An idempotent replay repeats the original answer, 201 included.
 	writeJSON(w, http.StatusCreated, s.twilioView(a.m))
