@@ -501,3 +501,46 @@ func TestDeterminism(t *testing.T) {
 		t.Fatal("another seed made the same decisions")
 	}
 }
+
+func TestDemoFaults(t *testing.T) {
+	t.Parallel()
+	f := DemoFaults()
+	if err := f.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// Lifelike: a sent and a final event, each after DelayMS, put delivery
+	// within 1–5 s; some fail, some stay unknown, many reply.
+	if f.DelayMS[0]*2 < 1000 || f.DelayMS[1]*2 > 5000 {
+		t.Errorf("delivery window %v ms per step", f.DelayMS)
+	}
+	if f.FailRate <= 0 || f.UnknownRate <= 0 || f.FailRate+f.UnknownRate > 0.3 || f.ReplyRate <= 0 {
+		t.Errorf("rates %+v", f)
+	}
+	for _, want := range []string{"YES", "NO", "running late"} {
+		if !slices.Contains(f.ReplyTexts, want) {
+			t.Errorf("no %q reply", want)
+		}
+	}
+	if f.RateLimitRate+f.Error5xxRate+f.AcceptTimeoutRate+f.DropRate+f.DuplicateRate != 0 {
+		t.Errorf("the demo must not lose sends or webhooks: %+v", f)
+	}
+}
+
+func TestBodyTooLarge(t *testing.T) {
+	t.Parallel()
+	_, c := newSim(t, Config{})
+	big := sendBody(alice, strings.Repeat("x", 2<<20))
+	r := c.telnyxSend(big)
+	var e tErrors
+	r.decode(t, &e)
+	if r.status != http.StatusRequestEntityTooLarge || len(e.Errors) != 1 {
+		t.Fatalf("telnyx: %d %s", r.status, r.body)
+	}
+	w := c.twilioSend(twilioBody(alice, strings.Repeat("x", 2<<20)))
+	if w.status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("twilio: %d", w.status)
+	}
+	if len(c.ledger()) != 0 {
+		t.Fatal("recorded")
+	}
+}

@@ -286,6 +286,26 @@ func TestFaultReplies(t *testing.T) {
 		}
 		rc.drained(t, s)
 	})
+	t.Run("replies follow the message's own webhook_url when no profile URL is set", func(t *testing.T) {
+		t.Parallel()
+		own := newReceiver(t, nil)
+		s, c := newSim(t, Config{Faults: Faults{ReplyRate: 1, ReplyTexts: []string{"NO"}}})
+		body := sendBody(alice, "x")
+		body["webhook_url"] = own.url("/own")
+		c.telnyxSend(body)
+		hs := own.collect(t, 3)
+		if ev := telnyxEvent(t, s, hs[2]); ev.Data.EventType != "message.received" || ev.Data.Payload.Text != "NO" {
+			t.Fatalf("third webhook: %s", hs[2].body)
+		}
+		// A manual inbound on the same thread goes there too.
+		if _, err := s.Inbound(t.Context(), alice, ourNumber, "running late"); err != nil {
+			t.Fatal(err)
+		}
+		if ev := telnyxEvent(t, s, own.next(t)); ev.Data.Payload.Text != "running late" {
+			t.Fatalf("inbound: %+v", ev.Data.Payload)
+		}
+		own.drained(t, s)
+	})
 	t.Run("no reply without delivery", func(t *testing.T) {
 		t.Parallel()
 		rc := newReceiver(t, nil)

@@ -80,16 +80,6 @@ const (
 	outcomeUnknown
 )
 
-func (o outcome) String() string {
-	switch o {
-	case outcomeFailed:
-		return "failed"
-	case outcomeUnknown:
-		return "unknown"
-	}
-	return "delivered"
-}
-
 // stepPlan is the plan for one webhook event of a recipient.
 type stepPlan struct {
 	id    string // Telnyx event id / Twilio idempotency token
