@@ -171,6 +171,10 @@ func (g *Group) reindex() {
 	}
 }
 
+// MarkDirty records recipient i as changed, so that its projection and
+// reminders are written with the next commit.
+func (g *Group) MarkDirty(i int) { g.markDirty(i) }
+
 func (g *Group) markDirty(i int) {
 	if g.dirty == nil {
 		g.dirty = make(map[int]struct{})

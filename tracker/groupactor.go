@@ -1,0 +1,714 @@
+package tracker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/group"
+	"github.com/crewcast/crewcast/store"
+)
+
+// groupMsg is what a group actor receives.
+type groupMsg interface{ isGroupMsg() }
+
+type msgCreate struct {
+	created group.Created
+	idem    *store.IdempotencyKey
+	by      string
+	reply   actor.Reply[error]
+}
+
+type msgCommand struct {
+	fn    func(*group.Group, time.Time) (group.Event, error)
+	reply actor.Reply[error]
+}
+
+// msgWork says the group's work queue (results, lookups, webhooks) has items.
+type msgWork struct{}
+
+// msgKick says: claim and send what is due.
+type msgKick struct{}
+
+// msgReminder is a durable reminder that fell due.
+type msgReminder struct{ r actor.Reminder }
+
+func (msgCreate) isGroupMsg()   {}
+func (msgCommand) isGroupMsg()  {}
+func (msgWork) isGroupMsg()     {}
+func (msgKick) isGroupMsg()     {}
+func (msgReminder) isGroupMsg() {}
+
+// Reminder names: "c:<index>" checks a sent recipient at the provider,
+// "r:<index>" wakes the group to retry a recipient after its backoff.
+const (
+	reminderCheck = "c:"
+	reminderRetry = "r:"
+)
+
+// errBusy keeps a group in memory while it still has work in flight.
+var errBusy = errors.New("group has work in flight")
+
+// groupActor is one group message in memory.
+type groupActor struct {
+	t   *Tracker
+	key string
+
+	g        *group.Group // nil until created or loaded
+	seq      uint64       // journal sequence of the last committed event
+	snapSeq  uint64       // sequence of the last snapshot
+	broken   bool         // a commit failed: in-memory state is ahead of the store
+	statuses []crewcast.Status
+	rem      map[string]time.Time // reminders as committed
+	looking  map[int]bool         // lookups queued
+
+	pending []group.Event
+	eff     store.Effects
+	sends   []group.Send
+	adopt   []string // message ids routed by this commit
+}
+
+// ---- lifecycle ----
+
+// Activate loads the group from its latest snapshot and later events, then
+// marks sends that were in flight when a previous process died as
+// unconfirmed.
+func (a *groupActor) Activate(c *actor.Context[groupMsg]) error {
+	ctx := c.Context()
+	res, err := actor.Recover(ctx, a.t.st, a.t.st, a.key, decodeSnapshot, applyEvent)
+	if err != nil {
+		return fmt.Errorf("recover group %s: %w", a.key, err)
+	}
+	if res.SnapshotErr != nil {
+		c.Logger().Warn("group snapshot unusable; recovered from the journal", "err", res.SnapshotErr)
+	}
+	a.seq, a.snapSeq = res.Seq, res.SnapshotSeq
+	if res.State.ID == "" {
+		return nil // not created (yet): only msgCreate will do anything
+	}
+	g := res.State
+	a.g = &g
+	a.g.TakeDirty()
+	a.initTracking()
+	now := a.t.cfg.Clock.Now()
+	if u, ok := a.g.RecoverInFlight(now, a.t.inFlight(a.key)); ok {
+		a.emit(u)
+		if err := a.flush(c); err != nil {
+			return err
+		}
+	}
+	a.kickSoon(c)
+	a.t.mu.Lock()
+	w := a.t.work[a.key]
+	hasWork := w != nil && (len(w.results) > 0 || len(w.lookups) > 0 || len(w.entries) > 0)
+	a.t.mu.Unlock()
+	if hasWork {
+		c.Self().Tell(msgWork{})
+	}
+	return nil
+}
+
+// Passivate refuses while sends, results or webhooks are in flight, and
+// otherwise saves a final snapshot before the group leaves memory.
+func (a *groupActor) Passivate(c *actor.Context[groupMsg]) error {
+	if a.g == nil || a.broken {
+		return nil
+	}
+	busy := a.busy()
+	if busy && a.t.closing.Load() {
+		// Shutting down: the send pool is closed, so every claimed send
+		// already has its answer queued here. Commit them now.
+		for range 3 {
+			a.doWork(c)
+			if busy = a.busy(); !busy || a.broken {
+				break
+			}
+		}
+	}
+	if busy || (!a.t.closing.Load() && a.g.HasClaimable(a.t.cfg.Clock.Now())) {
+		return errBusy
+	}
+	return a.snapshot(c)
+}
+
+// busy reports whether the group has uncommitted work; an idle group's
+// work entry is dropped so that hibernated groups cost no memory.
+func (a *groupActor) busy() bool {
+	a.t.mu.Lock()
+	defer a.t.mu.Unlock()
+	w := a.t.work[a.key]
+	if w == nil {
+		return false
+	}
+	if w.empty() && !w.signaled {
+		delete(a.t.work, a.key)
+		return false
+	}
+	return !w.empty()
+}
+
+func (a *groupActor) snapshot(c *actor.Context[groupMsg]) error {
+	if a.seq == a.snapSeq {
+		return nil
+	}
+	state, err := json.Marshal(a.g)
+	if err != nil {
+		return fmt.Errorf("encode snapshot: %w", err)
+	}
+	if err := a.t.st.SaveSnapshot(c.Context(), actor.Snapshot{Key: a.key, Seq: a.seq, State: state, Time: a.t.cfg.Clock.Now()}); err != nil {
+		return fmt.Errorf("save snapshot: %w", err)
+	}
+	a.snapSeq = a.seq
+	return nil
+}
+
+func decodeSnapshot(b []byte) (group.Group, error) {
+	var g group.Group
+	if err := json.Unmarshal(b, &g); err != nil {
+		return group.Group{}, err
+	}
+	return g, nil
+}
+
+func applyEvent(g *group.Group, e actor.Event) error {
+	ev, err := group.Decode(e.Type, e.Data)
+	if err != nil {
+		return err
+	}
+	return g.Apply(ev)
+}
+
+// initTracking derives the committed reminders and statuses from state:
+// every commit writes reminders together with the state they follow from.
+func (a *groupActor) initTracking() {
+	a.rem = make(map[string]time.Time)
+	a.looking = make(map[int]bool)
+	a.statuses = make([]crewcast.Status, len(a.g.Recipients))
+	for i, r := range a.g.Recipients {
+		a.statuses[i] = r.Status
+		check, retry := wantedReminders(r)
+		if !check.IsZero() {
+			a.rem[reminderCheck+strconv.Itoa(i)] = check
+		}
+		if !retry.IsZero() {
+			a.rem[reminderRetry+strconv.Itoa(i)] = retry
+		}
+	}
+}
+
+func wantedReminders(r *group.Recipient) (check, retry time.Time) {
+	if r.Status == crewcast.StatusSent {
+		check = r.NextCheckAt
+	}
+	if r.Status == crewcast.StatusPending {
+		retry = r.RetryAt
+	}
+	return check, retry
+}
+
+// ---- messages ----
+
+// Receive handles one message. A failed commit leaves the in-memory state
+// ahead of the store, so the actor stops itself; the next message brings a
+// fresh instance that recovers from what is durable.
+func (a *groupActor) Receive(c *actor.Context[groupMsg], m groupMsg) {
+	if a.broken {
+		if r, ok := m.(interface{ replyErr(error) }); ok {
+			r.replyErr(ErrUnavailable)
+		}
+		return
+	}
+	switch m := m.(type) {
+	case msgCreate:
+		m.reply.Send(a.create(c, m))
+	case msgCommand:
+		if a.g == nil {
+			m.reply.Send(ErrNotFound)
+			return
+		}
+		ev, err := m.fn(a.g, a.t.cfg.Clock.Now())
+		if err != nil {
+			m.reply.Send(err)
+			return
+		}
+		a.emit(ev)
+		err = a.flush(c)
+		m.reply.Send(err)
+		if err == nil {
+			a.kickSoon(c)
+		}
+	case msgWork:
+		a.doWork(c)
+	case msgKick:
+		a.kick(c)
+	case msgReminder:
+		a.reminder(c, m.r)
+	}
+}
+
+func (m msgCreate) replyErr(err error)  { m.reply.Send(err) }
+func (m msgCommand) replyErr(err error) { m.reply.Send(err) }
+
+func (a *groupActor) create(c *actor.Context[groupMsg], m msgCreate) error {
+	if a.g != nil {
+		return fmt.Errorf("group %s already exists", a.key)
+	}
+	a.g = &group.Group{}
+	a.statuses = make([]crewcast.Status, len(m.created.Recipients))
+	a.rem = map[string]time.Time{}
+	a.looking = map[int]bool{}
+	a.emit(m.created)
+	a.eff.Idempotency = m.idem
+	if a.g.Mode == crewcast.ModeGroupMMS {
+		a.addRoute(threadKey(a.g.From, numbersOf(a.g.Recipients)), 0)
+	}
+	if err := a.flush(c); err != nil {
+		return err
+	}
+	a.kickSoon(c)
+	return nil
+}
+
+func (a *groupActor) kickSoon(c *actor.Context[groupMsg]) {
+	if a.g != nil && a.g.HasClaimable(a.t.cfg.Clock.Now()) {
+		c.Self().Tell(msgKick{})
+	}
+}
+
+// kick claims what is due, within the pacing and the send backlog, and
+// commits the claims; flush then queues the provider calls.
+func (a *groupActor) kick(c *actor.Context[groupMsg]) {
+	t := a.t
+	if t.closing.Load() || a.g == nil {
+		return
+	}
+	now := t.cfg.Clock.Now()
+	if !a.g.HasClaimable(now) {
+		return
+	}
+	room := t.cfg.MaxBacklog - t.pool.backlog()
+	if room <= 0 {
+		c.Schedule(20*time.Millisecond, msgKick{})
+		return
+	}
+	cl, ok := a.g.Claim(now, min(room, t.cfg.ClaimBatch))
+	if !ok {
+		return
+	}
+	granted, wait := t.pacer.take(a.g.From, len(cl.Sends), now)
+	if granted == 0 {
+		c.Schedule(wait, msgKick{})
+		return
+	}
+	cl.Sends = cl.Sends[:granted]
+	a.emit(cl)
+	if err := a.flush(c); err != nil {
+		return
+	}
+	if a.g.HasClaimable(now) {
+		if wait > 0 {
+			c.Schedule(wait, msgKick{})
+		} else {
+			c.Self().Tell(msgKick{})
+		}
+	}
+}
+
+// doWork applies everything queued for the group in one commit.
+func (a *groupActor) doWork(c *actor.Context[groupMsg]) {
+	t := a.t
+	t.mu.Lock()
+	w := t.workFor(a.key)
+	results, lookups, entries := w.results, w.lookups, w.entries
+	w.results, w.lookups, w.entries = nil, nil, nil
+	w.signaled = false
+	t.mu.Unlock()
+	if len(results)+len(lookups)+len(entries) == 0 {
+		return
+	}
+	if a.g == nil {
+		// Work for a group that does not exist (deleted by retention, or a
+		// route to a foreign id): acknowledge webhooks so they stop
+		// circulating; results cannot happen without a group.
+		a.ackOrphaned(c, entries)
+		return
+	}
+	now := t.cfg.Clock.Now()
+	if len(results) > 0 {
+		out := group.Outcomes{At: now}
+		for _, r := range results {
+			o := a.g.Outcome(r.send, r.res, r.err, r.at)
+			out.Outcomes = append(out.Outcomes, o)
+			t.cfg.Metrics.SendOutcome(t.cfg.Provider.Name(), o.Result, o.Class)
+			if o.Result == group.ResultAccepted && o.MessageID != "" {
+				a.addRoute(msgKey(t.cfg.Provider.Name(), o.MessageID), 0)
+				if o.GroupMessageID != "" && o.GroupMessageID != o.MessageID {
+					a.addRoute(msgKey(t.cfg.Provider.Name(), o.GroupMessageID), 0)
+				}
+				a.adopt = append(a.adopt, o.MessageID)
+			}
+			if o.OptOut {
+				for _, i := range o.Indices {
+					a.eff.Suppress = append(a.eff.Suppress, store.Suppression{Number: a.g.Recipients[i].Number, Reason: "provider_opt_out", CreatedAt: now})
+				}
+			}
+		}
+		a.emit(out)
+	}
+	for _, l := range lookups {
+		delete(a.looking, l.index)
+		if l.index < len(a.g.Recipients) && a.g.Recipients[l.index].Status == crewcast.StatusSent {
+			a.emit(a.g.CheckResult(l.index, l.st, l.err, l.at))
+		}
+	}
+	var handled []inboxKey
+	for _, e := range entries {
+		if a.applyEntry(e, now) {
+			a.eff.InboxDone = append(a.eff.InboxDone, store.InboxRef{Provider: e.ref.Provider, EventID: e.ref.EventID, Target: a.key})
+		}
+		handled = append(handled, inboxKey{e.ref.Provider, e.ref.EventID})
+	}
+	if err := a.flush(c); err != nil {
+		// Put everything back for the next instance; sends stay in flight.
+		t.mu.Lock()
+		w := t.workFor(a.key)
+		w.results = append(results, w.results...)
+		w.lookups = append(lookups, w.lookups...)
+		w.entries = append(entries, w.entries...)
+		t.mu.Unlock()
+		t.retrySignal(a.key)
+		return
+	}
+	t.mu.Lock()
+	if w := t.work[a.key]; w != nil {
+		for _, r := range results {
+			delete(w.inflight, r.send.ID)
+		}
+	}
+	for _, k := range handled {
+		delete(t.routing, k)
+	}
+	t.mu.Unlock()
+	t.notifyIdle()
+	a.kickSoon(c)
+}
+
+// applyEntry turns one routed webhook into events. It reports whether the
+// entry is done (to be acknowledged in this commit); an orphan that matches
+// nothing stays parked.
+func (a *groupActor) applyEntry(e routed, now time.Time) bool {
+	done := true
+	for _, ev := range e.events {
+		switch ev.Kind {
+		case crewcast.KindInbound:
+			rep, ok := a.g.Reply(ev, now)
+			grp := a.key
+			if !ok {
+				grp = "" // not from a recipient of this group: keep it unmatched
+			} else {
+				a.emit(rep)
+			}
+			a.eff.Replies = append(a.eff.Replies, store.Reply{Provider: ev.Provider, EventID: ev.EventID, GroupID: grp,
+				Number: ev.From, To: ev.To, Text: ev.Text, Media: ev.Media, ReceivedAt: now})
+			switch group.ParseKeyword(ev.Text) {
+			case group.KeywordStop:
+				a.eff.Suppress = append(a.eff.Suppress, store.Suppression{Number: ev.From, Reason: "stop", CreatedAt: now})
+			case group.KeywordStart:
+				a.eff.Unsuppress = append(a.eff.Unsuppress, ev.From)
+			}
+		default:
+			if e.orphan {
+				o, ok := a.g.Reconcile(ev, now)
+				if !ok {
+					done = false
+					continue
+				}
+				a.emit(o)
+				a.addRoute(msgKey(ev.Provider, ev.MessageID), 0)
+				a.adopt = append(a.adopt, ev.MessageID)
+				continue
+			}
+			if o, ok := a.g.Observe(ev, now); ok {
+				a.emit(o)
+			}
+		}
+	}
+	return done
+}
+
+func (a *groupActor) ackOrphaned(c *actor.Context[groupMsg], entries []routed) {
+	var refs []store.InboxRef
+	for _, e := range entries {
+		refs = append(refs, store.InboxRef{Provider: e.ref.Provider, EventID: e.ref.EventID, Target: a.key})
+	}
+	if err := a.t.st.AckInbox(c.Context(), refs); err != nil {
+		c.Logger().Error("acknowledge webhooks for a missing group", "err", err)
+		return
+	}
+	a.t.mu.Lock()
+	for _, e := range entries {
+		delete(a.t.routing, inboxKey{e.ref.Provider, e.ref.EventID})
+	}
+	a.t.mu.Unlock()
+}
+
+// reminder handles a durable reminder: a status check or a retry wake-up.
+func (a *groupActor) reminder(c *actor.Context[groupMsg], r actor.Reminder) {
+	if a.g == nil {
+		// The group is gone: drop its reminders.
+		_ = a.t.st.DeleteReminder(c.Context(), a.key, r.Name)
+		return
+	}
+	now := a.t.cfg.Clock.Now()
+	switch {
+	case strings.HasPrefix(r.Name, reminderCheck):
+		i, err := strconv.Atoi(strings.TrimPrefix(r.Name, reminderCheck))
+		if err != nil || i < 0 || i >= len(a.g.Recipients) {
+			_ = a.t.st.DeleteReminder(c.Context(), a.key, r.Name)
+			return
+		}
+		rc := a.g.Recipients[i]
+		if rc.Status == crewcast.StatusSent && !rc.NextCheckAt.After(now) {
+			if !a.looking[i] && !a.t.closing.Load() {
+				a.looking[i] = true
+				a.t.pool.lookup(lookupJob{groupID: a.key, index: i, messageID: rc.MessageID})
+			}
+			return
+		}
+		// Stale: the committed reminder disagrees with the state; rewrite it.
+		delete(a.rem, r.Name)
+		a.g.MarkDirty(i)
+		_ = a.flush(c)
+	case strings.HasPrefix(r.Name, reminderRetry):
+		a.kick(c)
+		if i, err := strconv.Atoi(strings.TrimPrefix(r.Name, reminderRetry)); err == nil && i >= 0 && i < len(a.g.Recipients) {
+			if rc := a.g.Recipients[i]; rc.Status != crewcast.StatusPending || rc.RetryAt.After(now) {
+				delete(a.rem, r.Name)
+				a.g.MarkDirty(i)
+				_ = a.flush(c)
+			}
+		}
+	default:
+		_ = a.t.st.DeleteReminder(c.Context(), a.key, r.Name)
+	}
+}
+
+// ---- committing ----
+
+func (a *groupActor) emit(e group.Event) {
+	if err := a.g.Apply(e); err != nil {
+		// Decisions come from the same state Apply checks: an error here is
+		// a bug, not bad input. Do not persist what cannot be replayed.
+		panic(fmt.Sprintf("group %s: apply %s: %v", a.key, e.Type(), err))
+	}
+	a.pending = append(a.pending, e)
+	if cl, ok := e.(group.Claimed); ok {
+		a.sends = append(a.sends, cl.Sends...)
+		// Replies, and orphan webhooks of a send whose answer is lost, find
+		// the group through the conversation: written with the claim, so it
+		// exists for every message that may have gone out.
+		for _, s := range cl.Sends {
+			for _, i := range s.Indices {
+				a.addRoute(convKey(a.g.From, a.g.Recipients[i].Number), a.t.cfg.ConversationTTL)
+			}
+		}
+	}
+}
+
+func (a *groupActor) addRoute(key string, ttl time.Duration) {
+	r := store.Route{Key: key, Value: a.key}
+	if ttl > 0 {
+		r.ExpiresAt = a.t.cfg.Clock.Now().Add(ttl)
+	}
+	a.eff.Routes = append(a.eff.Routes, r)
+}
+
+// flush commits the events, projections, reminders and effects gathered in
+// this turn as one unit, then does what the commit allows: queue claimed
+// sends, publish the change, adopt parked webhooks.
+func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
+	t := a.t
+	now := t.cfg.Clock.Now()
+	dirty := a.g.TakeDirty()
+	u := actor.Unit{Key: a.key, ExpectSeq: a.seq}
+	views := make([]EventView, 0, len(a.pending))
+	for i, e := range a.pending {
+		typ, data, err := group.Encode(e)
+		if err != nil {
+			a.fail(c, err)
+			return err
+		}
+		ev := actor.Event{Seq: a.seq + uint64(i) + 1, Type: typ, Data: data, Time: now}
+		u.Events = append(u.Events, ev)
+		views = append(views, EventView{Seq: ev.Seq, Type: typ, Time: now, Data: data})
+	}
+	for _, i := range dirty {
+		r := a.g.Recipients[i]
+		check, retry := wantedReminders(r)
+		u.Reminders = append(u.Reminders, a.reminderOps(reminderCheck+strconv.Itoa(i), check)...)
+		u.Reminders = append(u.Reminders, a.reminderOps(reminderRetry+strconv.Itoa(i), retry)...)
+	}
+	if len(u.Events) > 0 || len(dirty) > 0 {
+		row := groupRow(a.g, a.seq+uint64(len(u.Events)))
+		a.eff.Group = &row
+		for _, i := range dirty {
+			a.eff.Deliveries = append(a.eff.Deliveries, deliveryRow(a.g, a.g.Recipients[i]))
+		}
+	}
+	if len(u.Events) == 0 && len(u.Reminders) == 0 && effectsEmpty(a.eff) {
+		return nil
+	}
+	u.Effects = []any{a.eff}
+	err := t.committer.Commit(c.Context(), u)
+	sends, adopt := a.sends, a.adopt
+	a.pending, a.eff, a.sends, a.adopt = nil, store.Effects{}, nil, nil
+	if err != nil {
+		a.fail(c, err)
+		return err
+	}
+	a.seq += uint64(len(u.Events))
+	for _, op := range u.Reminders {
+		if op.Delete {
+			delete(a.rem, op.Name)
+		} else {
+			a.rem[op.Name] = op.Due
+		}
+	}
+	if len(u.Reminders) > 0 {
+		if due := earliestSet(u.Reminders); !due.IsZero() {
+			t.groups.WakeRemindersAt(due)
+		}
+	}
+	for _, i := range dirty {
+		r := a.g.Recipients[i]
+		if r.Status != a.statuses[i] {
+			t.cfg.Metrics.StatusChanged(r.Status)
+			if r.Status == crewcast.StatusDelivered && !r.SentAt.IsZero() {
+				t.cfg.Metrics.TimeToDelivered(r.DeliveredAt.Sub(r.SentAt))
+			}
+			a.statuses[i] = r.Status
+		}
+	}
+	if len(sends) > 0 {
+		a.queueSends(sends)
+	}
+	if len(views) > 0 {
+		t.hub.Publish(Change{GroupID: a.key, Seq: a.seq, Events: views})
+	}
+	if len(adopt) > 0 {
+		t.adoptParked(adopt)
+	}
+	if a.seq-a.snapSeq >= uint64(t.cfg.SnapshotEvery) || (a.g.Status == crewcast.GroupComplete && a.seq != a.snapSeq) {
+		if err := a.snapshot(c); err != nil {
+			// A snapshot is an optimisation: the journal has everything.
+			c.Logger().Warn("snapshot failed", "err", err)
+		}
+	}
+	return nil
+}
+
+func (a *groupActor) reminderOps(name string, due time.Time) []actor.ReminderOp {
+	have, ok := a.rem[name]
+	switch {
+	case due.IsZero() && ok:
+		return []actor.ReminderOp{{Name: name, Delete: true}}
+	case !due.IsZero() && (!ok || !have.Equal(due)):
+		return []actor.ReminderOp{{Name: name, Due: due}}
+	}
+	return nil
+}
+
+func earliestSet(ops []actor.ReminderOp) time.Time {
+	var t time.Time
+	for _, op := range ops {
+		if !op.Delete && (t.IsZero() || op.Due.Before(t)) {
+			t = op.Due
+		}
+	}
+	return t
+}
+
+// fail marks the instance broken after a failed commit and stops it, so the
+// next message recovers the durable state.
+func (a *groupActor) fail(c *actor.Context[groupMsg], err error) {
+	a.broken = true
+	a.pending, a.eff, a.sends, a.adopt = nil, store.Effects{}, nil, nil
+	if errors.Is(err, actor.ErrFenced) {
+		c.Logger().Error("group fenced: another node owns it; stopping without sending", "err", err)
+	} else {
+		c.Logger().Error("group commit failed; reloading from the store", "err", err)
+	}
+	c.Stop()
+}
+
+// queueSends registers committed claims as in flight and hands them to the
+// send pool.
+func (a *groupActor) queueSends(sends []group.Send) {
+	t := a.t
+	jobs := make([]sendJob, 0, len(sends))
+	t.mu.Lock()
+	w := t.workFor(a.key)
+	if w.inflight == nil {
+		w.inflight = make(map[string]struct{})
+	}
+	for _, s := range sends {
+		w.inflight[s.ID] = struct{}{}
+		to := make([]string, len(s.Indices))
+		for k, i := range s.Indices {
+			to[k] = a.g.Recipients[i].Number
+		}
+		jobs = append(jobs, sendJob{
+			groupID: a.key, send: s, mms: a.g.Mode == crewcast.ModeGroupMMS,
+			req: crewcast.SendRequest{From: a.g.From, To: to, Text: a.g.Text, MediaURLs: a.g.MediaURLs,
+				IdempotencyKey: group.ClaimKey(a.key, s.ID)},
+		})
+	}
+	t.mu.Unlock()
+	t.pool.submit(jobs)
+}
+
+func effectsEmpty(e store.Effects) bool {
+	return e.Group == nil && len(e.Deliveries) == 0 && len(e.InboxDone) == 0 && len(e.Routes) == 0 &&
+		len(e.Suppress) == 0 && len(e.Unsuppress) == 0 && len(e.Replies) == 0 && e.Idempotency == nil
+}
+
+// ---- projections ----
+
+func groupRow(g *group.Group, seq uint64) store.GroupRow {
+	return store.GroupRow{ID: g.ID, Status: g.Status, From: g.From, Mode: g.Mode, Text: g.Text, PauseReason: g.PauseReason,
+		CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt, Counts: g.Counts(), Seq: seq}
+}
+
+func deliveryRow(g *group.Group, r *group.Recipient) store.DeliveryRow {
+	return store.DeliveryRow{GroupID: g.ID, Number: r.Number, Name: r.Name, Status: r.Status, Attempts: r.Attempts,
+		ProviderMessageID: r.MessageID, ErrorCode: r.ErrorCode, ErrorClass: r.ErrorClass,
+		ClaimedAt: r.ClaimedAt, SentAt: r.SentAt, DeliveredAt: r.DeliveredAt, FailedAt: r.FailedAt, RepliedAt: r.RepliedAt,
+		Ack: r.Ack, LastReply: r.LastReply, UpdatedAt: g.UpdatedAt}
+}
+
+// ---- route keys ----
+
+func msgKey(provider, messageID string) string { return "m:" + provider + ":" + messageID }
+
+func convKey(ours, theirs string) string { return "c:" + ours + ":" + theirs }
+
+// threadKey names a group MMS thread by our number and the other members.
+func threadKey(ours string, others []string) string {
+	s := append([]string(nil), others...)
+	sort.Strings(s)
+	return "g:" + ours + ":" + strings.Join(s, ",")
+}
+
+func numbersOf(rs []*group.Recipient) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Number
+	}
+	return out
+}

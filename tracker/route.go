@@ -1,0 +1,315 @@
+package tracker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/group"
+	"github.com/crewcast/crewcast/store"
+)
+
+// routeReq is an inbox entry to route to its group.
+type routeReq struct {
+	ref    store.InboxRef
+	events []crewcast.Event
+}
+
+// router routes newly ingested webhooks until Stop.
+func (t *Tracker) router() {
+	defer t.wg.Done()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case r := <-t.route:
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := t.routeEntry(ctx, r.ref, r.events); err != nil {
+				// The entry is durable and unprocessed: the sweep retries it.
+				t.log.Warn("route webhook", "provider", r.ref.Provider, "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// sweeper routes unprocessed inbox entries at start and every SweepInterval:
+// webhooks acknowledged before a crash, ones whose routing failed, and
+// parked ones whose route may now exist.
+func (t *Tracker) sweeper() {
+	defer t.wg.Done()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-timer.C:
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			if err := t.Sweep(ctx); err != nil {
+				t.log.Warn("inbox sweep", "err", err)
+			}
+			cancel()
+			timer.Reset(t.cfg.SweepInterval)
+		}
+	}
+}
+
+// Sweep routes every unprocessed inbox entry not already on its way to a
+// group. It runs periodically; tests call it directly.
+func (t *Tracker) Sweep(ctx context.Context) error {
+	var after store.InboxRef
+	for {
+		entries, err := t.st.PendingInbox(ctx, after, 500)
+		if err != nil {
+			return fmt.Errorf("read pending inbox: %w", err)
+		}
+		for _, e := range entries {
+			after = store.InboxRef{Provider: e.Provider, EventID: e.EventID}
+			t.mu.Lock()
+			_, busy := t.routing[inboxKey{e.Provider, e.EventID}]
+			t.mu.Unlock()
+			if busy {
+				continue
+			}
+			var events []crewcast.Event
+			if err := json.Unmarshal(e.Payload, &events); err != nil || len(events) == 0 {
+				// Cannot be applied by anyone: acknowledge rather than loop.
+				t.log.Error("unreadable inbox entry acknowledged", "provider", e.Provider, "err", err)
+				if err := t.st.AckInbox(ctx, []store.InboxRef{after}); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := t.routeEntry(ctx, after, events); err != nil {
+				return err
+			}
+		}
+		if len(entries) < 500 {
+			return nil
+		}
+	}
+}
+
+// routeEntry finds the group an entry belongs to and hands it over; an
+// inbound message for no group is kept as unmatched; a status event for an
+// unknown message id is parked (and offered for reconciliation).
+func (t *Tracker) routeEntry(ctx context.Context, ref store.InboxRef, events []crewcast.Event) error {
+	ev := events[0]
+	if ev.Kind == crewcast.KindInbound {
+		var keys []string
+		if len(ev.CC) > 0 {
+			others := []string{ev.From}
+			for _, n := range ev.CC {
+				if n != ev.To && n != ev.From {
+					others = append(others, n)
+				}
+			}
+			keys = append(keys, threadKey(ev.To, others))
+		}
+		keys = append(keys, convKey(ev.To, ev.From))
+		id, err := t.lookupRoute(ctx, keys...)
+		if err != nil {
+			return err
+		}
+		if id == "" {
+			return t.unmatched.record(ctx, ref, events)
+		}
+		t.deliver(id, routed{ref: ref, events: events})
+		return nil
+	}
+	keys := []string{msgKey(ev.Provider, ev.MessageID)}
+	if ev.GroupMessageID != "" {
+		keys = append(keys, msgKey(ev.Provider, ev.GroupMessageID))
+	}
+	id, err := t.lookupRoute(ctx, keys...)
+	if err != nil {
+		return err
+	}
+	if id != "" {
+		t.deliver(id, routed{ref: ref, events: events})
+		return nil
+	}
+	// Parked: the send result that writes the route may not be committed
+	// yet (the webhook beat it), or the send's outcome was lost. Remember
+	// the message id for adoption, and offer it for reconciliation to the
+	// group last sent to that recipient.
+	t.mu.Lock()
+	t.parked[msgKey(ev.Provider, ev.MessageID)] = struct{}{}
+	t.mu.Unlock()
+	id, err = t.lookupRoute(ctx, convKey(ev.From, ev.To))
+	if err != nil || id == "" {
+		return err
+	}
+	t.deliver(id, routed{ref: ref, events: events, orphan: true})
+	return nil
+}
+
+func (t *Tracker) lookupRoute(ctx context.Context, keys ...string) (string, error) {
+	for _, k := range keys {
+		r, err := t.st.GetRoute(ctx, k)
+		switch {
+		case err == nil:
+			return r.Value, nil
+		case !errors.Is(err, actor.ErrNotFound):
+			return "", fmt.Errorf("read route: %w", err)
+		}
+	}
+	return "", nil
+}
+
+func (t *Tracker) deliver(id string, r routed) {
+	k := inboxKey{r.ref.Provider, r.ref.EventID}
+	t.mu.Lock()
+	if _, busy := t.routing[k]; busy {
+		t.mu.Unlock()
+		return
+	}
+	t.routing[k] = struct{}{}
+	t.mu.Unlock()
+	t.post(id, func(w *groupWork) { w.entries = append(w.entries, r) })
+}
+
+// adoptParked routes again the parked webhooks of message ids a commit just
+// gave a route.
+func (t *Tracker) adoptParked(messageIDs []string) {
+	provider := t.cfg.Provider.Name()
+	var found []string
+	t.mu.Lock()
+	for _, id := range messageIDs {
+		k := msgKey(provider, id)
+		if _, ok := t.parked[k]; ok {
+			delete(t.parked, k)
+			found = append(found, id)
+		}
+	}
+	t.mu.Unlock()
+	if len(found) == 0 {
+		return
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, id := range found {
+			entries, err := t.st.InboxByMessageID(ctx, provider, id)
+			if err != nil {
+				t.log.Warn("adopt parked webhooks; the sweep will retry", "err", err)
+				return
+			}
+			for _, e := range entries {
+				var events []crewcast.Event
+				if err := json.Unmarshal(e.Payload, &events); err != nil || len(events) == 0 {
+					continue
+				}
+				if err := t.routeEntry(ctx, store.InboxRef{Provider: e.Provider, EventID: e.EventID}, events); err != nil {
+					t.log.Warn("adopt parked webhook; the sweep will retry", "err", err)
+				}
+			}
+		}
+	}()
+}
+
+// retrySignal re-signals a group after a failed commit, with a pause so a
+// store outage is not hammered.
+func (t *Tracker) retrySignal(id string) {
+	t.mu.Lock()
+	if w := t.work[id]; w != nil {
+		w.signaled = true
+	}
+	t.mu.Unlock()
+	time.AfterFunc(250*time.Millisecond, func() {
+		if !t.actorsDown.Load() {
+			t.signal(id)
+		}
+	})
+}
+
+func (t *Tracker) notifyIdle() {
+	select {
+	case t.idle <- struct{}{}:
+	default:
+	}
+}
+
+// unmatchedLog records inbound messages that match no group, so that
+// nothing a person sends is dropped: a journal of its own (key
+// "unmatched"), the replies projection, and STOP/START suppressions.
+type unmatchedLog struct {
+	t   *Tracker
+	mu  sync.Mutex
+	seq uint64
+}
+
+const unmatchedKey = "unmatched"
+
+// unmatchedReply is the journal event of an unmatched inbound message.
+type unmatchedReply struct {
+	Provider string   `json:"provider"`
+	EventID  string   `json:"event_id"`
+	From     string   `json:"from"`
+	To       string   `json:"to"`
+	Text     string   `json:"text"`
+	Media    []string `json:"media,omitempty"`
+	Keyword  string   `json:"keyword,omitempty"`
+}
+
+func (u *unmatchedLog) load(ctx context.Context) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.t.st.Load(ctx, unmatchedKey, 0, func(e actor.Event) error {
+		u.seq = e.Seq
+		return nil
+	})
+}
+
+func (u *unmatchedLog) record(ctx context.Context, ref store.InboxRef, events []crewcast.Event) error {
+	t := u.t
+	now := t.cfg.Clock.Now()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	unit := actor.Unit{Key: unmatchedKey, ExpectSeq: u.seq}
+	var eff store.Effects
+	for _, ev := range events {
+		kw := group.ParseKeyword(ev.Text)
+		data, err := json.Marshal(unmatchedReply{Provider: ev.Provider, EventID: ev.EventID, From: ev.From, To: ev.To, Text: ev.Text, Media: ev.Media, Keyword: kw})
+		if err != nil {
+			return err
+		}
+		unit.Events = append(unit.Events, actor.Event{Seq: u.seq + uint64(len(unit.Events)) + 1, Type: "reply.unmatched", Data: data, Time: now})
+		eff.Replies = append(eff.Replies, store.Reply{Provider: ev.Provider, EventID: ev.EventID, Number: ev.From, To: ev.To, Text: ev.Text, Media: ev.Media, ReceivedAt: now})
+		switch kw {
+		case group.KeywordStop:
+			eff.Suppress = append(eff.Suppress, store.Suppression{Number: ev.From, Reason: "stop", CreatedAt: now})
+		case group.KeywordStart:
+			eff.Unsuppress = append(eff.Unsuppress, ev.From)
+		}
+	}
+	eff.InboxDone = []store.InboxRef{{Provider: ref.Provider, EventID: ref.EventID, Target: unmatchedKey}}
+	unit.Effects = []any{eff}
+	if err := t.committer.Commit(ctx, unit); err != nil {
+		if errors.Is(err, actor.ErrConflict) {
+			// Someone else appended (another node): catch up, let the sweep retry.
+			u.seq = 0
+			_ = t.st.Load(ctx, unmatchedKey, 0, func(e actor.Event) error { u.seq = e.Seq; return nil })
+		}
+		return fmt.Errorf("record unmatched reply: %w", err)
+	}
+	u.seq += uint64(len(unit.Events))
+	t.hub.Publish(Change{GroupID: unmatchedKey, Seq: u.seq})
+	return nil
+}
+
+// sortedCopy returns a sorted copy of s.
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}

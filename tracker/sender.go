@@ -1,0 +1,223 @@
+package tracker
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/group"
+)
+
+// sendJob is one claimed provider send: committed as claimed before it was
+// queued, so it must end in a recorded outcome (sent, failed, retry, or —
+// if the process dies first — unconfirmed on recovery).
+type sendJob struct {
+	groupID string
+	send    group.Send
+	req     crewcast.SendRequest
+	mms     bool
+}
+
+// sendResult is a provider's answer to a sendJob.
+type sendResult struct {
+	send group.Send
+	res  crewcast.SendResult
+	err  error
+	at   time.Time
+}
+
+// lookupJob asks the provider for the status of recipient index of a group.
+type lookupJob struct {
+	groupID   string
+	index     int
+	messageID string
+}
+
+// lookupResult is a provider's answer to a lookupJob.
+type lookupResult struct {
+	index int
+	st    crewcast.MessageStatus
+	err   error
+	at    time.Time
+}
+
+// errNotSentShutdown is the outcome of a claimed send that never left the
+// process because the tracker shut down first: certainly not sent, so it is
+// requeued like a rate-limited send and spends no attempt.
+var errNotSentShutdown = &crewcast.SendError{Provider: "crewcast", Class: crewcast.ClassNotSent,
+	Detail: "not sent: crewcast shut down before the provider call", RetryAfter: time.Millisecond}
+
+// pool runs provider calls outside the group actors' message loops, at most
+// `workers` at a time. Queued jobs are never dropped: a claimed send either
+// runs or, at shutdown, is answered with errNotSentShutdown.
+type pool struct {
+	provider crewcast.Provider
+	workers  int
+	timeout  time.Duration
+	now      func() time.Time
+	onSend   func(groupID string, r sendResult)
+	onLookup func(groupID string, r lookupResult)
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	sends   []sendJob
+	lookups []lookupJob
+	closed  bool
+	running int
+	wg      sync.WaitGroup
+}
+
+func newPool(p crewcast.Provider, workers int, timeout time.Duration, now func() time.Time,
+	onSend func(string, sendResult), onLookup func(string, lookupResult)) *pool {
+	pl := &pool{provider: p, workers: workers, timeout: timeout, now: now, onSend: onSend, onLookup: onLookup}
+	pl.cond = sync.NewCond(&pl.mu)
+	return pl
+}
+
+func (p *pool) start() {
+	for range p.workers {
+		p.wg.Add(1)
+		go p.work()
+	}
+}
+
+// backlog is how many sends wait for a worker.
+func (p *pool) backlog() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.sends)
+}
+
+// submit queues sends; after close it answers them as not sent.
+func (p *pool) submit(jobs []sendJob) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		for _, j := range jobs {
+			p.onSend(j.groupID, sendResult{send: j.send, err: errNotSentShutdown, at: p.now()})
+		}
+		return
+	}
+	p.sends = append(p.sends, jobs...)
+	p.mu.Unlock()
+	p.cond.Broadcast()
+}
+
+// lookup queues a status lookup; after close it is dropped (the durable
+// reminder fires again on the next start).
+func (p *pool) lookup(j lookupJob) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.lookups = append(p.lookups, j)
+	p.cond.Signal()
+}
+
+func (p *pool) work() {
+	defer p.wg.Done()
+	for {
+		p.mu.Lock()
+		for !p.closed && len(p.sends) == 0 && len(p.lookups) == 0 {
+			p.cond.Wait()
+		}
+		if p.closed {
+			p.mu.Unlock()
+			return
+		}
+		// Sends first: a claimed send waiting is the riskier state.
+		if len(p.sends) > 0 {
+			j := p.sends[0]
+			p.sends[0] = sendJob{}
+			p.sends = p.sends[1:]
+			p.mu.Unlock()
+			p.onSend(j.groupID, p.call(j))
+			continue
+		}
+		j := p.lookups[0]
+		p.lookups = p.lookups[1:]
+		p.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+		st, err := p.provider.Lookup(ctx, j.messageID)
+		cancel()
+		p.onLookup(j.groupID, lookupResult{index: j.index, st: st, err: err, at: p.now()})
+	}
+}
+
+func (p *pool) call(j sendJob) sendResult {
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	defer cancel()
+	var res crewcast.SendResult
+	var err error
+	if j.mms {
+		res, err = p.provider.SendGroupMMS(ctx, j.req)
+	} else {
+		res, err = p.provider.Send(ctx, j.req)
+	}
+	return sendResult{send: j.send, res: res, err: err, at: p.now()}
+}
+
+// close stops taking work, answers queued sends as not sent, and waits for
+// running calls to finish.
+func (p *pool) close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	queued := p.sends
+	p.sends, p.lookups = nil, nil
+	p.mu.Unlock()
+	p.cond.Broadcast()
+	for _, j := range queued {
+		p.onSend(j.groupID, sendResult{send: j.send, err: errNotSentShutdown, at: p.now()})
+	}
+	p.wg.Wait()
+}
+
+// pacer limits sends per sender number (design.md §10 --send-rate).
+type pacer struct {
+	rate  rate.Limit
+	burst int
+	mu    sync.Mutex
+	lims  map[string]*rate.Limiter
+}
+
+func newPacer(perSecond float64, burst int) *pacer {
+	if burst <= 0 {
+		burst = max(1, int(perSecond))
+	}
+	return &pacer{rate: rate.Limit(perSecond), burst: burst, lims: make(map[string]*rate.Limiter)}
+}
+
+// take grants up to want sends from `from` at now, and says how long to
+// wait before more tokens come when it granted fewer.
+func (p *pacer) take(from string, want int, now time.Time) (granted int, wait time.Duration) {
+	if p.rate <= 0 {
+		return want, 0
+	}
+	p.mu.Lock()
+	l := p.lims[from]
+	if l == nil {
+		l = rate.NewLimiter(p.rate, p.burst)
+		p.lims[from] = l
+	}
+	p.mu.Unlock()
+	for granted < want && l.AllowN(now, 1) {
+		granted++
+	}
+	if granted < want {
+		r := l.ReserveN(now, 1)
+		wait = r.DelayFrom(now)
+		r.CancelAt(now)
+		if wait <= 0 {
+			wait = time.Millisecond
+		}
+	}
+	return granted, wait
+}

@@ -1,0 +1,565 @@
+// Package tracker runs crewcast's group messages: one persistent virtual
+// actor per group (package actor) that applies the pure decisions of package
+// group, commits them through the store, makes provider calls outside its
+// message loop, and publishes every committed change.
+//
+// The never-twice rules live here as ordering:
+//   - a claim is committed before its provider call is queued;
+//   - a provider call's outcome is committed before the send leaves the
+//     in-flight registry, so a crash in between is seen on recovery as a
+//     recipient left in "sending", which becomes "unconfirmed" — never resent;
+//   - webhooks are made durable in the inbox before the provider hears 2xx,
+//     and are acknowledged in the same transaction as the state they change.
+package tracker
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/group"
+	"github.com/crewcast/crewcast/store"
+)
+
+// Config configures a Tracker. Zero fields take the defaults stated.
+type Config struct {
+	// Store keeps everything durable. Required.
+	Store store.Store
+	// Provider sends messages and parses nothing here (webhooks are parsed
+	// by the HTTP layer). Required.
+	Provider crewcast.Provider
+	// System is the actor system to run in; default: a new one, owned and
+	// shut down by the tracker.
+	System *actor.System
+	// Logger; default discards.
+	Logger *slog.Logger
+	// Clock; default the real clock. Tests inject actor.NewManualClock.
+	Clock actor.Clock
+	// Metrics; default NopMetrics.
+	Metrics Metrics
+	// RuntimeMetrics receives the actor runtime's counters (when the
+	// tracker creates the system) and commit batch figures.
+	RuntimeMetrics actor.Metrics
+	// Settings are the policies of new groups (group.DefaultSettings for
+	// zero fields).
+	Settings group.Settings
+	// SendRate is messages per second per sender number; 0 = no pacing.
+	SendRate float64
+	// SendBurst is the pacer's burst; default max(1, SendRate).
+	SendBurst int
+	// SendWorkers bounds concurrent provider calls. Default 32.
+	SendWorkers int
+	// SendTimeout bounds one provider call. Default 30s.
+	SendTimeout time.Duration
+	// ClaimBatch bounds the sends claimed in one commit. Default 500.
+	ClaimBatch int
+	// MaxBacklog bounds claimed sends waiting for a worker, across groups.
+	// Default 2000.
+	MaxBacklog int
+	// IdleTimeout passivates a group actor idle this long. Default 2m.
+	IdleTimeout time.Duration
+	// SnapshotEvery snapshots a group after this many journal events.
+	// Default 1000.
+	SnapshotEvery int
+	// ConversationTTL is how long a reply from a recipient routes to the
+	// group last sent to them. Default 30 days.
+	ConversationTTL time.Duration
+	// SweepInterval is how often unprocessed inbox entries are routed again
+	// (after a crash, a routing failure, or while parked). Default 15s.
+	SweepInterval time.Duration
+	// ReminderPoll is the durable-reminder poll interval. Default 1s.
+	ReminderPoll time.Duration
+	// NewID generates group ids; default random, time-ordered.
+	NewID func() string
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Store == nil || c.Provider == nil {
+		return c, errors.New("tracker: Store and Provider are required")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = actor.RealClock()
+	}
+	if c.Metrics == nil {
+		c.Metrics = NopMetrics{}
+	}
+	if c.RuntimeMetrics == nil {
+		c.RuntimeMetrics = actor.NopMetrics{}
+	}
+	c.Settings = c.Settings.WithDefaults()
+	if c.SendWorkers <= 0 {
+		c.SendWorkers = 32
+	}
+	if c.SendTimeout <= 0 {
+		c.SendTimeout = 30 * time.Second
+	}
+	if c.ClaimBatch <= 0 {
+		c.ClaimBatch = 500
+	}
+	if c.MaxBacklog <= 0 {
+		c.MaxBacklog = 2000
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 2 * time.Minute
+	}
+	if c.SnapshotEvery <= 0 {
+		c.SnapshotEvery = 1000
+	}
+	if c.ConversationTTL <= 0 {
+		c.ConversationTTL = 30 * 24 * time.Hour
+	}
+	if c.SweepInterval <= 0 {
+		c.SweepInterval = 15 * time.Second
+	}
+	if c.ReminderPoll <= 0 {
+		c.ReminderPoll = time.Second
+	}
+	if c.NewID == nil {
+		c.NewID = newGroupID
+	}
+	return c, nil
+}
+
+// Tracker runs group messages. Create it with New, then Start; Stop ends it.
+type Tracker struct {
+	cfg       Config
+	st        store.Store
+	log       *slog.Logger
+	sys       *actor.System
+	ownSys    bool
+	groups    *actor.Kind[groupMsg]
+	committer *actor.Committer
+	inbox     *actor.Batcher[store.InboxEntry, bool]
+	pool      *pool
+	pacer     *pacer
+	hub       *Hub
+	route     chan routeReq
+
+	mu      sync.Mutex
+	work    map[string]*groupWork
+	routing map[inboxKey]struct{} // entries handed to a group and not yet acknowledged
+	parked  map[string]struct{}   // provider message ids with parked events (this process)
+	idle    chan struct{}
+
+	unmatched unmatchedLog
+
+	closing    atomic.Bool
+	actorsDown atomic.Bool
+	stop       chan struct{}
+	wg      sync.WaitGroup
+	started bool
+}
+
+type inboxKey struct{ provider, eventID string }
+
+// groupWork holds what has happened to a group but is not yet committed:
+// provider results, lookups and routed webhooks. It lives outside the actor
+// instance so that nothing is lost when an instance passivates, restarts or
+// fails a commit; items leave it only after the commit that records them.
+type groupWork struct {
+	results  []sendResult
+	lookups  []lookupResult
+	entries  []routed
+	signaled bool
+	// inflight holds the send ids claimed and queued in this process whose
+	// outcome is not committed yet; recovery leaves those alone.
+	inflight map[string]struct{}
+}
+
+func (w *groupWork) empty() bool {
+	return len(w.results) == 0 && len(w.lookups) == 0 && len(w.entries) == 0 && len(w.inflight) == 0
+}
+
+// routed is an inbox entry handed to a group.
+type routed struct {
+	ref    store.InboxRef
+	events []crewcast.Event
+	// orphan: the entry's message id has no route; the group should try to
+	// reconcile it with an unconfirmed recipient, and leave it parked if not.
+	orphan bool
+}
+
+// New builds a tracker; nothing runs until Start.
+func New(cfg Config) (*Tracker, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	t := &Tracker{
+		cfg:     cfg,
+		st:      cfg.Store,
+		log:     cfg.Logger,
+		sys:     cfg.System,
+		hub:     NewHub(),
+		work:    make(map[string]*groupWork),
+		routing: make(map[inboxKey]struct{}),
+		parked:  make(map[string]struct{}),
+		idle:    make(chan struct{}, 1),
+		route:   make(chan routeReq, 4096),
+		stop:    make(chan struct{}),
+	}
+	t.unmatched.t = t
+	if t.sys == nil {
+		t.sys = actor.NewSystem(actor.WithLogger(cfg.Logger), actor.WithClock(cfg.Clock), actor.WithMetrics(cfg.RuntimeMetrics))
+		t.ownSys = true
+	}
+	t.pacer = newPacer(cfg.SendRate, cfg.SendBurst)
+	t.pool = newPool(cfg.Provider, cfg.SendWorkers, cfg.SendTimeout, cfg.Clock.Now, t.postResult, t.postLookup)
+	return t, nil
+}
+
+// Hub is where committed changes are published.
+func (t *Tracker) Hub() *Hub { return t.hub }
+
+// System is the actor system the tracker runs in (for /debug views).
+func (t *Tracker) System() *actor.System { return t.sys }
+
+// Start runs the tracker: group actors, durable reminders, the send pool,
+// and the inbox sweep that routes webhooks acknowledged before a crash.
+func (t *Tracker) Start(ctx context.Context) error {
+	if t.started {
+		return errors.New("tracker: already started")
+	}
+	t.started = true
+	t.committer = actor.NewCommitter(t.st, actor.CommitterOptions{Metrics: t.cfg.RuntimeMetrics, Clock: t.cfg.Clock})
+	t.inbox = actor.NewBatcher(func(ctx context.Context, items []store.InboxEntry) ([]bool, error) {
+		return t.st.InsertInbox(ctx, items)
+	}, actor.BatcherOptions{})
+	t.groups = actor.NewKind(t.sys, "group", func(key string) actor.Actor[groupMsg] {
+		return &groupActor{t: t, key: key}
+	}, actor.KindOptions{IdleTimeout: t.cfg.IdleTimeout, MailboxSize: 4096})
+	t.groups.EnableReminders(t.st, func(r actor.Reminder) groupMsg { return msgReminder{r: r} },
+		actor.ReminderOptions{PollInterval: t.cfg.ReminderPoll})
+	if err := t.unmatched.load(ctx); err != nil {
+		return fmt.Errorf("tracker start: %w", err)
+	}
+	t.pool.start()
+	for range 2 {
+		t.wg.Add(1)
+		go t.router()
+	}
+	t.wg.Add(1)
+	go t.sweeper()
+	return nil
+}
+
+// Stop stops taking new work, lets claimed sends finish or answers them as
+// not sent, commits every outcome, and passivates the group actors — all
+// within ctx's deadline. It reports an error when that was not clean.
+func (t *Tracker) Stop(ctx context.Context) error {
+	if !t.started || t.closing.Swap(true) {
+		return nil
+	}
+	close(t.stop)
+	t.pool.close()
+	var errs []error
+	if err := t.waitIdle(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	t.wg.Wait()
+	t.actorsDown.Store(true)
+	if t.ownSys {
+		clean, err := t.sys.Shutdown(ctx)
+		if err != nil {
+			errs = append(errs, err)
+		} else if !clean {
+			errs = append(errs, errors.New("tracker stop: actors did not all stop cleanly"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// waitIdle waits until no group has uncommitted work.
+func (t *Tracker) waitIdle(ctx context.Context) error {
+	for {
+		t.mu.Lock()
+		busy := 0
+		for _, w := range t.work {
+			if !w.empty() {
+				busy++
+			}
+		}
+		t.mu.Unlock()
+		if busy == 0 {
+			return nil
+		}
+		select {
+		case <-t.idle:
+		case <-ctx.Done():
+			return fmt.Errorf("tracker stop: %d groups still had uncommitted work: %w", busy, ctx.Err())
+		}
+	}
+}
+
+// ---- work queues ----
+
+func (t *Tracker) workFor(id string) *groupWork {
+	w := t.work[id]
+	if w == nil {
+		w = &groupWork{}
+		t.work[id] = w
+	}
+	return w
+}
+
+// post adds to a group's work and makes sure the actor is told once.
+func (t *Tracker) post(id string, add func(w *groupWork)) {
+	t.mu.Lock()
+	w := t.workFor(id)
+	add(w)
+	signal := !w.signaled
+	w.signaled = true
+	t.mu.Unlock()
+	if signal {
+		t.signal(id)
+	}
+}
+
+func (t *Tracker) signal(id string) {
+	if t.groups.Tell(id, msgWork{}) {
+		return
+	}
+	// Dead-lettered (mailbox full or shutting down): the work stays queued;
+	// try again shortly unless the actors are gone.
+	t.mu.Lock()
+	if w := t.work[id]; w != nil {
+		w.signaled = false
+	}
+	t.mu.Unlock()
+	if !t.actorsDown.Load() {
+		time.AfterFunc(50*time.Millisecond, func() {
+			t.mu.Lock()
+			w := t.work[id]
+			again := w != nil && !w.signaled && !w.empty()
+			if again {
+				w.signaled = true
+			}
+			t.mu.Unlock()
+			if again {
+				t.signal(id)
+			}
+		})
+	}
+}
+
+func (t *Tracker) postResult(id string, r sendResult) {
+	t.post(id, func(w *groupWork) { w.results = append(w.results, r) })
+}
+
+func (t *Tracker) postLookup(id string, r lookupResult) {
+	t.post(id, func(w *groupWork) { w.lookups = append(w.lookups, r) })
+}
+
+// inFlight reports whether a group's send is still running in this process.
+func (t *Tracker) inFlight(id string) func(sendID string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	snapshot := map[string]struct{}{}
+	if w := t.work[id]; w != nil {
+		for k := range w.inflight {
+			snapshot[k] = struct{}{}
+		}
+	}
+	return func(s string) bool { _, ok := snapshot[s]; return ok }
+}
+
+// ---- public operations ----
+
+// Create validates req, records the group and its roster durably, and
+// starts sending. With an idempotency key, a repeat of the same request
+// returns the first group (created false).
+func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOptions) (string, bool, error) {
+	if t.closing.Load() {
+		return "", false, ErrClosed
+	}
+	hash := requestHash(req, opts)
+	if opts.IdempotencyKey != "" {
+		if id, ok, err := t.idempotent(ctx, opts.IdempotencyKey, hash); ok || err != nil {
+			return id, false, err
+		}
+	}
+	var nums []string
+	for _, n := range req.To {
+		if e, err := group.NormalizeNumber(n); err == nil {
+			nums = append(nums, e)
+		}
+	}
+	for _, r := range req.Recipients {
+		if e, err := group.NormalizeNumber(r.Number); err == nil {
+			nums = append(nums, e)
+		}
+	}
+	sup, err := t.st.Suppressed(ctx, nums)
+	if err != nil {
+		return "", false, unavailable("read suppressions", err)
+	}
+	suppressed := make(map[string]bool, len(sup))
+	for n := range sup {
+		suppressed[n] = true
+	}
+	settings := t.cfg.Settings
+	if opts.CheckAfter > 0 {
+		settings.CheckAfter = opts.CheckAfter
+	}
+	id := t.cfg.NewID()
+	created, ferrs := group.Plan(id, req, settings, suppressed, t.cfg.Clock.Now())
+	if len(ferrs) > 0 {
+		return "", false, &ValidationError{Fields: ferrs}
+	}
+	var idem *store.IdempotencyKey
+	if opts.IdempotencyKey != "" {
+		idem = &store.IdempotencyKey{Key: opts.IdempotencyKey, RequestHash: hash, GroupID: id, CreatedAt: created.At}
+	}
+	res, err := actor.Ask(ctx, t.groups.Get(id), askTimeout, func(r actor.Reply[error]) groupMsg {
+		return msgCreate{created: created, idem: idem, by: opts.By, reply: r}
+	})
+	if err == nil {
+		err = res
+	}
+	if errors.Is(err, store.ErrIdempotencyConflict) {
+		// Another request with the same key won the race.
+		if id, ok, err := t.idempotent(ctx, opts.IdempotencyKey, hash); ok || err != nil {
+			return id, false, err
+		}
+	}
+	if err != nil {
+		return "", false, unavailable("create group", err)
+	}
+	return id, true, nil
+}
+
+// askTimeout bounds how long an API call waits for a group actor.
+const askTimeout = 30 * time.Second
+
+func (t *Tracker) idempotent(ctx context.Context, key, hash string) (string, bool, error) {
+	rec, err := t.st.GetIdempotency(ctx, key)
+	switch {
+	case errors.Is(err, actor.ErrNotFound):
+		return "", false, nil
+	case err != nil:
+		return "", false, unavailable("read idempotency key", err)
+	case rec.RequestHash != hash:
+		return "", false, ErrIdempotencyMismatch
+	}
+	return rec.GroupID, true, nil
+}
+
+// requestHash fingerprints a create request for idempotency.
+func requestHash(req group.Request, opts CreateOptions) string {
+	b, _ := json.Marshal(struct {
+		R group.Request `json:"r"`
+		C time.Duration `json:"c"`
+	}{req, opts.CheckAfter})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Cancel cancels a group: pending recipients are never sent to.
+func (t *Tracker) Cancel(ctx context.Context, id, by string) error {
+	return t.command(ctx, id, func(g *group.Group, now time.Time) (group.Event, error) { return g.Cancel(now, by) })
+}
+
+// Resolve records an operator's decision about an unconfirmed recipient.
+func (t *Tracker) Resolve(ctx context.Context, id, number, outcome, by string) error {
+	return t.command(ctx, id, func(g *group.Group, now time.Time) (group.Event, error) {
+		return g.Resolve(number, outcome, now, by)
+	})
+}
+
+// Retry asks for a new attempt for a failed recipient.
+func (t *Tracker) Retry(ctx context.Context, id, number, by string) error {
+	return t.command(ctx, id, func(g *group.Group, now time.Time) (group.Event, error) { return g.Retry(number, now, by) })
+}
+
+// Resume lifts a pause caused by a sender failure.
+func (t *Tracker) Resume(ctx context.Context, id, by string) error {
+	return t.command(ctx, id, func(g *group.Group, now time.Time) (group.Event, error) { return g.Resume(now, by) })
+}
+
+func (t *Tracker) command(ctx context.Context, id string, fn func(*group.Group, time.Time) (group.Event, error)) error {
+	if t.closing.Load() {
+		return ErrClosed
+	}
+	if _, err := t.st.GetGroup(ctx, id); errors.Is(err, actor.ErrNotFound) {
+		return ErrNotFound
+	} else if err != nil {
+		return unavailable("read group", err)
+	}
+	res, err := actor.Ask(ctx, t.groups.Get(id), askTimeout, func(r actor.Reply[error]) groupMsg {
+		return msgCommand{fn: fn, reply: r}
+	})
+	if err != nil {
+		return unavailable("group actor", err)
+	}
+	switch {
+	case res == nil, errors.Is(res, group.ErrState), errors.Is(res, group.ErrNoRecipient), errors.Is(res, ErrNotFound):
+		return res
+	}
+	return unavailable("commit", res)
+}
+
+// Ingest makes one webhook's events durable in the inbox and hands new ones
+// to the router. The caller may answer 2xx only when it returns nil.
+func (t *Tracker) Ingest(ctx context.Context, events []crewcast.Event) (bool, error) {
+	if len(events) == 0 {
+		return false, nil
+	}
+	first := events[0]
+	payload, err := json.Marshal(events)
+	if err != nil {
+		return false, fmt.Errorf("ingest: encode events: %w", err)
+	}
+	e := store.InboxEntry{Provider: first.Provider, EventID: first.EventID, Payload: payload, ReceivedAt: t.cfg.Clock.Now()}
+	if first.Kind != crewcast.KindInbound {
+		e.MessageID = first.MessageID
+	}
+	isNew, err := t.inbox.Do(ctx, e)
+	if err != nil {
+		t.cfg.Metrics.WebhookIngested(first.Provider, "error")
+		return false, unavailable("store webhook", err)
+	}
+	if !isNew {
+		t.cfg.Metrics.WebhookIngested(first.Provider, "duplicate")
+		return false, nil
+	}
+	t.cfg.Metrics.WebhookIngested(first.Provider, "new")
+	select {
+	case t.route <- routeReq{ref: store.InboxRef{Provider: e.Provider, EventID: e.EventID}, events: events}:
+	default:
+		// The router is saturated; the entry is durable and the sweep will
+		// route it.
+	}
+	return true, nil
+}
+
+func unavailable(what string, err error) error {
+	if errors.Is(err, ErrClosed) || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	return fmt.Errorf("%w: %s: %v", ErrUnavailable, what, err)
+}
+
+// newGroupID returns "grp_" + 8 bytes of time + 8 random bytes, base32:
+// unique, unguessable and sortable by creation time.
+func newGroupID() string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixNano()))
+	_, _ = rand.Read(b[8:])
+	return "grp_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
