@@ -162,8 +162,8 @@ type Tracker struct {
 	closing    atomic.Bool
 	actorsDown atomic.Bool
 	stop       chan struct{}
-	wg      sync.WaitGroup
-	started bool
+	wg         sync.WaitGroup
+	started    bool
 }
 
 type inboxKey struct{ provider, eventID string }

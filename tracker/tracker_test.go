@@ -69,7 +69,9 @@ func (p *fakeProvider) Lookup(ctx context.Context, id string) (crewcast.MessageS
 	return fn(id)
 }
 
-func (p *fakeProvider) ParseWebhook(crewcast.WebhookRequest) ([]crewcast.Event, error) { return nil, nil }
+func (p *fakeProvider) ParseWebhook(crewcast.WebhookRequest) ([]crewcast.Event, error) {
+	return nil, nil
+}
 
 func (p *fakeProvider) sent() []crewcast.SendRequest {
 	p.mu.Lock()
@@ -339,7 +341,9 @@ func TestUncertainSendIsNeverResentUntilResolved(t *testing.T) {
 	var fail sync.Once
 	e.prov.sendFn = func(req crewcast.SendRequest, id string) (crewcast.SendResult, error) {
 		var err error
-		fail.Do(func() { err = &crewcast.SendError{Provider: "fake", Class: crewcast.ClassUncertain, Err: context.DeadlineExceeded} })
+		fail.Do(func() {
+			err = &crewcast.SendError{Provider: "fake", Class: crewcast.ClassUncertain, Err: context.DeadlineExceeded}
+		})
 		if err != nil {
 			return crewcast.SendResult{}, err
 		}
