@@ -1,0 +1,160 @@
+package twilio
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/crewcast/crewcast"
+)
+
+// EmptyTwiML is the reply to an inbound-message webhook that sends nothing
+// back; serve it with TwiMLContentType.
+const EmptyTwiML = `<?xml version="1.0" encoding="UTF-8"?><Response/>`
+
+// TwiMLContentType is the Content-Type of EmptyTwiML.
+const TwiMLContentType = "text/xml"
+
+// IdempotencyTokenHeader is the webhook header that stays the same across
+// Twilio's retries of one webhook; it is the EventID when present.
+const IdempotencyTokenHeader = "I-Twilio-Idempotency-Token"
+
+// maxMediaParams bounds the MediaUrl{N} scan when NumMedia is missing.
+const maxMediaParams = 100
+
+// ParseWebhook verifies req's X-Twilio-Signature, then turns the form into
+// Events.
+//
+// The URL the signature is checked against is, in order: req.URL when it
+// is absolute (the HTTP layer knows the public URL); PublicURL + req.URL
+// when req.URL is a path ("/webhooks/twilio?x=1", behind a proxy); PublicURL
+// alone when req.URL is empty. Without either the webhook cannot be
+// verified and is rejected.
+//
+// The body must be a form to be verified at all, so it is split into
+// name/value pairs first (url.ParseQuery); nothing is interpreted until the
+// signature holds. A body that is not a valid form wraps
+// crewcast.ErrBadSignature for that reason.
+//
+// A status callback (MessageStatus, or SmsStatus, other than
+// receiving/received) gives one KindStatus Event; an inbound message gives
+// one KindInbound Event with Body as Text and MediaUrl{N} as Media. The
+// EventID is the I-Twilio-Idempotency-Token header when present, else
+// "MessageSid:status:ErrorCode" (status "received" for inbound). Twilio
+// webhooks carry no event time, so OccurredAt is the injected clock's now.
+// A signed form without a MessageSid, or with neither a status nor a body,
+// gives no Events and no error.
+func (c *Client) ParseWebhook(req crewcast.WebhookRequest) ([]crewcast.Event, error) {
+	signedURL, err := c.signedURL(req.URL)
+	if err != nil {
+		return nil, err
+	}
+	params, err := url.ParseQuery(string(req.Body))
+	if err != nil {
+		return nil, badSignature("body is not a form, so it cannot be verified")
+	}
+	if err := Verify(c.authToken, signedURL, req.Header, params); err != nil {
+		return nil, err
+	}
+	ev, ok, err := parseParams(params, headerValue(req.Header, IdempotencyTokenHeader))
+	if err != nil || !ok {
+		return nil, err
+	}
+	ev.OccurredAt = c.now().UTC()
+	return []crewcast.Event{ev}, nil
+}
+
+func (c *Client) signedURL(reqURL string) (string, error) {
+	switch {
+	case reqURL != "" && isAbsolute(reqURL):
+		return reqURL, nil
+	case strings.HasPrefix(reqURL, "/") && c.publicURL != "":
+		return strings.TrimRight(c.publicURL, "/") + reqURL, nil
+	case reqURL == "" && c.publicURL != "":
+		return c.publicURL, nil
+	}
+	return "", badSignature("cannot tell which URL Twilio signed: WebhookRequest.URL is %q and PublicURL is unset", reqURL)
+}
+
+func isAbsolute(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme != "" && u.Host != ""
+}
+
+// parseParams interprets a verified webhook form; ok is false when the form
+// carries nothing crewcast tracks. OccurredAt is left for the caller.
+func parseParams(p url.Values, token string) (ev crewcast.Event, ok bool, err error) {
+	sid := firstOf(p, "MessageSid", "SmsMessageSid", "SmsSid")
+	if sid == "" {
+		return crewcast.Event{}, false, nil
+	}
+	providerStatus := firstOf(p, "MessageStatus", "SmsStatus")
+	status := strings.ToLower(providerStatus)
+	_, hasBody := p["Body"]
+	_, hasMedia := p["NumMedia"]
+	inbound := status == "received" || status == "receiving" || (status == "" && (hasBody || hasMedia))
+	if !inbound && status == "" {
+		return crewcast.Event{}, false, nil
+	}
+	code := p.Get("ErrorCode")
+	ev = crewcast.Event{
+		Provider:  ProviderName,
+		EventID:   token,
+		MessageID: sid,
+		From:      p.Get("From"),
+		To:        p.Get("To"),
+	}
+	if ev.From == "" || ev.To == "" {
+		return crewcast.Event{}, false, malformed("message webhook without From or To")
+	}
+	if inbound {
+		if ev.EventID == "" {
+			ev.EventID = sid + ":received:" + code
+		}
+		ev.Kind = crewcast.KindInbound
+		ev.Text = p.Get("Body")
+		ev.Media = mediaURLs(p)
+		return ev, true, nil
+	}
+	if ev.EventID == "" {
+		ev.EventID = sid + ":" + providerStatus + ":" + code
+	}
+	rs := recipientStatus(ev.To, providerStatus, code, crewcast.StatusUnknown)
+	ev.Kind = crewcast.KindStatus
+	ev.Status = rs.Status
+	ev.ProviderStatus = rs.ProviderStatus
+	ev.ErrorCode = rs.ErrorCode
+	ev.ErrorClass = rs.ErrorClass
+	ev.OptOut = rs.OptOut
+	return ev, true, nil
+}
+
+// mediaURLs collects MediaUrl0..MediaUrl{NumMedia-1}, skipping gaps; when
+// NumMedia is missing or not a small number it scans up to maxMediaParams.
+func mediaURLs(p url.Values) []string {
+	n, err := strconv.Atoi(p.Get("NumMedia"))
+	if err != nil || n < 0 || n > maxMediaParams {
+		n = maxMediaParams
+	}
+	var out []string
+	for i := range n {
+		if u := p.Get("MediaUrl" + strconv.Itoa(i)); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func firstOf(p url.Values, names ...string) string {
+	for _, n := range names {
+		if v := p.Get(n); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("twilio: %w: %s", crewcast.ErrMalformed, fmt.Sprintf(format, args...))
+}
