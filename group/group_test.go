@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -650,5 +651,37 @@ func TestApplyRejectsForeignEvents(t *testing.T) {
 	}
 	if _, err := Decode("no.such", []byte("{}")); err == nil {
 		t.Fatal("unknown type decoded")
+	}
+}
+
+func TestRewriteEventRedactsAndHashes(t *testing.T) {
+	h := newHarness(t, crewcast.ModeIndividual, 2, nil)
+	c := h.claim(t0, 0)
+	h.outcome(c.Sends[0], crewcast.SendResult{MessageID: "m1"}, nil, t0)
+	r, _ := h.g.Reply(crewcast.Event{EventID: "r", Kind: crewcast.KindInbound, From: h.g.Recipients[0].Number, Text: "secret reply"}, t0)
+	h.apply(r)
+	hash := func(n string) string { return "h:" + n[len(n)-2:] }
+	replayed := &Group{}
+	for _, e := range h.events {
+		typ, data, _ := Encode(e)
+		out, err := RewriteEvent(typ, data, true, hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"Crew call", "secret reply", "+1555"} {
+			if strings.Contains(string(out), bad) {
+				t.Fatalf("%s still holds %q: %s", typ, bad, out)
+			}
+		}
+		d, err := Decode(typ, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := replayed.Apply(d); err != nil {
+			t.Fatalf("rewritten journal does not replay: %v", err)
+		}
+	}
+	if replayed.Recipients[0].Status != crewcast.StatusSent || replayed.Recipients[0].Replies != 1 || replayed.Text != "" {
+		t.Fatalf("replayed %+v", replayed.Recipients[0])
 	}
 }

@@ -249,6 +249,8 @@ func (a *groupActor) Receive(c *actor.Context[groupMsg], m groupMsg) {
 		a.kick(c)
 	case msgReminder:
 		a.reminder(c, m.r)
+	case msgRetention:
+		m.reply.Send(a.retain(c, m))
 	}
 }
 

@@ -250,15 +250,13 @@ type unmatchedLog struct {
 
 const unmatchedKey = "unmatched"
 
-// unmatchedReply is the journal event of an unmatched inbound message.
+// unmatchedReply is the journal event of an unmatched inbound message. It
+// names the inbox event only: the number and text live in the replies
+// projection, where retention redacts them.
 type unmatchedReply struct {
-	Provider string   `json:"provider"`
-	EventID  string   `json:"event_id"`
-	From     string   `json:"from"`
-	To       string   `json:"to"`
-	Text     string   `json:"text"`
-	Media    []string `json:"media,omitempty"`
-	Keyword  string   `json:"keyword,omitempty"`
+	Provider string `json:"provider"`
+	EventID  string `json:"event_id"`
+	Keyword  string `json:"keyword,omitempty"`
 }
 
 func (u *unmatchedLog) load(ctx context.Context) error {
@@ -279,7 +277,7 @@ func (u *unmatchedLog) record(ctx context.Context, ref store.InboxRef, events []
 	var eff store.Effects
 	for _, ev := range events {
 		kw := group.ParseKeyword(ev.Text)
-		data, err := json.Marshal(unmatchedReply{Provider: ev.Provider, EventID: ev.EventID, From: ev.From, To: ev.To, Text: ev.Text, Media: ev.Media, Keyword: kw})
+		data, err := json.Marshal(unmatchedReply{Provider: ev.Provider, EventID: ev.EventID, Keyword: kw})
 		if err != nil {
 			return err
 		}

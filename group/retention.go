@@ -1,0 +1,39 @@
+package group
+
+import "fmt"
+
+// RewriteEvent applies the retention policy to one journal event: with
+// redact, message and reply bodies (and media) are emptied; with number
+// non-nil, phone numbers are replaced by number(n) and names are dropped.
+// Events are otherwise unchanged, so the rewritten journal still replays.
+func RewriteEvent(typ string, data []byte, redact bool, number func(string) string) ([]byte, error) {
+	e, err := Decode(typ, data)
+	if err != nil {
+		return nil, fmt.Errorf("retention: %w", err)
+	}
+	switch v := e.(type) {
+	case Created:
+		if redact {
+			v.Text, v.MediaURLs = "", nil
+		}
+		if number != nil {
+			// The sender's number is hashed too, as the store does for
+			// the group row: one rule for every number.
+			v.From = number(v.From)
+			for i := range v.Recipients {
+				v.Recipients[i].Number = number(v.Recipients[i].Number)
+				v.Recipients[i].Name = ""
+			}
+		}
+		e = v
+	case Replied:
+		if redact {
+			v.Text, v.Media = "", nil
+		}
+		e = v
+	default:
+		return data, nil
+	}
+	_, out, err := Encode(e)
+	return out, err
+}
