@@ -6,8 +6,11 @@
 // *crewcast.SendError whose Class says what the caller may do next
 // (design.md §4): a refusal before acceptance is ClassNotSent, a timeout,
 // a 5xx or a connection lost after the request was handed to a connection is
-// ClassUncertain. The only resend that can happen below this package is
-// net/http's own retry of a request that provably wrote nothing.
+// ClassUncertain. Two resends can happen below this package, both inside
+// net/http and both safe: the retry of a request that provably wrote
+// nothing, and, only when Config.SendIdempotencyKey is set (the endpoint
+// then dedupes on the key), http.Transport's replay of a POST carrying an
+// Idempotency-Key whose reused connection closed before any answer.
 //
 // Webhooks are verified (Ed25519 over "timestamp|raw body", ±Tolerance
 // around the injected clock) before the body is read as anything but bytes.

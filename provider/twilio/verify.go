@@ -23,8 +23,8 @@ const SignatureHeader = "X-Twilio-Signature"
 // repeated names); the signature is base64(HMAC-SHA1(authToken, string)),
 // compared in constant time. Like Twilio's own validators it also accepts
 // the signature for rawURL with the scheme's default port (:443 or :80)
-// added when absent, or removed when present; no other port, path or query
-// change is accepted. Every failure wraps crewcast.ErrBadSignature.
+// added when absent, or removed when present, and for rawURL without its
+// #fragment, if any; no other port, path or query change is accepted. Every failure wraps crewcast.ErrBadSignature.
 //
 // JSON-body webhooks (bodySHA256 in the URL) are not supported: messaging
 // webhooks are forms.
@@ -98,9 +98,20 @@ func paramString(params url.Values) string {
 }
 
 // urlVariants returns raw plus raw with the scheme's default port added (if
-// it has no port) or removed (if it has exactly that port). The rest of the
-// string is kept byte for byte: re-serialising a URL could change escapes.
+// it has no port) or removed (if it has exactly that port), and the same
+// again without a #fragment if raw has one: whether Twilio signs its
+// connection-override fragments (#rc=...) is not documented, and a
+// receiver never sees them. The rest of the string is kept byte for byte:
+// re-serialising a URL could change escapes.
 func urlVariants(raw string) []string {
+	out := portVariants(raw)
+	if i := strings.IndexByte(raw, '#'); i >= 0 {
+		out = append(out, portVariants(raw[:i])...)
+	}
+	return out
+}
+
+func portVariants(raw string) []string {
 	out := []string{raw}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {

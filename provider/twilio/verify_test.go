@@ -48,8 +48,9 @@ func TestSignaturePublishedVector(t *testing.T) {
 		t.Errorf("Signature with :443 = %s, want %s", got, vectorSigWithPort)
 	}
 	// Twilio signs inconsistently with and without the port, so each URL
-	// form accepts both signatures.
-	for _, u := range []string{vectorURL, vectorURLWithPort} {
+	// form accepts both signatures; a configured #fragment may or may not
+	// be signed.
+	for _, u := range []string{vectorURL, vectorURLWithPort, vectorURL + "#rc=3"} {
 		for _, sig := range []string{vectorSig, vectorSigWithPort} {
 			if err := Verify(vectorToken, u, sigHeader(sig), vectorParams); err != nil {
 				t.Errorf("Verify(%s, %s) = %v", u, sig, err)
@@ -93,6 +94,7 @@ func TestVerifyRejects(t *testing.T) {
 		{"trailing slash", vectorToken, "https://mycompany.com/myapp.php/?foo=1&bar=2", sigHeader(vectorSig), vectorParams},
 		{"http instead of https", vectorToken, "http://mycompany.com/myapp.php?foo=1&bar=2", sigHeader(vectorSig), vectorParams},
 		{"query reordered", vectorToken, "https://mycompany.com/myapp.php?bar=2&foo=1", sigHeader(vectorSig), vectorParams},
+		{"fragment added", vectorToken, vectorURL + "#rc=2", sigHeader(rawSig(vectorToken, vectorURL+"#rc=3CallSidCA1234567890ABCDECaller+14158675309Digits1234From+14158675309To+18005551212")), vectorParams},
 		{"host case changed", vectorToken, "https://MyCompany.com/myapp.php?foo=1&bar=2", sigHeader(vectorSig), vectorParams},
 		{"header missing", vectorToken, vectorURL, http.Header{}, vectorParams},
 		{"header empty", vectorToken, vectorURL, sigHeader(""), vectorParams},
@@ -146,21 +148,22 @@ func TestVerifyParamOrderingRules(t *testing.T) {
 
 func TestURLVariants(t *testing.T) {
 	cases := map[string][]string{
-		"https://h.example/p?q=1":          {"https://h.example/p?q=1", "https://h.example:443/p?q=1"},
-		"https://h.example:443/p":          {"https://h.example:443/p", "https://h.example/p"},
-		"http://h.example/p":               {"http://h.example/p", "http://h.example:80/p"},
-		"http://h.example:80":              {"http://h.example:80", "http://h.example"},
-		"https://h.example:8443/p":         {"https://h.example:8443/p"},
-		"https://h.example:80/p":           {"https://h.example:80/p"},
-		"https://h.example?x=1":            {"https://h.example?x=1", "https://h.example:443?x=1"},
-		"https://u:pw@h.example/p":         {"https://u:pw@h.example/p", "https://u:pw@h.example:443/p"},
-		"https://[::1]/p":                  {"https://[::1]/p", "https://[::1]:443/p"},
-		"https://[::1]:443/p":              {"https://[::1]:443/p", "https://[::1]/p"},
-		"https://h.example/p%2Fq?a=%20#rc": {"https://h.example/p%2Fq?a=%20#rc", "https://h.example:443/p%2Fq?a=%20#rc"},
-		"ftp://h.example/p":                {"ftp://h.example/p"},
-		"not a url":                        {"not a url"},
-		"https://":                         {"https://"},
-		"https://h.example:/p":             {"https://h.example:/p"},
+		"https://h.example/p?q=1":  {"https://h.example/p?q=1", "https://h.example:443/p?q=1"},
+		"https://h.example:443/p":  {"https://h.example:443/p", "https://h.example/p"},
+		"http://h.example/p":       {"http://h.example/p", "http://h.example:80/p"},
+		"http://h.example:80":      {"http://h.example:80", "http://h.example"},
+		"https://h.example:8443/p": {"https://h.example:8443/p"},
+		"https://h.example:80/p":   {"https://h.example:80/p"},
+		"https://h.example?x=1":    {"https://h.example?x=1", "https://h.example:443?x=1"},
+		"https://u:pw@h.example/p": {"https://u:pw@h.example/p", "https://u:pw@h.example:443/p"},
+		"https://[::1]/p":          {"https://[::1]/p", "https://[::1]:443/p"},
+		"https://[::1]:443/p":      {"https://[::1]:443/p", "https://[::1]/p"},
+		"https://h.example/p%2Fq?a=%20#rc=3": {"https://h.example/p%2Fq?a=%20#rc=3", "https://h.example:443/p%2Fq?a=%20#rc=3",
+			"https://h.example/p%2Fq?a=%20", "https://h.example:443/p%2Fq?a=%20"},
+		"ftp://h.example/p":    {"ftp://h.example/p"},
+		"not a url":            {"not a url"},
+		"https://":             {"https://"},
+		"https://h.example:/p": {"https://h.example:/p"},
 	}
 	for in, want := range cases {
 		if got := urlVariants(in); !slices.Equal(got, want) {
