@@ -56,6 +56,12 @@ type Faults struct {
 	ReplyRate float64 `json:"reply_rate"`
 	// ReplyTexts are the replies drawn from; empty means DefaultReplyTexts.
 	ReplyTexts []string `json:"reply_texts"`
+	// Script fixes the fate of particular recipients, by number, whatever
+	// the rates drew: "deliver", "fail" or "fail:CODE", "unknown",
+	// "accept_timeout" (the send is recorded but its response is never
+	// written), or "reply:TEXT" (delivered, then the recipient replies
+	// TEXT). Demos and tests use it to show every outcome every time.
+	Script map[string]string `json:"script,omitempty"`
 }
 
 // Defaults for the lists in Faults.
@@ -123,6 +129,17 @@ func (f Faults) Validate() error {
 	}
 	if f.RateLimitRate+f.Error5xxRate > 1 {
 		return fmt.Errorf("rate_limit_rate + error_5xx_rate must be at most 1, got %v", f.RateLimitRate+f.Error5xxRate)
+	}
+	for n, sc := range f.Script {
+		switch verb, arg, _ := strings.Cut(sc, ":"); verb {
+		case "deliver", "fail", "unknown", "accept_timeout":
+		case "reply":
+			if strings.TrimSpace(arg) == "" {
+				return fmt.Errorf("script for %s: reply needs a text (reply:TEXT)", n)
+			}
+		default:
+			return fmt.Errorf("script for %s: unknown fate %q (deliver, fail[:CODE], unknown, accept_timeout, reply:TEXT)", n, sc)
+		}
 	}
 	if f.DelayMS[0] < 0 || f.DelayMS[1] < f.DelayMS[0] {
 		return fmt.Errorf("delay_ms must be [min,max] with 0 ≤ min ≤ max, got %v", f.DelayMS)

@@ -417,3 +417,63 @@ func TestFaultAcceptTimeoutHold(t *testing.T) {
 		}
 	})
 }
+
+func TestScriptFixesFates(t *testing.T) {
+	t.Parallel()
+	carol, dave := "+15550100033", "+15550100044"
+	rc := newReceiver(t, nil)
+	s, c := newSim(t, Config{TelnyxWebhookURL: rc.url("/t"), Faults: Faults{FailRate: 1, Script: map[string]string{
+		alice: "deliver", bob: "fail:40008", carol: "unknown", dave: "reply:on my way",
+	}}})
+	for _, n := range []string{alice, bob, carol, dave} {
+		c.telnyxSend(sendBody(n, "x"))
+	}
+	finals := map[string]string{}
+	codes := map[string]string{}
+	replies := map[string]string{}
+	for _, h := range rc.collect(t, 9) { // 4 sent + 4 finalized + 1 reply
+		ev := telnyxEvent(t, s, h)
+		p := ev.Data.Payload
+		switch ev.Data.EventType {
+		case "message.finalized":
+			finals[p.To[0].PhoneNumber] = p.To[0].Status
+			if len(p.Errors) > 0 {
+				codes[p.To[0].PhoneNumber] = p.Errors[0].Code
+			}
+		case "message.received":
+			replies[p.From.PhoneNumber] = p.Text
+		}
+	}
+	want := map[string]string{alice: "delivered", bob: "delivery_failed", carol: "delivery_unconfirmed", dave: "delivered"}
+	for n, st := range want {
+		if finals[n] != st {
+			t.Fatalf("%s finalized %q, want %q (all: %v)", n, finals[n], st, finals)
+		}
+	}
+	if codes[bob] != "40008" || replies[dave] != "on my way" || len(replies) != 1 {
+		t.Fatalf("codes %v replies %v", codes, replies)
+	}
+	rc.drained(t, s)
+
+	if err := (Faults{Script: map[string]string{alice: "explode"}}).Validate(); err == nil {
+		t.Fatal("unknown fate accepted")
+	}
+	if err := (Faults{Script: map[string]string{alice: "reply:"}}).Validate(); err == nil {
+		t.Fatal("reply without text accepted")
+	}
+}
+
+func TestScriptAcceptTimeout(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, nil)
+	s, c := newSim(t, Config{TelnyxWebhookURL: rc.url("/t"), Faults: Faults{Script: map[string]string{alice: "accept_timeout"}}})
+	if _, err := c.do(c.telnyxReq(http.MethodPost, "/v2/messages", c.keys.TelnyxAPIKey, sendBody(alice, "x"))); err == nil {
+		t.Fatal("scripted accept_timeout answered")
+	}
+	c.telnyxSend(sendBody(bob, "y")) // unscripted: answered normally
+	if led := c.ledger(); len(led) != 2 {
+		t.Fatalf("ledger %+v", led)
+	}
+	rc.collect(t, 4)
+	rc.drained(t, s)
+}

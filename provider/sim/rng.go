@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 )
@@ -166,4 +167,33 @@ func (d *draws) preAccept(f Faults) requestFault {
 		return fault5xx
 	}
 	return faultNone
+}
+
+// applyScript overrides a drawn plan with a recipient's scripted fate (see
+// Faults.Script). It reports whether the script asks for the ambiguous
+// accept-timeout. Scripts are applied after the draws, so they never shift
+// the random sequence.
+func applyScript(p *recipientPlan, script string, f Faults, provider string) (acceptTimeout bool) {
+	verb, arg, _ := strings.Cut(script, ":")
+	switch verb {
+	case "deliver":
+		p.outcome, p.reply = outcomeDelivered, false
+	case "fail":
+		p.outcome, p.reply = outcomeFailed, false
+		p.code = arg
+		if p.code == "" {
+			codes := f.FailCodes
+			if provider == providerTwilio {
+				codes = f.TwilioFailCodes
+			}
+			p.code = codes[0]
+		}
+	case "unknown":
+		p.outcome, p.reply = outcomeUnknown, false
+	case "reply":
+		p.outcome, p.reply, p.text = outcomeDelivered, true, arg
+	case "accept_timeout":
+		return true
+	}
+	return false
 }

@@ -346,6 +346,11 @@ func (s *Sim) accept(provider, idemKey, hash string, build func(id string, now t
 		}
 		a.timeout = d.hit(f.AcceptTimeoutRate)
 	})
+	for _, c := range a.chains {
+		if applyScript(&c.plan, f.Script[m.recips[c.ri].number], f, provider) {
+			a.timeout = true
+		}
+	}
 	s.recordLocked(m)
 	if idemKey != "" {
 		s.idem[provider+"|"+idemKey] = idemRecord{hash: hash, id: m.id}
