@@ -17,6 +17,7 @@ type stmts struct {
 	fence, headSeq, insEvent, setReminder, delReminder            *sql.Stmt
 	upGroup, upDelivery, ackInbox, putRoute, suppress, unsuppress *sql.Stmt
 	insReply, idemExists, insIdem, insInbox                       *sql.Stmt
+	savepoint, release, rollbackTo                                *sql.Stmt
 	all                                                           []*sql.Stmt
 }
 
@@ -71,6 +72,9 @@ func (st *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.insIdem, `INSERT INTO idempotency_keys (key, request_hash, group_id, created_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (key) DO NOTHING`},
 		{&st.insInbox, sqlInsInbox},
+		{&st.savepoint, `SAVEPOINT unit`},
+		{&st.release, `RELEASE SAVEPOINT unit`},
+		{&st.rollbackTo, `ROLLBACK TO SAVEPOINT unit`},
 	} {
 		s, err := db.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -161,7 +165,7 @@ func (s *Store) Commit(ctx context.Context, units []actor.Unit) ([]error, error)
 			results[i] = uerr
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT unit`); err != nil {
+		if _, err := ts.exec(s.st.savepoint); err != nil {
 			return nil, fmt.Errorf("sqlite: commit: savepoint: %w", err)
 		}
 		uerr, err = s.applyUnit(ts, u, effs, now)
@@ -170,11 +174,11 @@ func (s *Store) Commit(ctx context.Context, units []actor.Unit) ([]error, error)
 		}
 		if uerr != nil {
 			results[i] = uerr
-			if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT unit`); err != nil {
+			if _, err := ts.exec(s.st.rollbackTo); err != nil {
 				return nil, fmt.Errorf("sqlite: commit: rollback unit: %w", err)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `RELEASE SAVEPOINT unit`); err != nil {
+		if _, err := ts.exec(s.st.release); err != nil {
 			return nil, fmt.Errorf("sqlite: commit: release: %w", err)
 		}
 	}

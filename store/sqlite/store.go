@@ -110,6 +110,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	wq.Add("_pragma", "journal_mode(WAL)")
 	wq.Add("_pragma", "synchronous(FULL)")
 	wq.Add("_pragma", "foreign_keys(1)")
+	// Savepoint sub-journals stay in memory: a file-backed statement
+	// journal costs a write syscall per page touched by every unit.
+	wq.Add("_pragma", "temp_store(MEMORY)")
+	wq.Add("_pragma", "cache_size(-32768)") // 32 MiB of page cache for the writer
 	wq.Set("_txlock", "immediate")
 	w, err := sql.Open("sqlite", "file:"+cfg.Path+"?"+wq.Encode())
 	if err != nil {

@@ -1,0 +1,607 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/store"
+)
+
+// Statements of the commit pipeline. Multi-row effects go through unnest so
+// that each is one statement whatever its size.
+const (
+	sqlInsEvents = `INSERT INTO journal (key, seq, type, data, time)
+		SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bytea[], $5::bigint[])`
+	sqlSetReminder = `INSERT INTO reminders (key, name, due) VALUES ($1, $2, $3)
+		ON CONFLICT (key, name) DO UPDATE SET due = excluded.due`
+	sqlDelReminder = `DELETE FROM reminders WHERE key = $1 AND name = $2`
+	sqlUpGroup     = `INSERT INTO groups (id, status, from_number, mode, text, pause_reason, created_at, updated_at, counts, seq)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		ON CONFLICT (id) DO UPDATE SET status = excluded.status, from_number = excluded.from_number,
+		mode = excluded.mode, text = excluded.text, pause_reason = excluded.pause_reason,
+		created_at = excluded.created_at, updated_at = excluded.updated_at, counts = excluded.counts, seq = excluded.seq`
+	sqlUpDeliveries = `INSERT INTO deliveries (group_id, number, name, status, attempts, provider_message_id, error_code,
+		error_class, claimed_at, sent_at, delivered_at, failed_at, replied_at, ack, last_reply, updated_at)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[],
+			$8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::text[], $15::text[], $16::bigint[])
+		ON CONFLICT (group_id, number) DO UPDATE SET name = excluded.name, status = excluded.status,
+		attempts = excluded.attempts, provider_message_id = excluded.provider_message_id,
+		error_code = excluded.error_code, error_class = excluded.error_class, claimed_at = excluded.claimed_at,
+		sent_at = excluded.sent_at, delivered_at = excluded.delivered_at, failed_at = excluded.failed_at,
+		replied_at = excluded.replied_at, ack = excluded.ack, last_reply = excluded.last_reply,
+		updated_at = excluded.updated_at`
+	// Acknowledging keeps the first processing time, so a replayed ack
+	// does not move the entry's purge horizon.
+	sqlAckInbox = `UPDATE inbox i SET processed_at = CASE WHEN i.processed_at = 0 THEN $1 ELSE i.processed_at END,
+		target = CASE WHEN r.target <> '' THEN r.target ELSE i.target END
+		FROM unnest($2::text[], $3::text[], $4::text[]) AS r(provider, event_id, target)
+		WHERE i.provider = r.provider AND i.event_id = r.event_id`
+	sqlPutRoutes = `INSERT INTO routes (key, value, expires_at) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at`
+	sqlSuppress = `INSERT INTO suppressions (number, reason, created_at)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
+		ON CONFLICT (number) DO UPDATE SET reason = excluded.reason, created_at = excluded.created_at`
+	sqlUnsuppress = `DELETE FROM suppressions WHERE number = ANY($1::text[])`
+	sqlInsReplies = `INSERT INTO replies (provider, event_id, group_id, number, to_number, text, media, received_at)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[])
+		ON CONFLICT (provider, event_id, number) DO NOTHING`
+	sqlInsIdem = `INSERT INTO idempotency_keys (key, request_hash, group_id, created_at) VALUES ($1, $2, $3, $4)`
+)
+
+// Constraint names (see migrations) that turn a unique violation into a
+// unit's own failure instead of a batch failure.
+const (
+	constraintJournal     = "journal_key_seq"
+	constraintIdempotency = "idempotency_keys_pkey"
+)
+
+// commitState is what the batch has made true so far inside the
+// transaction: each key's journal head and the idempotency keys in use.
+type commitState struct {
+	heads map[string]uint64
+	idem  map[string]bool
+}
+
+func (c commitState) clone() commitState {
+	return commitState{heads: maps.Clone(c.heads), idem: maps.Clone(c.idem)}
+}
+
+// Commit applies every unit in one transaction. Lease epochs (FOR SHARE),
+// journal heads and existing idempotency keys are read first; units that
+// pass are sent in one pipelined batch, each inside a savepoint. A unit
+// that fails while running is rolled back to its savepoint and the units
+// after it are planned and sent again.
+func (s *Store) Commit(ctx context.Context, units []actor.Unit) ([]error, error) {
+	if len(units) == 0 {
+		return nil, nil
+	}
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	results := make([]error, len(units))
+	effs := make([][]*store.Effects, len(units))
+	var pending []int
+	for i := range units {
+		e, err := unitEffects(&units[i])
+		if err != nil {
+			results[i] = err
+			continue
+		}
+		effs[i] = e
+		pending = append(pending, i)
+	}
+	if len(pending) == 0 {
+		return results, nil
+	}
+	now := s.now()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: commit: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+
+	okShards, state, err := s.prefetch(ctx, tx, units, effs, pending)
+	if err != nil {
+		return nil, err
+	}
+	for len(pending) > 0 {
+		plan := state.clone()
+		var sent []int
+		b := &pgx.Batch{}
+		var owner []int // owner[q] is the index in sent of query q's unit
+		for _, i := range pending {
+			u := &units[i]
+			if !okShards[store.ShardOf(u.Key)] {
+				results[i] = actor.ErrFenced
+				continue
+			}
+			if head := plan.heads[u.Key]; head != u.ExpectSeq {
+				results[i] = &actor.ConflictError{Key: u.Key, Expected: u.ExpectSeq, Actual: head}
+				continue
+			}
+			if k, clash := idemClash(effs[i], plan.idem); clash {
+				results[i] = fmt.Errorf("key %q: %w", k, store.ErrIdempotencyConflict)
+				continue
+			}
+			plan.heads[u.Key] = u.ExpectSeq + uint64(len(u.Events))
+			for _, e := range effs[i] {
+				if e.Idempotency != nil {
+					plan.idem[e.Idempotency.Key] = true
+				}
+			}
+			before := b.Len()
+			b.Queue(`SAVEPOINT unit`)
+			if err := queueUnit(b, u, effs[i], now); err != nil {
+				return nil, err
+			}
+			b.Queue(`RELEASE SAVEPOINT unit`)
+			for range b.Len() - before {
+				owner = append(owner, len(sent))
+			}
+			sent = append(sent, i)
+		}
+		if len(sent) == 0 {
+			break
+		}
+		failed, uerr, err := runBatch(ctx, tx, b, owner)
+		if err != nil {
+			return nil, err
+		}
+		// Units before the failed one are in the transaction now.
+		upTo := len(sent)
+		if failed >= 0 {
+			upTo = failed
+		}
+		for _, i := range sent[:upTo] {
+			u := &units[i]
+			state.heads[u.Key] = u.ExpectSeq + uint64(len(u.Events))
+			for _, e := range effs[i] {
+				if e.Idempotency != nil {
+					state.idem[e.Idempotency.Key] = true
+				}
+			}
+		}
+		if failed < 0 {
+			break
+		}
+		fi := sent[failed]
+		if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT unit`); err != nil {
+			return nil, fmt.Errorf("postgres: commit: rollback unit: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `RELEASE SAVEPOINT unit`); err != nil {
+			return nil, fmt.Errorf("postgres: commit: release: %w", err)
+		}
+		switch {
+		case errors.Is(uerr, actor.ErrConflict):
+			// Another writer moved the head: learn where it is now.
+			var head int64
+			if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM journal WHERE key = $1`, units[fi].Key).Scan(&head); err != nil {
+				return nil, fmt.Errorf("postgres: commit: read head: %w", err)
+			}
+			state.heads[units[fi].Key] = uint64(head)
+			uerr = &actor.ConflictError{Key: units[fi].Key, Expected: units[fi].ExpectSeq, Actual: uint64(head)}
+		case errors.Is(uerr, store.ErrIdempotencyConflict):
+			for _, e := range effs[fi] {
+				if e.Idempotency != nil {
+					state.idem[e.Idempotency.Key] = true
+				}
+			}
+		}
+		results[fi] = uerr
+		pending = sent[failed+1:]
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("postgres: commit: %w", err)
+	}
+	return results, nil
+}
+
+// prefetch reads, inside tx, which shards this store still holds (locking
+// those lease rows FOR SHARE until the end of the transaction), the journal
+// head of every key and which idempotency keys already exist.
+func (s *Store) prefetch(ctx context.Context, tx pgx.Tx, units []actor.Unit, effs [][]*store.Effects, pending []int) (map[int]bool, commitState, error) {
+	seenShard := map[int]bool{}
+	seenKey := map[string]bool{}
+	var shards, epochs []int64
+	var keys, idem []string
+	for _, i := range pending {
+		u := &units[i]
+		if sh := store.ShardOf(u.Key); !seenShard[sh] {
+			seenShard[sh] = true
+			if e := s.epochOf(sh); e != 0 {
+				shards = append(shards, int64(sh))
+				epochs = append(epochs, int64(e))
+			}
+		}
+		if !seenKey[u.Key] {
+			seenKey[u.Key] = true
+			keys = append(keys, u.Key)
+		}
+		for _, e := range effs[i] {
+			if e.Idempotency != nil {
+				idem = append(idem, e.Idempotency.Key)
+			}
+		}
+	}
+	state := commitState{heads: map[string]uint64{}, idem: map[string]bool{}}
+	ok := map[int]bool{}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT l.shard FROM shard_leases l
+		JOIN unnest($1::bigint[], $2::bigint[]) AS m(shard, epoch) ON l.shard = m.shard AND l.epoch = m.epoch
+		ORDER BY l.shard FOR SHARE OF l`, shards, epochs).Query(func(rows pgx.Rows) error {
+		return forEach(rows, func() error {
+			var sh int64
+			if err := rows.Scan(&sh); err != nil {
+				return err
+			}
+			ok[int(sh)] = true
+			return nil
+		})
+	})
+	b.Queue(`SELECT key, MAX(seq) FROM journal WHERE key = ANY($1::text[]) GROUP BY key`, keys).Query(func(rows pgx.Rows) error {
+		return forEach(rows, func() error {
+			var k string
+			var seq int64
+			if err := rows.Scan(&k, &seq); err != nil {
+				return err
+			}
+			state.heads[k] = uint64(seq)
+			return nil
+		})
+	})
+	b.Queue(`SELECT key FROM idempotency_keys WHERE key = ANY($1::text[])`, idem).Query(func(rows pgx.Rows) error {
+		return forEach(rows, func() error {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				return err
+			}
+			state.idem[k] = true
+			return nil
+		})
+	})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, commitState{}, fmt.Errorf("postgres: commit: read leases and heads: %w", err)
+	}
+	return ok, state, nil
+}
+
+func forEach(rows pgx.Rows, fn func() error) error {
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// runBatch sends b and reads its results. It returns the index (in sent
+// order) of the unit whose statement failed with a unit-level error, -1
+// when every statement succeeded, or err for any other failure.
+func runBatch(ctx context.Context, tx pgx.Tx, b *pgx.Batch, owner []int) (failed int, uerr, err error) {
+	br := tx.SendBatch(ctx, b)
+	for q := range b.Len() {
+		if _, qerr := br.Exec(); qerr != nil {
+			_ = br.Close() // the statements after qerr were skipped by the server
+			var pgErr *pgconn.PgError
+			if errors.As(qerr, &pgErr) && pgErr.Code == "23505" {
+				switch pgErr.ConstraintName {
+				case constraintJournal:
+					return owner[q], actor.ErrConflict, nil
+				case constraintIdempotency:
+					return owner[q], store.ErrIdempotencyConflict, nil
+				}
+			}
+			return 0, nil, fmt.Errorf("postgres: commit: %w", qerr)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return 0, nil, fmt.Errorf("postgres: commit: %w", err)
+	}
+	return -1, nil, nil
+}
+
+// idemClash reports the first idempotency key of a unit already in use.
+func idemClash(effs []*store.Effects, used map[string]bool) (string, bool) {
+	mine := map[string]bool{}
+	for _, e := range effs {
+		if ik := e.Idempotency; ik != nil {
+			if used[ik.Key] || mine[ik.Key] {
+				return ik.Key, true
+			}
+			mine[ik.Key] = true
+		}
+	}
+	return "", false
+}
+
+// unitEffects resolves a unit's effect values before anything is written.
+func unitEffects(u *actor.Unit) ([]*store.Effects, error) {
+	var out []*store.Effects
+	for _, e := range u.Effects {
+		eff, err := store.EffectsOf(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, eff)
+	}
+	return out, nil
+}
+
+// lastPerKey keeps the last row for each key, in first-seen order: one
+// INSERT ... ON CONFLICT DO UPDATE may not touch a row twice.
+func lastPerKey[T any](rows []T, key func(*T) string) []T {
+	if len(rows) < 2 {
+		return rows
+	}
+	idx := make(map[string]int, len(rows))
+	out := make([]T, 0, len(rows))
+	for i := range rows {
+		k := key(&rows[i])
+		if j, ok := idx[k]; ok {
+			out[j] = rows[i]
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, rows[i])
+	}
+	return out
+}
+
+// queueUnit queues the statements that write one unit.
+func queueUnit(b *pgx.Batch, u *actor.Unit, effs []*store.Effects, now time.Time) error {
+	if n := len(u.Events); n > 0 {
+		seqs, times := make([]int64, n), make([]int64, n)
+		types, data := make([]string, n), make([][]byte, n)
+		for j, ev := range u.Events {
+			seqs[j] = int64(u.ExpectSeq) + int64(j) + 1
+			types[j] = ev.Type
+			data[j] = ev.Data
+			if data[j] == nil {
+				data[j] = []byte{}
+			}
+			times[j] = store.Nanos(orNow(ev.Time, now))
+		}
+		b.Queue(sqlInsEvents, u.Key, seqs, types, data, times)
+	}
+	for _, r := range u.Reminders {
+		if r.Delete {
+			b.Queue(sqlDelReminder, u.Key, r.Name)
+		} else {
+			b.Queue(sqlSetReminder, u.Key, r.Name, store.Nanos(r.Due))
+		}
+	}
+	for _, e := range effs {
+		if g := e.Group; g != nil {
+			counts, err := json.Marshal(nonNilCounts(g.Counts))
+			if err != nil {
+				return fmt.Errorf("postgres: commit: group counts: %w", err)
+			}
+			b.Queue(sqlUpGroup, g.ID, string(g.Status), g.From, string(g.Mode), g.Text, g.PauseReason,
+				store.Nanos(g.CreatedAt), store.Nanos(g.UpdatedAt), string(counts), int64(g.Seq))
+		}
+		if ds := lastPerKey(e.Deliveries, func(d *store.DeliveryRow) string { return d.GroupID + "\x00" + d.Number }); len(ds) > 0 {
+			queueDeliveries(b, ds)
+		}
+		if n := len(e.InboxDone); n > 0 {
+			prov, ids, targets := make([]string, n), make([]string, n), make([]string, n)
+			for j, r := range e.InboxDone {
+				prov[j], ids[j], targets[j] = r.Provider, r.EventID, r.Target
+			}
+			b.Queue(sqlAckInbox, store.Nanos(now), prov, ids, targets)
+		}
+		if rs := lastPerKey(e.Routes, func(r *store.Route) string { return r.Key }); len(rs) > 0 {
+			keys, vals, exp := make([]string, len(rs)), make([]string, len(rs)), make([]int64, len(rs))
+			for j, r := range rs {
+				keys[j], vals[j], exp[j] = r.Key, r.Value, store.Nanos(r.ExpiresAt)
+			}
+			b.Queue(sqlPutRoutes, keys, vals, exp)
+		}
+		if ss := lastPerKey(e.Suppress, func(s *store.Suppression) string { return s.Number }); len(ss) > 0 {
+			nums, reasons, created := make([]string, len(ss)), make([]string, len(ss)), make([]int64, len(ss))
+			for j, sp := range ss {
+				nums[j], reasons[j], created[j] = sp.Number, sp.Reason, store.Nanos(orNow(sp.CreatedAt, now))
+			}
+			b.Queue(sqlSuppress, nums, reasons, created)
+		}
+		if len(e.Unsuppress) > 0 {
+			b.Queue(sqlUnsuppress, e.Unsuppress)
+		}
+		if n := len(e.Replies); n > 0 {
+			cols := make([][]string, 7)
+			for c := range cols {
+				cols[c] = make([]string, n)
+			}
+			recv := make([]int64, n)
+			for j, r := range e.Replies {
+				media, err := json.Marshal(nonNilStrings(r.Media))
+				if err != nil {
+					return fmt.Errorf("postgres: commit: reply media: %w", err)
+				}
+				cols[0][j], cols[1][j], cols[2][j], cols[3][j] = r.Provider, r.EventID, r.GroupID, r.Number
+				cols[4][j], cols[5][j], cols[6][j] = r.To, r.Text, string(media)
+				recv[j] = store.Nanos(orNow(r.ReceivedAt, now))
+			}
+			b.Queue(sqlInsReplies, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], recv)
+		}
+		if ik := e.Idempotency; ik != nil {
+			b.Queue(sqlInsIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(orNow(ik.CreatedAt, now)))
+		}
+	}
+	return nil
+}
+
+func queueDeliveries(b *pgx.Batch, ds []store.DeliveryRow) {
+	n := len(ds)
+	txt := make([][]string, 9)
+	for c := range txt {
+		txt[c] = make([]string, n)
+	}
+	num := make([][]int64, 7)
+	for c := range num {
+		num[c] = make([]int64, n)
+	}
+	for j, d := range ds {
+		txt[0][j], txt[1][j], txt[2][j], txt[3][j] = d.GroupID, d.Number, d.Name, string(d.Status)
+		txt[4][j], txt[5][j], txt[6][j] = d.ProviderMessageID, d.ErrorCode, string(d.ErrorClass)
+		txt[7][j], txt[8][j] = string(d.Ack), d.LastReply
+		num[0][j] = int64(d.Attempts)
+		num[1][j], num[2][j], num[3][j] = store.Nanos(d.ClaimedAt), store.Nanos(d.SentAt), store.Nanos(d.DeliveredAt)
+		num[4][j], num[5][j], num[6][j] = store.Nanos(d.FailedAt), store.Nanos(d.RepliedAt), store.Nanos(d.UpdatedAt)
+	}
+	b.Queue(sqlUpDeliveries, txt[0], txt[1], txt[2], txt[3], num[0], txt[4], txt[5], txt[6],
+		num[1], num[2], num[3], num[4], num[5], txt[7], txt[8], num[6])
+}
+
+func orNow(t, now time.Time) time.Time {
+	if t.IsZero() {
+		return now
+	}
+	return t
+}
+
+func nonNilCounts(m map[string]int) map[string]int {
+	if m == nil {
+		return map[string]int{}
+	}
+	return m
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Load calls fn for every event of key after afterSeq, in order, reading
+// in pages so that a slow fn holds no connection.
+func (s *Store) Load(ctx context.Context, key string, afterSeq uint64, fn func(actor.Event) error) error {
+	const page = 1000
+	for {
+		rows, err := s.pool.Query(ctx, `SELECT seq, type, data, time FROM journal WHERE key = $1 AND seq > $2
+			ORDER BY seq LIMIT $3`, key, int64(afterSeq), page)
+		if err != nil {
+			return fmt.Errorf("postgres: load %q: %w", key, err)
+		}
+		var evs []actor.Event
+		err = forEach(rows, func() error {
+			var e actor.Event
+			var seq, t int64
+			if err := rows.Scan(&seq, &e.Type, &e.Data, &t); err != nil {
+				return err
+			}
+			e.Seq, e.Time = uint64(seq), store.FromNanos(t)
+			evs = append(evs, e)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("postgres: load %q: %w", key, err)
+		}
+		for _, e := range evs {
+			if err := fn(e); err != nil {
+				return err
+			}
+			afterSeq = e.Seq
+		}
+		if len(evs) < page {
+			return nil
+		}
+	}
+}
+
+// ---- snapshots ----
+
+// SaveSnapshot replaces key's snapshot, with its checksum, atomically.
+func (s *Store) SaveSnapshot(ctx context.Context, sn actor.Snapshot) error {
+	state := sn.State
+	if state == nil {
+		state = []byte{}
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO snapshots (key, seq, state, checksum, time) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (key) DO UPDATE SET seq = excluded.seq, state = excluded.state,
+		checksum = excluded.checksum, time = excluded.time`,
+		sn.Key, int64(sn.Seq), state, store.SnapshotChecksum(sn.Key, sn.Seq, state), store.Nanos(orNow(sn.Time, s.now())))
+	if err != nil {
+		return fmt.Errorf("postgres: save snapshot %q: %w", sn.Key, err)
+	}
+	return nil
+}
+
+// LoadSnapshot returns key's snapshot, actor.ErrNotFound, or
+// actor.ErrCorruptSnapshot when its bytes do not match the checksum.
+func (s *Store) LoadSnapshot(ctx context.Context, key string) (actor.Snapshot, error) {
+	sn := actor.Snapshot{Key: key}
+	var seq, t int64
+	var sum []byte
+	err := s.pool.QueryRow(ctx, `SELECT seq, state, checksum, time FROM snapshots WHERE key = $1`, key).
+		Scan(&seq, &sn.State, &sum, &t)
+	if err != nil {
+		return actor.Snapshot{}, fmt.Errorf("postgres: load snapshot %q: %w", key, notFound(err))
+	}
+	sn.Seq = uint64(seq)
+	if string(sum) != string(store.SnapshotChecksum(key, sn.Seq, sn.State)) {
+		return actor.Snapshot{}, fmt.Errorf("postgres: load snapshot %q: %w", key, actor.ErrCorruptSnapshot)
+	}
+	sn.Time = store.FromNanos(t)
+	return sn, nil
+}
+
+// DeleteSnapshot removes key's snapshot; a missing one is not an error.
+func (s *Store) DeleteSnapshot(ctx context.Context, key string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM snapshots WHERE key = $1`, key); err != nil {
+		return fmt.Errorf("postgres: delete snapshot %q: %w", key, err)
+	}
+	return nil
+}
+
+// ---- reminders ----
+
+// SetReminder creates or moves the reminder (Key, Name).
+func (s *Store) SetReminder(ctx context.Context, r actor.Reminder) error {
+	if _, err := s.pool.Exec(ctx, sqlSetReminder, r.Key, r.Name, store.Nanos(r.Due)); err != nil {
+		return fmt.Errorf("postgres: set reminder: %w", err)
+	}
+	return nil
+}
+
+// DeleteReminder removes a reminder; a missing one is not an error.
+func (s *Store) DeleteReminder(ctx context.Context, key, name string) error {
+	if _, err := s.pool.Exec(ctx, sqlDelReminder, key, name); err != nil {
+		return fmt.Errorf("postgres: delete reminder: %w", err)
+	}
+	return nil
+}
+
+// DueReminders returns up to limit reminders due at or before before,
+// earliest first.
+func (s *Store) DueReminders(ctx context.Context, before time.Time, limit int) ([]actor.Reminder, error) {
+	limit = store.ClampLimit(limit, 1000, 100000)
+	rows, err := s.pool.Query(ctx, `SELECT key, name, due FROM reminders WHERE due <= $1 ORDER BY due, key, name LIMIT $2`,
+		store.Nanos(before), limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: due reminders: %w", err)
+	}
+	var out []actor.Reminder
+	err = forEach(rows, func() error {
+		var r actor.Reminder
+		var due int64
+		if err := rows.Scan(&r.Key, &r.Name, &due); err != nil {
+			return err
+		}
+		r.Due = store.FromNanos(due)
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: due reminders: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,323 @@
+// Package postgres is the store engine for several nodes sharing one
+// PostgreSQL database, through jackc/pgx/v5.
+//
+// Durability: every session runs with synchronous_commit=on, so a write
+// that returned nil is on the server's disk. Commit applies a whole batch
+// of units in one transaction: the lease epochs and journal heads are read
+// first (the lease rows FOR SHARE, so a TakeShard by another node waits
+// for this transaction or fences it), then every unit is sent in one
+// pipelined batch, each inside its own SAVEPOINT; a unit that fails is
+// rolled back to its savepoint alone and the rest of the batch is resent.
+// Commits of one Store are serialized, so journal positions (LoadAllEvents)
+// increase with commit order within one node. Schema migrations are
+// embedded and applied by Open and Migrate; Config.Schema isolates a store
+// in its own schema.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"log/slog"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/store"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Config configures Open.
+type Config struct {
+	// URL is the connection string (postgres://user@host:port/db?...).
+	// Required.
+	URL string
+	// Schema, when set, is created if missing and used through
+	// search_path for every table (default: the server's search_path).
+	Schema string
+	// Owner names this store instance in shard leases (default "local").
+	Owner string
+	// Now is the clock for route expiry, retention and default
+	// timestamps (default time.Now).
+	Now func() time.Time
+	// MaxConns bounds the connection pool (default 10).
+	MaxConns int32
+	// Logger receives migration progress (default: discard).
+	Logger *slog.Logger
+}
+
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+func (c Config) withDefaults() Config {
+	if c.Owner == "" {
+		c.Owner = "local"
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = 10
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.URL == "" {
+		return errors.New("postgres: Config.URL is required")
+	}
+	if c.Schema != "" && !schemaName.MatchString(c.Schema) {
+		return fmt.Errorf("postgres: Config.Schema %q must be a lower-case identifier", c.Schema)
+	}
+	return nil
+}
+
+// Store is the PostgreSQL engine. It is safe for concurrent use.
+type Store struct {
+	cfg   Config
+	pool  *pgxpool.Pool
+	sqldb *sql.DB // the pool seen through database/sql, for goose
+	now   func() time.Time
+
+	commitMu sync.Mutex // serializes Commit: positions follow commit order
+
+	mu     sync.Mutex
+	epochs [store.NumShards]uint64
+	closed bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects, creates cfg.Schema if needed, applies pending migrations
+// and takes every shard lease nobody holds.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	pc, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse URL: %w", err)
+	}
+	pc.MaxConns = cfg.MaxConns
+	pc.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	if cfg.Schema != "" {
+		if err := createSchema(ctx, pc.ConnConfig.Copy(), cfg.Schema); err != nil {
+			return nil, err
+		}
+		pc.ConnConfig.RuntimeParams["search_path"] = cfg.Schema
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	s := &Store{cfg: cfg, pool: pool, sqldb: stdlib.OpenDBFromPool(pool), now: cfg.Now}
+	if err := s.Migrate(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	if err := s.takeFreeShards(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func createSchema(ctx context.Context, cc *pgx.ConnConfig, schema string) error {
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return fmt.Errorf("postgres: connect: %w", err)
+	}
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
+	// The name was validated as a plain identifier, so quoting is enough.
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS "`+schema+`"`); err != nil {
+		return fmt.Errorf("postgres: create schema %s: %w", schema, err)
+	}
+	return nil
+}
+
+// Engine returns "postgres".
+func (s *Store) Engine() string { return "postgres" }
+
+func (s *Store) goose() (*goose.Provider, error) {
+	sub, err := fs.Sub(migrationFS, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("postgres: migrations: %w", err)
+	}
+	// One advisory lock per schema: nodes starting together migrate one
+	// at a time, while stores in other schemas do not wait on each other.
+	h := fnv.New64a()
+	_, _ = h.Write([]byte("crewcast-migrate:" + s.cfg.Schema))
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(int64(h.Sum64()>>1)), lock.WithLockTimeout(1, 300))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: migrations: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, s.sqldb, sub,
+		goose.WithDisableGlobalRegistry(true),
+		goose.WithSessionLocker(locker),
+		goose.WithSlog(s.cfg.Logger))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: migrations: %w", err)
+	}
+	return p, nil
+}
+
+// Migrate applies pending embedded migrations; a second call is a no-op.
+func (s *Store) Migrate(ctx context.Context) error {
+	p, err := s.goose()
+	if err != nil {
+		return err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	return nil
+}
+
+// MigrationVersion returns the highest applied migration version.
+func (s *Store) MigrationVersion(ctx context.Context) (int64, error) {
+	p, err := s.goose()
+	if err != nil {
+		return 0, err
+	}
+	v, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: migration version: %w", err)
+	}
+	return v, nil
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres: ping: %w", err)
+	}
+	return nil
+}
+
+// Close closes the pool; calling it again is a no-op.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	err := s.sqldb.Close()
+	s.pool.Close()
+	if err != nil {
+		return fmt.Errorf("postgres: close: %w", err)
+	}
+	return nil
+}
+
+// ---- leases ----
+
+// takeFreeShards records this owner at epoch 1 for every shard nobody
+// holds, then loads the epochs of every shard the owner holds.
+func (s *Store) takeFreeShards(ctx context.Context) error {
+	shards := make([]int32, store.NumShards)
+	for i := range shards {
+		shards[i] = int32(i)
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO shard_leases (shard, owner, epoch)
+		SELECT shard, $2, 1 FROM unnest($1::bigint[]) AS t(shard) ON CONFLICT (shard) DO NOTHING`, shards, s.cfg.Owner); err != nil {
+		return fmt.Errorf("postgres: take shards: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT shard, epoch FROM shard_leases WHERE owner = $1`, s.cfg.Owner)
+	if err != nil {
+		return fmt.Errorf("postgres: load leases: %w", err)
+	}
+	defer rows.Close()
+	var held [store.NumShards]uint64
+	for rows.Next() {
+		var shard, epoch int64
+		if err := rows.Scan(&shard, &epoch); err != nil {
+			return fmt.Errorf("postgres: load leases: %w", err)
+		}
+		if shard >= 0 && shard < store.NumShards {
+			held[shard] = uint64(epoch)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("postgres: load leases: %w", err)
+	}
+	s.mu.Lock()
+	s.epochs = held
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Store) epochOf(shard int) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.epochs[shard]
+}
+
+// TakeShard makes owner the holder of shard at the next epoch; this
+// instance holds that epoch from now on and the previous holder is fenced.
+// It waits for commits that hold the old epoch to finish.
+func (s *Store) TakeShard(ctx context.Context, shard int, owner string) (uint64, error) {
+	if shard < 0 || shard >= store.NumShards {
+		return 0, fmt.Errorf("postgres: take shard: shard %d out of range", shard)
+	}
+	var epoch int64
+	err := s.pool.QueryRow(ctx, `INSERT INTO shard_leases (shard, owner, epoch) VALUES ($1, $2, 1)
+		ON CONFLICT (shard) DO UPDATE SET owner = excluded.owner, epoch = shard_leases.epoch + 1
+		RETURNING epoch`, shard, owner).Scan(&epoch)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: take shard %d: %w", shard, err)
+	}
+	s.mu.Lock()
+	s.epochs[shard] = uint64(epoch)
+	s.mu.Unlock()
+	return uint64(epoch), nil
+}
+
+// ListLeases returns every shard lease, by shard.
+func (s *Store) ListLeases(ctx context.Context) ([]store.Lease, error) {
+	rows, err := s.pool.Query(ctx, `SELECT shard, owner, epoch FROM shard_leases ORDER BY shard`)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list leases: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Lease
+	for rows.Next() {
+		var l store.Lease
+		var shard, epoch int64
+		if err := rows.Scan(&shard, &l.Owner, &epoch); err != nil {
+			return nil, fmt.Errorf("postgres: list leases: %w", err)
+		}
+		l.Shard, l.Epoch = int(shard), uint64(epoch)
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: list leases: %w", err)
+	}
+	return out, nil
+}
+
+// notFound maps pgx.ErrNoRows to actor.ErrNotFound, in one place.
+func notFound(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return actor.ErrNotFound
+	}
+	return err
+}

@@ -1,0 +1,354 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
+
+	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/store"
+	"github.com/crewcast/crewcast/store/storetest"
+)
+
+// envURL names the server the tests use; CI always sets it.
+const envURL = "CREWCAST_TEST_POSTGRES"
+
+// Benchmark figures, printed once each by TestMain as RESULT lines.
+var (
+	resultsMu sync.Mutex
+	results   = map[string]string{}
+)
+
+func record(name string, perSec float64, unit string) {
+	resultsMu.Lock()
+	defer resultsMu.Unlock()
+	results[name] = fmt.Sprintf("RESULT %s %.0f %s", name, perSec, unit)
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	resultsMu.Lock()
+	names := make([]string, 0, len(results))
+	for n := range results {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Println(results[n])
+	}
+	resultsMu.Unlock()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func serverURL(tb testing.TB) string {
+	tb.Helper()
+	u := os.Getenv(envURL)
+	if u == "" {
+		tb.Skipf("PostgreSQL tests need %s (e.g. postgres://root@127.0.0.1:5432/test?sslmode=disable); CI sets it", envURL)
+	}
+	return u
+}
+
+// newSchema creates a fresh schema name for one test and drops the schema
+// when the test ends.
+func newSchema(tb testing.TB, url string) string {
+	tb.Helper()
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		tb.Fatal(err)
+	}
+	schema := "crewcast_test_" + hex.EncodeToString(b[:])
+	tb.Cleanup(func() {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			tb.Errorf("drop schema: %v", err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
+			tb.Errorf("drop schema: %v", err)
+		}
+	})
+	return schema
+}
+
+func adminExec(t *testing.T, url, q string, args ...any) pgx.Row {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(ctx) })
+	return conn.QueryRow(ctx, q, args...)
+}
+
+func openIn(t *testing.T, url, schema string, c storetest.Config) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Config{URL: url, Schema: schema, Owner: c.Owner, Now: c.Now, MaxConns: 4})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func newDB(t *testing.T) storetest.DB {
+	url := serverURL(t)
+	schema := newSchema(t, url)
+	return storetest.DB{
+		Open: func(t *testing.T, c storetest.Config) store.Store { return openIn(t, url, schema, c) },
+		Corrupt: func(t *testing.T, key string) {
+			t.Helper()
+			var n int
+			err := adminExec(t, url, `WITH u AS (UPDATE "`+schema+`".snapshots SET state = '\x00'::bytea || state
+				WHERE key = $1 RETURNING 1) SELECT count(*) FROM u`, key).Scan(&n)
+			if err != nil || n != 1 {
+				t.Fatalf("corrupt %q: %d rows, %v", key, n, err)
+			}
+		},
+	}
+}
+
+func TestConformance(t *testing.T) {
+	serverURL(t)
+	storetest.Run(t, storetest.Options{NewDB: newDB})
+}
+
+func TestCrash(t *testing.T) {
+	// The child reads its database from the environment, not from the
+	// parent's flags, so the URL check happens in the parent only.
+	storetest.Crash(t, storetest.CrashOptions{
+		NewDSN: func(t *testing.T) string {
+			url := serverURL(t)
+			return newSchema(t, url) + " " + url
+		},
+		Open: func(ctx context.Context, dsn string) (store.Store, error) {
+			schema, url, _ := strings.Cut(dsn, " ")
+			return Open(ctx, Config{URL: url, Schema: schema, MaxConns: 2})
+		},
+	})
+}
+
+func TestConfig(t *testing.T) {
+	ctx := context.Background()
+	if _, err := Open(ctx, Config{}); err == nil {
+		t.Error("Open without a URL succeeded")
+	}
+	if _, err := Open(ctx, Config{URL: "postgres://x@127.0.0.1:1/x", Schema: `bad"; DROP`}); err == nil {
+		t.Error("Open with an unsafe schema name succeeded")
+	}
+	if _, err := Open(ctx, Config{URL: "postgres://x@127.0.0.1:1/x?connect_timeout=1"}); err == nil {
+		t.Error("Open against a closed port succeeded")
+	}
+}
+
+// TestSynchronousCommit checks the durability setting the engine promises.
+func TestSynchronousCommit(t *testing.T) {
+	url := serverURL(t)
+	s := openIn(t, url, newSchema(t, url), storetest.Config{})
+	var v string
+	if err := s.pool.QueryRow(context.Background(), `SHOW synchronous_commit`).Scan(&v); err != nil || v != "on" {
+		t.Fatalf("synchronous_commit = %q, %v", v, err)
+	}
+}
+
+// TestConnectionLoss: a backend terminated under the store fails the
+// calls in flight with errors (nothing reports success), and the store
+// recovers with new connections.
+func TestConnectionLoss(t *testing.T) {
+	url := serverURL(t)
+	schema := newSchema(t, url)
+	// The application name lets the test find this store's backends.
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	s := openIn(t, url+sep+"application_name="+schema, schema, storetest.Config{})
+	ctx := context.Background()
+	unit := func(seq uint64) actor.Unit {
+		return actor.Unit{Key: "g", ExpectSeq: seq, Events: []actor.Event{{Type: "t"}}}
+	}
+	if res, err := s.Commit(ctx, []actor.Unit{unit(0)}); err != nil || res[0] != nil {
+		t.Fatal(res, err)
+	}
+	// Kill every backend of this store while a transaction is open.
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO routes (key, value, expires_at) VALUES ('k', 'v', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := adminExec(t, url, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE application_name = $1`, schema).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("no backend terminated")
+	}
+	if err := tx.Commit(ctx); err == nil {
+		t.Fatal("a transaction on a terminated backend committed")
+	}
+	// Later calls get fresh connections. A call may fail on a dead pooled
+	// connection, but only with an error, never with a false success.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := s.Commit(ctx, []actor.Unit{unit(1)})
+		if err == nil {
+			if res[0] != nil {
+				t.Fatalf("commit after reconnect: %v", res[0])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("store did not recover: %v", err)
+		}
+	}
+	var events int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM journal WHERE key = 'g'`).Scan(&events); err != nil || events != 2 {
+		t.Fatalf("journal has %d events, %v; want 2", events, err)
+	}
+	if _, err := s.GetRoute(ctx, "k"); !errors.Is(err, actor.ErrNotFound) {
+		t.Fatalf("write of the killed transaction visible: %v", err)
+	}
+}
+
+// ---- benchmarks ----
+
+func benchStore(b *testing.B) *Store {
+	b.Helper()
+	url := serverURL(b)
+	s, err := Open(context.Background(), Config{URL: url, Schema: newSchema(b, url), MaxConns: 8})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func inboxEntries(prefix string, n int) []store.InboxEntry {
+	out := make([]store.InboxEntry, n)
+	for i := range out {
+		out[i] = store.InboxEntry{Provider: "telnyx", EventID: fmt.Sprintf("%s-%d", prefix, i), MessageID: "m",
+			Payload: []byte(`{"kind":"status","status":"delivered","to":"+15550100001"}`)}
+	}
+	return out
+}
+
+// BenchmarkInboxSingle is the naive baseline: one transaction per event.
+func BenchmarkInboxSingle(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	entries := inboxEntries("single", b.N)
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		if _, err := s.InsertInbox(ctx, entries[i:i+1]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	el := time.Since(start)
+	b.ReportMetric(float64(b.N)/el.Seconds(), "events/s")
+	record("store_postgres_inbox_single", float64(b.N)/el.Seconds(), "events/s")
+}
+
+// BenchmarkInboxBatched inserts events 256 per call from 4 concurrent
+// callers.
+func BenchmarkInboxBatched(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	const batch, callers = 256, 4
+	entries := inboxEntries("batched", b.N)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for lo := c * batch; lo < len(entries); lo += callers * batch {
+				if _, err := s.InsertInbox(ctx, entries[lo:min(lo+batch, len(entries))]); err != nil {
+					errs[c] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/el.Seconds(), "events/s")
+	record("store_postgres_inbox_batched", float64(b.N)/el.Seconds(), "events/s")
+}
+
+// BenchmarkCommitBatched commits units of one journal event, a group
+// upsert, a delivery upsert and an inbox ack, 500 units per Commit.
+func BenchmarkCommitBatched(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	const batch, groups = 500, 100
+	entries := inboxEntries("commit", b.N)
+	for lo := 0; lo < len(entries); lo += 1000 {
+		if _, err := s.InsertInbox(ctx, entries[lo:min(lo+1000, len(entries))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	seqs := make([]uint64, groups)
+	b.ResetTimer()
+	start := time.Now()
+	for lo := 0; lo < b.N; lo += batch {
+		units := make([]actor.Unit, 0, batch)
+		for i := lo; i < min(lo+batch, b.N); i++ {
+			g := i % groups
+			key := fmt.Sprintf("bench-g%d", g)
+			units = append(units, actor.Unit{Key: key, ExpectSeq: seqs[g],
+				Events: []actor.Event{{Type: "recipient.delivered", Data: []byte(`{"number":"+15550100001"}`)}},
+				Effects: []any{&store.Effects{
+					Group: &store.GroupRow{ID: key, Status: "sending", Counts: map[string]int{"delivered": i}, Seq: seqs[g] + 1},
+					Deliveries: []store.DeliveryRow{{GroupID: key, Number: fmt.Sprintf("+1555%07d", i), Status: "delivered",
+						Attempts: 1, SentAt: time.Unix(1, 0), DeliveredAt: time.Unix(2, 0), UpdatedAt: time.Unix(2, 0)}},
+					InboxDone: []store.InboxRef{{Provider: "telnyx", EventID: entries[i].EventID, Target: key}},
+				}}})
+			seqs[g]++
+		}
+		res, err := s.Commit(ctx, units)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			if r != nil {
+				b.Fatal(r)
+			}
+		}
+	}
+	el := time.Since(start)
+	b.ReportMetric(float64(b.N)/el.Seconds(), "units/s")
+	record("store_postgres_commit_batched", float64(b.N)/el.Seconds(), "units/s")
+}
