@@ -1,0 +1,264 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crewcast/crewcast/apikey"
+)
+
+// sessionCookie names the board's session cookie.
+const sessionCookie = "crewcast_session"
+
+type principalKey struct{}
+
+// principalFrom returns the authenticated caller of a request.
+func principalFrom(ctx context.Context) (apikey.Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(apikey.Principal)
+	return p, ok
+}
+
+// by names the caller for the audit trail (the key id, never the key).
+func by(r *http.Request) string {
+	p, _ := principalFrom(r.Context())
+	return p.KeyID
+}
+
+// scopeFor maps a route's access to the scope it needs.
+func scopeFor(ac access) apikey.Scope {
+	switch ac {
+	case needRead:
+		return apikey.ScopeRead
+	case needSend:
+		return apikey.ScopeSend
+	default:
+		return apikey.ScopeAdmin
+	}
+}
+
+// authorize authenticates the caller of a non-public route (bearer key, or
+// session cookie plus cross-origin protection for state changes) and
+// checks the route's scope. It returns the request carrying the principal.
+func (a *api) authorize(r *http.Request, rt route) (*http.Request, error) {
+	if rt.Access == public {
+		return r, nil
+	}
+	p, err := a.authenticate(r)
+	if err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) && ae.Status == http.StatusForbidden {
+			a.metrics.AuthFailure("cross_origin")
+		} else if errors.Is(err, apikey.ErrInvalidKey) || (errors.As(err, &ae) && ae.Status == http.StatusUnauthorized) {
+			a.metrics.AuthFailure("unauthenticated")
+		}
+		return r, err
+	}
+	if need := scopeFor(rt.Access); !p.Has(need) {
+		a.metrics.AuthFailure("forbidden")
+		return r, newError(http.StatusForbidden, codeForbidden, "this API key lacks the "+string(need)+" scope")
+	}
+	return r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), nil
+}
+
+// authenticate finds the caller: an Authorization: Bearer key wins over a
+// session cookie.
+func (a *api) authenticate(r *http.Request) (apikey.Principal, error) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, key, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
+			return apikey.Principal{}, unauthorized("Authorization must be \"Bearer <key>\"")
+		}
+		p, touchErr, err := a.auth.Authenticate(r.Context(), strings.TrimSpace(key))
+		a.touchFailed(r, touchErr)
+		return p, err
+	}
+	c, err := r.Cookie(sessionCookie)
+	if err != nil || c.Value == "" {
+		return apikey.Principal{}, unauthorized("an API key is required (Authorization: Bearer <key>)")
+	}
+	s, ok := a.sessions.get(c.Value)
+	if !ok {
+		return apikey.Principal{}, unauthorized("session expired or unknown; sign in again")
+	}
+	// A cookie rides along with cross-site requests; state changes made
+	// with one must come from our own origin.
+	if err := a.csrf.Check(r); err != nil {
+		return apikey.Principal{}, newError(http.StatusForbidden, codeCrossOrigin, "cross-origin request refused")
+	}
+	p, touchErr, err := a.auth.Check(r.Context(), s.prefix, s.keyID)
+	a.touchFailed(r, touchErr)
+	if errors.Is(err, apikey.ErrInvalidKey) {
+		a.sessions.delete(c.Value) // the key was revoked: end its session
+	}
+	return p, err
+}
+
+// touchFailed reports a failed best-effort last-use write: counted and
+// logged here, at the top, and not allowed to fail the request.
+func (a *api) touchFailed(r *http.Request, err error) {
+	if err == nil {
+		return
+	}
+	a.metrics.KeyTouchFailed()
+	a.log.WarnContext(r.Context(), "recording API key use failed", "err", err.Error())
+}
+
+// ---- sessions ----
+
+type session struct {
+	keyID, prefix string
+	expires       time.Time
+}
+
+// sessions maps random session ids to API keys, in memory: a restart signs
+// everyone out, which is acceptable for a board and keeps no secret on disk.
+type sessions struct {
+	now func() time.Time
+	ttl time.Duration
+
+	mu        sync.Mutex
+	m         map[string]session
+	nextSweep time.Time
+}
+
+// maxSessions bounds memory; only holders of a valid key can add one.
+const maxSessions = 10000
+
+func newSessions(now func() time.Time, ttl time.Duration) *sessions {
+	return &sessions{now: now, ttl: ttl, m: map[string]session{}}
+}
+
+func (s *sessions) create(keyID, prefix string) (id string, expires time.Time, err error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", time.Time{}, err
+	}
+	id = base64.RawURLEncoding.EncodeToString(b[:])
+	now := s.now()
+	expires = now.Add(s.ttl)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now.After(s.nextSweep) || len(s.m) >= maxSessions {
+		for k, v := range s.m {
+			if !now.Before(v.expires) {
+				delete(s.m, k)
+			}
+		}
+		s.nextSweep = now.Add(time.Minute)
+	}
+	if len(s.m) >= maxSessions {
+		// Evict the session closest to expiry rather than refuse a login.
+		var oldest string
+		for k, v := range s.m {
+			if oldest == "" || v.expires.Before(s.m[oldest].expires) {
+				oldest = k
+			}
+		}
+		delete(s.m, oldest)
+	}
+	s.m[id] = session{keyID: keyID, prefix: prefix, expires: expires}
+	return id, expires, nil
+}
+
+func (s *sessions) get(id string) (session, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.m[id]
+	if !ok {
+		return session{}, false
+	}
+	if !s.now().Before(v.expires) {
+		delete(s.m, id)
+		return session{}, false
+	}
+	return v, true
+}
+
+func (s *sessions) delete(id string) {
+	s.mu.Lock()
+	delete(s.m, id)
+	s.mu.Unlock()
+}
+
+// ---- session routes ----
+
+type sessionJSON struct {
+	KeyID     string     `json:"key_id"`
+	Name      string     `json:"name"`
+	Scopes    []string   `json:"scopes"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+}
+
+func scopeNames(p apikey.Principal) []string {
+	out := make([]string, len(p.Scopes))
+	for i, s := range p.Scopes {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// secureCookies reports whether cookies must be marked Secure.
+func (a *api) secureCookies(r *http.Request) bool {
+	return r.TLS != nil || strings.HasPrefix(a.publicURL, "https://")
+}
+
+func (a *api) createSession(w http.ResponseWriter, r *http.Request) error {
+	if err := a.csrf.Check(r); err != nil {
+		return newError(http.StatusForbidden, codeCrossOrigin, "cross-origin request refused")
+	}
+	var body struct {
+		Key string `json:"key"`
+	}
+	if err := decodeJSON(w, r, 4<<10, &body); err != nil {
+		return err
+	}
+	if body.Key == "" {
+		return invalid("key", "required")
+	}
+	p, touchErr, err := a.auth.Authenticate(r.Context(), body.Key)
+	a.touchFailed(r, touchErr)
+	if err != nil {
+		if errors.Is(err, apikey.ErrInvalidKey) {
+			a.metrics.AuthFailure("unauthenticated")
+		}
+		return err
+	}
+	id, expires, err := a.sessions.create(p.KeyID, p.Prefix)
+	if err != nil {
+		return err
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: id, Path: "/", Expires: expires, MaxAge: int(a.cfg.SessionTTL.Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: a.secureCookies(r),
+	})
+	exp := expires.UTC()
+	writeJSON(w, http.StatusOK, sessionJSON{KeyID: p.KeyID, Name: p.Name, Scopes: scopeNames(p), ExpiresAt: &exp})
+	return nil
+}
+
+func (a *api) getSession(w http.ResponseWriter, r *http.Request) error {
+	p, _ := principalFrom(r.Context())
+	writeJSON(w, http.StatusOK, sessionJSON{KeyID: p.KeyID, Name: p.Name, Scopes: scopeNames(p)})
+	return nil
+}
+
+func (a *api) deleteSession(w http.ResponseWriter, r *http.Request) error {
+	if err := a.csrf.Check(r); err != nil {
+		return newError(http.StatusForbidden, codeCrossOrigin, "cross-origin request refused")
+	}
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		a.sessions.delete(c.Value)
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: a.secureCookies(r),
+	})
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

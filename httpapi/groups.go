@@ -1,0 +1,560 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/group"
+	"github.com/crewcast/crewcast/store"
+	"github.com/crewcast/crewcast/tracker"
+)
+
+// ---- JSON shapes ----
+
+// groupJSON is a group as the API shows it (design.md §10).
+type groupJSON struct {
+	ID          string          `json:"id"`
+	Status      string          `json:"status"`
+	PauseReason string          `json:"pause_reason"`
+	Mode        string          `json:"mode"`
+	From        string          `json:"from"`
+	Text        string          `json:"text"`
+	CreatedAt   *time.Time      `json:"created_at"`
+	UpdatedAt   *time.Time      `json:"updated_at"`
+	Seq         uint64          `json:"seq"`
+	Counts      map[string]int  `json:"counts"`
+	Recipients  []recipientJSON `json:"recipients,omitempty"`
+}
+
+// recipientJSON is one recipient of a group.
+type recipientJSON struct {
+	Number            string     `json:"number"`
+	Name              string     `json:"name"`
+	Status            string     `json:"status"`
+	Attempts          int        `json:"attempts"`
+	ProviderMessageID string     `json:"provider_message_id"`
+	ErrorCode         string     `json:"error_code"`
+	ErrorClass        string     `json:"error_class"`
+	ClaimedAt         *time.Time `json:"claimed_at"`
+	SentAt            *time.Time `json:"sent_at"`
+	DeliveredAt       *time.Time `json:"delivered_at"`
+	FailedAt          *time.Time `json:"failed_at"`
+	RepliedAt         *time.Time `json:"replied_at"`
+	ReplyText         string     `json:"reply_text"`
+	Ack               string     `json:"ack"`
+	UpdatedAt         *time.Time `json:"updated_at"`
+}
+
+// countKeys are the keys every counts object carries, zero or not.
+var countKeys = func() []string {
+	keys := make([]string, 0, len(crewcast.AllStatuses)+2)
+	for _, s := range crewcast.AllStatuses {
+		keys = append(keys, string(s))
+	}
+	return append(keys, "replied", "acknowledged")
+}()
+
+// tsOrNil returns nil for the zero time (JSON null) and the UTC time
+// otherwise.
+func tsOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func groupOf(g store.GroupRow) groupJSON {
+	counts := make(map[string]int, len(countKeys))
+	for _, k := range countKeys {
+		counts[k] = g.Counts[k]
+	}
+	return groupJSON{
+		ID: g.ID, Status: string(g.Status), PauseReason: g.PauseReason, Mode: string(g.Mode), From: g.From,
+		Text: g.Text, CreatedAt: tsOrNil(g.CreatedAt), UpdatedAt: tsOrNil(g.UpdatedAt), Seq: g.Seq, Counts: counts,
+	}
+}
+
+func recipientOf(d store.DeliveryRow) recipientJSON {
+	return recipientJSON{
+		Number: d.Number, Name: d.Name, Status: string(d.Status), Attempts: d.Attempts,
+		ProviderMessageID: d.ProviderMessageID, ErrorCode: d.ErrorCode, ErrorClass: string(d.ErrorClass),
+		ClaimedAt: tsOrNil(d.ClaimedAt), SentAt: tsOrNil(d.SentAt), DeliveredAt: tsOrNil(d.DeliveredAt),
+		FailedAt: tsOrNil(d.FailedAt), RepliedAt: tsOrNil(d.RepliedAt), ReplyText: d.LastReply, Ack: string(d.Ack),
+		UpdatedAt: tsOrNil(d.UpdatedAt),
+	}
+}
+
+// ---- query parameters ----
+
+// queryLimit parses ?limit= (0 when absent) within [1, max].
+func queryLimit(r *http.Request, max int) (int, error) {
+	s := r.URL.Query().Get("limit")
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > max {
+		return 0, invalid("limit", fmt.Sprintf("must be an integer from 1 to %d", max))
+	}
+	return n, nil
+}
+
+// queryTime parses an RFC 3339 query parameter (zero when absent).
+func queryTime(r *http.Request, name string) (time.Time, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, invalid(name, "must be an RFC 3339 time such as 2026-01-02T15:04:05Z")
+	}
+	return t, nil
+}
+
+// queryBool parses a boolean query parameter (false when absent).
+func queryBool(r *http.Request, name string) (bool, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, invalid(name, "must be true or false")
+	}
+	return b, nil
+}
+
+// pathNumber normalizes the {number} path value: "+" may arrive as %2B or
+// literally, and numbers are compared in E.164.
+func pathNumber(r *http.Request) (string, error) {
+	return normalizeNumber("number", r.PathValue("number"))
+}
+
+func normalizeNumber(field, s string) (string, error) {
+	n, err := group.NormalizeNumber(s)
+	if err != nil {
+		return "", invalid(field, err.Error())
+	}
+	return n, nil
+}
+
+func recipientStatus(r *http.Request) (crewcast.Status, error) {
+	s := crewcast.Status(r.URL.Query().Get("status"))
+	if s != "" && !s.Valid() {
+		return "", invalid("status", "unknown recipient status")
+	}
+	return s, nil
+}
+
+// ---- create ----
+
+// createRequest is the body of POST /v1/groups.
+type createRequest struct {
+	From       string                 `json:"from"`
+	To         []string               `json:"to"`
+	Recipients []group.RecipientInput `json:"recipients"`
+	Text       string                 `json:"text"`
+	MediaURLs  []string               `json:"media_urls"`
+	Mode       crewcast.Mode          `json:"mode"`
+	// CheckAfter is a Go duration string ("10m") or whole seconds.
+	CheckAfter json.RawMessage `json:"check_after"`
+}
+
+// Bounds of check_after: a check sooner than a second is noise, and one
+// more than a week away would outlive any receipt.
+const (
+	minCheckAfter = time.Second
+	maxCheckAfter = 7 * 24 * time.Hour
+)
+
+func parseCheckAfter(raw json.RawMessage) (time.Duration, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	var d time.Duration
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, invalid("check_after", `must be a duration such as "10m" or a number of seconds`)
+		}
+		d = v
+	} else {
+		n, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil || n > int64(maxCheckAfter/time.Second) || n < 0 {
+			return 0, invalid("check_after", `must be a duration such as "10m" or a whole number of seconds`)
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d < minCheckAfter || d > maxCheckAfter {
+		return 0, invalid("check_after", fmt.Sprintf("must be between %v and %v", minCheckAfter, maxCheckAfter))
+	}
+	return d, nil
+}
+
+// validIdempotencyKey accepts 1–255 printable ASCII characters.
+func validIdempotencyKey(k string) bool {
+	if len(k) == 0 || len(k) > 255 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *api) createGroup(w http.ResponseWriter, r *http.Request) error {
+	var body createRequest
+	if err := decodeJSON(w, r, a.cfg.MaxBodyBytes, &body); err != nil {
+		return err
+	}
+	checkAfter, err := parseCheckAfter(body.CheckAfter)
+	if err != nil {
+		return err
+	}
+	opts := tracker.CreateOptions{CheckAfter: checkAfter, By: by(r)}
+	if vs, ok := r.Header["Idempotency-Key"]; ok {
+		if len(vs) != 1 || !validIdempotencyKey(vs[0]) {
+			return invalid("Idempotency-Key", "must be 1 to 255 printable ASCII characters")
+		}
+		opts.IdempotencyKey = vs[0]
+	}
+	req := group.Request{From: body.From, To: body.To, Recipients: body.Recipients, Text: body.Text,
+		MediaURLs: body.MediaURLs, Mode: body.Mode}
+	id, created, err := a.svc.Create(r.Context(), req, opts)
+	if err != nil {
+		return err
+	}
+	g, err := a.groupView(r.Context(), id, true)
+	if err != nil {
+		return fmt.Errorf("read created group: %w", err)
+	}
+	w.Header().Set("Location", "/v1/groups/"+id)
+	status := http.StatusCreated
+	if !created {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, g)
+	return nil
+}
+
+// ---- reads ----
+
+// groupView reads a group's projection, with its roster in the order the
+// client gave it (the group.created event's order) when withRecipients.
+func (a *api) groupView(ctx context.Context, id string, withRecipients bool) (groupJSON, error) {
+	row, err := a.store.GetGroup(ctx, id)
+	if err != nil {
+		return groupJSON{}, err
+	}
+	g := groupOf(row)
+	if !withRecipients {
+		return g, nil
+	}
+	var rows []store.DeliveryRow
+	q := store.DeliveryQuery{GroupID: id, Limit: 10000}
+	for {
+		page, next, err := a.store.ListDeliveries(ctx, q)
+		if err != nil {
+			return groupJSON{}, err
+		}
+		rows = append(rows, page...)
+		if next == "" {
+			break
+		}
+		q.Cursor = next
+	}
+	roster, err := a.roster(ctx, id)
+	if err != nil {
+		return groupJSON{}, err
+	}
+	index := make(map[string]int, len(roster))
+	for i, e := range roster {
+		index[e.Number] = i
+	}
+	slices.SortStableFunc(rows, func(x, y store.DeliveryRow) int {
+		ix, okx := index[x.Number]
+		iy, oky := index[y.Number]
+		switch {
+		case okx && oky:
+			return ix - iy
+		case okx:
+			return -1
+		case oky:
+			return 1
+		}
+		return strings.Compare(x.Number, y.Number)
+	})
+	g.Recipients = make([]recipientJSON, len(rows))
+	for i, d := range rows {
+		g.Recipients[i] = recipientOf(d)
+	}
+	return g, nil
+}
+
+// errStop ends a journal Load early.
+var errStop = errors.New("stop")
+
+// roster returns the group's roster from its group.created event (the
+// first in its journal), or nil when the journal has none.
+func (a *api) roster(ctx context.Context, id string) ([]group.RosterEntry, error) {
+	var created *group.Created
+	err := a.store.Load(ctx, id, 0, func(e actor.Event) error {
+		if e.Type == group.TypeCreated {
+			ev, err := group.Decode(e.Type, e.Data)
+			if err != nil {
+				return err
+			}
+			c := ev.(group.Created)
+			created = &c
+		}
+		return errStop
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, fmt.Errorf("load group.created: %w", err)
+	}
+	if created == nil {
+		return nil, nil
+	}
+	return created.Recipients, nil
+}
+
+func (a *api) getGroup(w http.ResponseWriter, r *http.Request) error {
+	with := true
+	if s := r.URL.Query().Get("recipients"); s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return invalid("recipients", "must be 0, 1, true or false")
+		}
+		with = b
+	}
+	g, err := a.groupView(r.Context(), r.PathValue("id"), with)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, g)
+	return nil
+}
+
+type groupListJSON struct {
+	Groups     []groupJSON `json:"groups"`
+	NextCursor string      `json:"next_cursor"`
+}
+
+func (a *api) listGroups(w http.ResponseWriter, r *http.Request) error {
+	q := store.GroupQuery{Status: crewcast.GroupStatus(r.URL.Query().Get("status")), Cursor: r.URL.Query().Get("cursor")}
+	switch q.Status {
+	case "", crewcast.GroupSending, crewcast.GroupAwaiting, crewcast.GroupComplete, crewcast.GroupCanceled, crewcast.GroupPaused:
+	default:
+		return invalid("status", "unknown group status")
+	}
+	limit, err := queryLimit(r, 1000)
+	if err != nil {
+		return err
+	}
+	q.Limit = limit
+	rows, next, err := a.store.ListGroups(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	out := groupListJSON{Groups: make([]groupJSON, len(rows)), NextCursor: next}
+	for i, g := range rows {
+		out.Groups[i] = groupOf(g)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+type recipientListJSON struct {
+	Recipients []recipientJSON `json:"recipients"`
+	NextCursor string          `json:"next_cursor"`
+}
+
+func (a *api) listRecipients(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	status, err := recipientStatus(r)
+	if err != nil {
+		return err
+	}
+	limit, err := queryLimit(r, 10000)
+	if err != nil {
+		return err
+	}
+	if _, err := a.store.GetGroup(r.Context(), id); err != nil {
+		return err
+	}
+	rows, next, err := a.store.ListDeliveries(r.Context(), store.DeliveryQuery{
+		GroupID: id, Status: status, Cursor: r.URL.Query().Get("cursor"), Limit: limit})
+	if err != nil {
+		return err
+	}
+	out := recipientListJSON{Recipients: make([]recipientJSON, len(rows)), NextCursor: next}
+	for i, d := range rows {
+		out.Recipients[i] = recipientOf(d)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// eventJSON is one journal event.
+type eventJSON struct {
+	Seq  uint64          `json:"seq"`
+	Type string          `json:"type"`
+	Time time.Time       `json:"time"`
+	Data json.RawMessage `json:"data"`
+}
+
+type eventListJSON struct {
+	Events    []eventJSON `json:"events"`
+	NextAfter uint64      `json:"next_after"`
+	HasMore   bool        `json:"has_more"`
+}
+
+// rawJSON returns data as a JSON value, or null when it is not valid JSON
+// (a journal written by another version must not break the response).
+func rawJSON(data []byte) json.RawMessage {
+	if len(data) == 0 || !json.Valid(data) {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(data)
+}
+
+func (a *api) listEvents(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	var after uint64
+	if s := r.URL.Query().Get("after"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return invalid("after", "must be a journal sequence number")
+		}
+		after = v
+	}
+	limit, err := queryLimit(r, 10000)
+	if err != nil {
+		return err
+	}
+	if limit == 0 {
+		limit = 500
+	}
+	number := ""
+	if s := r.URL.Query().Get("number"); s != "" {
+		if number, err = normalizeNumber("number", s); err != nil {
+			return err
+		}
+	}
+	if _, err := a.store.GetGroup(r.Context(), id); err != nil {
+		return err
+	}
+	out := eventListJSON{Events: []eventJSON{}, NextAfter: after}
+	// A per-recipient timeline needs the roster from the first event, so
+	// it reads from the start and skips what is not wanted.
+	from := after
+	index := -1
+	if number != "" {
+		from = 0
+	}
+	err = a.store.Load(r.Context(), id, from, func(e actor.Event) error {
+		if number != "" && e.Type == group.TypeCreated && index < 0 {
+			if ev, err := group.Decode(e.Type, e.Data); err == nil {
+				for i, re := range ev.(group.Created).Recipients {
+					if re.Number == number {
+						index = i
+						break
+					}
+				}
+			}
+		}
+		if e.Seq <= after {
+			return nil
+		}
+		if number != "" && !touches(e, index) {
+			return nil
+		}
+		if len(out.Events) == limit {
+			out.HasMore = true
+			return errStop
+		}
+		out.Events = append(out.Events, eventJSON{Seq: e.Seq, Type: e.Type, Time: e.Time.UTC(), Data: rawJSON(e.Data)})
+		out.NextAfter = e.Seq
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return err
+	}
+	if number != "" && index < 0 {
+		return notFound("recipient")
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// touches reports whether a journal event belongs to recipient index's
+// timeline: events naming the recipient, and group-wide events.
+func touches(e actor.Event, index int) bool {
+	ev, err := group.Decode(e.Type, e.Data)
+	if err != nil {
+		return true // unknown to this version: show it rather than hide it
+	}
+	idx := group.Indices(ev)
+	return idx == nil || slices.Contains(idx, index)
+}
+
+// ---- operator actions ----
+
+func (a *api) afterAction(w http.ResponseWriter, r *http.Request, err error) error {
+	if err != nil {
+		return err
+	}
+	g, err := a.groupView(r.Context(), r.PathValue("id"), true)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, g)
+	return nil
+}
+
+func (a *api) cancelGroup(w http.ResponseWriter, r *http.Request) error {
+	return a.afterAction(w, r, a.svc.Cancel(r.Context(), r.PathValue("id"), by(r)))
+}
+
+func (a *api) resumeGroup(w http.ResponseWriter, r *http.Request) error {
+	return a.afterAction(w, r, a.svc.Resume(r.Context(), r.PathValue("id"), by(r)))
+}
+
+func (a *api) resolveRecipient(w http.ResponseWriter, r *http.Request) error {
+	number, err := pathNumber(r)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Outcome string `json:"outcome"`
+	}
+	if err := decodeJSON(w, r, 4<<10, &body); err != nil {
+		return err
+	}
+	if body.Outcome != group.ResolveDelivered && body.Outcome != group.ResolveNotDelivered {
+		return invalid("outcome", fmt.Sprintf("must be %q or %q", group.ResolveDelivered, group.ResolveNotDelivered))
+	}
+	return a.afterAction(w, r, a.svc.Resolve(r.Context(), r.PathValue("id"), number, body.Outcome, by(r)))
+}
+
+func (a *api) retryRecipient(w http.ResponseWriter, r *http.Request) error {
+	number, err := pathNumber(r)
+	if err != nil {
+		return err
+	}
+	return a.afterAction(w, r, a.svc.Retry(r.Context(), r.PathValue("id"), number, by(r)))
+}

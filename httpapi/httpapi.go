@@ -1,0 +1,314 @@
+// Package httpapi is crewcast's HTTP interface: the JSON API under /v1,
+// server-sent event streams, provider webhooks, health, metrics, debug
+// endpoints and the OpenAPI document. It turns requests into calls on a
+// Service (the delivery tracker) and reads report projections straight
+// from the store.
+//
+// Every route is listed once in the route table (routes.go), which both
+// registers the handlers and lets a test compare them with
+// docs/openapi.yaml. Errors become HTTP responses in one place
+// (publicError): validation, not-found, state and idempotency errors are
+// shown to the client; everything else is logged and answered with a
+// generic 503, so internal error text never leaks.
+//
+// Webhooks follow design.md §5: the body is read with a 1 MiB limit,
+// verified by the provider before it is parsed, made durable through
+// Service.Ingest, and only then answered with 2xx.
+//
+// Concurrency: the handler is safe for concurrent use. Event streams
+// subscribe to the Service's hub before replaying the journal and skip
+// what the replay already sent, so a client sees every event once, in
+// journal order, with no gap.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/apikey"
+	"github.com/crewcast/crewcast/group"
+	"github.com/crewcast/crewcast/metrics"
+	"github.com/crewcast/crewcast/store"
+	"github.com/crewcast/crewcast/tracker"
+)
+
+// Service is what the API asks of the delivery tracker (*tracker.Tracker
+// implements it). Errors: tracker.ErrNotFound and group.ErrNoRecipient
+// (404), *tracker.ValidationError (400), tracker.ErrIdempotencyMismatch
+// (422), group.ErrState (409); anything else is answered with 503.
+type Service interface {
+	// Create starts a group message; created is false when an earlier
+	// request with the same idempotency key and body already made it.
+	Create(ctx context.Context, req group.Request, opts tracker.CreateOptions) (id string, created bool, err error)
+	// Cancel cancels every recipient not yet claimed.
+	Cancel(ctx context.Context, id, by string) error
+	// Resolve records an operator's verdict on an unconfirmed recipient;
+	// outcome is group.ResolveDelivered or group.ResolveNotDelivered.
+	Resolve(ctx context.Context, id, number, outcome, by string) error
+	// Retry asks for a new attempt for a failed recipient.
+	Retry(ctx context.Context, id, number, by string) error
+	// Resume restarts a paused group.
+	Resume(ctx context.Context, id, by string) error
+	// Ingest makes one verified webhook's events durable in the inbox (all
+	// events share events[0].EventID) and returns whether it was new. Only
+	// after it returns nil may the handler answer 2xx.
+	Ingest(ctx context.Context, events []crewcast.Event) (isNew bool, err error)
+	// Hub is where committed changes are published for live streams.
+	Hub() *tracker.Hub
+}
+
+// Config configures New. Zero fields take the defaults stated on each.
+type Config struct {
+	// Store serves reports, keys, suppressions and the journal. Required.
+	Store store.Store
+	// Service is the delivery tracker. Required.
+	Service Service
+	// Providers are the webhook verifiers by name ("telnyx", "twilio"); a
+	// webhook for a provider not listed is answered 404.
+	Providers map[string]crewcast.Provider
+	// PublicURL is the origin providers post to (e.g.
+	// "https://crewcast.example.com"), used to rebuild the URL Twilio
+	// signed when crewcast runs behind a proxy, to mark session cookies
+	// Secure, and as a trusted origin for cookie-authenticated requests.
+	// Default: derived from each request.
+	PublicURL string
+	// Logger receives request failures (never keys, numbers or bodies).
+	// Default: discard.
+	Logger *slog.Logger
+	// Now is the clock for sessions and key last-use times. Default time.Now.
+	Now func() time.Time
+	// Metrics receives HTTP metrics and serves /metrics. Default: a
+	// private registry.
+	Metrics *metrics.Registry
+	// DebugActors and DebugDeadLetters return JSON-encodable runtime
+	// snapshots for /debug/actors and /debug/deadletters (admin only);
+	// nil answers 404.
+	DebugActors, DebugDeadLetters func() any
+	// Board is the web board, mounted at "/"; nil answers 404 there.
+	Board http.Handler
+	// Done, when closed, ends every open event stream (close it before
+	// http.Server.Shutdown, which waits for handlers to return).
+	Done <-chan struct{}
+	// Heartbeat is the interval of SSE keep-alive comments. Default 15 s.
+	Heartbeat time.Duration
+	// StreamWriteTimeout bounds each write to an event stream, so a stuck
+	// client is cut off. Default 30 s.
+	StreamWriteTimeout time.Duration
+	// SessionTTL is how long a board session lasts. Default 12 h.
+	SessionTTL time.Duration
+	// MinMigrationVersion is the schema version /readyz requires. Default 1.
+	MinMigrationVersion int64
+	// MaxBodyBytes limits API request bodies. Default 2 MiB (a
+	// 10,000-recipient group fits).
+	MaxBodyBytes int64
+	// MaxWebhookBytes limits webhook bodies. Default 1 MiB.
+	MaxWebhookBytes int64
+	// KeyTouchInterval throttles writes of a key's last use. Default 1 min.
+	KeyTouchInterval time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.New()
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = 15 * time.Second
+	}
+	if c.StreamWriteTimeout <= 0 {
+		c.StreamWriteTimeout = 30 * time.Second
+	}
+	if c.SessionTTL <= 0 {
+		c.SessionTTL = 12 * time.Hour
+	}
+	if c.MinMigrationVersion <= 0 {
+		c.MinMigrationVersion = 1
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 2 << 20
+	}
+	if c.MaxWebhookBytes <= 0 {
+		c.MaxWebhookBytes = 1 << 20
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.Store == nil {
+		return errors.New("httpapi: Config.Store is required")
+	}
+	if c.Service == nil {
+		return errors.New("httpapi: Config.Service is required")
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("httpapi: Config.PublicURL %q is not an absolute http(s) URL", c.PublicURL)
+		}
+	}
+	for name, p := range c.Providers {
+		if p == nil {
+			return fmt.Errorf("httpapi: provider %q is nil", name)
+		}
+	}
+	return nil
+}
+
+// api is the handler state shared by all routes.
+type api struct {
+	cfg       Config
+	store     store.Store
+	svc       Service
+	log       *slog.Logger
+	now       func() time.Time
+	metrics   *metrics.Registry
+	auth      *apikey.Authenticator
+	sessions  *sessions
+	csrf      *http.CrossOriginProtection
+	publicURL string // without trailing slash
+	done      <-chan struct{}
+	mux       *http.ServeMux
+	// metricsHTTP serves /metrics.
+	metricsHTTP http.Handler
+}
+
+// New validates cfg and returns the HTTP handler of the whole API.
+func New(cfg Config) (http.Handler, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	a := &api{
+		cfg:       cfg,
+		store:     cfg.Store,
+		svc:       cfg.Service,
+		log:       cfg.Logger,
+		now:       cfg.Now,
+		metrics:   cfg.Metrics,
+		auth:      apikey.NewAuthenticator(cfg.Store, cfg.Now, cfg.KeyTouchInterval),
+		sessions:  newSessions(cfg.Now, cfg.SessionTTL),
+		csrf:      http.NewCrossOriginProtection(),
+		publicURL: strings.TrimRight(cfg.PublicURL, "/"),
+		done:      cfg.Done,
+		mux:       http.NewServeMux(),
+	}
+	a.metricsHTTP = a.metrics.Handler()
+	if a.done == nil {
+		a.done = make(chan struct{}) // never closed: streams end with their clients
+	}
+	if a.publicURL != "" {
+		u, _ := url.Parse(a.publicURL) // validated above
+		if err := a.csrf.AddTrustedOrigin(u.Scheme + "://" + u.Host); err != nil {
+			return nil, fmt.Errorf("httpapi: trusted origin: %w", err)
+		}
+	}
+	if err := a.register(); err != nil {
+		return nil, err
+	}
+	return a.mux, nil
+}
+
+// register mounts the route table, JSON 405s for known paths with other
+// methods, JSON 404s under the API prefixes, and the board at "/".
+func (a *api) register() error {
+	allow := map[string][]string{}
+	var order []string
+	for _, rt := range routeTable {
+		a.mux.Handle(rt.Method+" "+rt.Pattern, a.wrap(rt))
+		if _, ok := allow[rt.Pattern]; !ok {
+			order = append(order, rt.Pattern)
+		}
+		allow[rt.Pattern] = append(allow[rt.Pattern], rt.Method)
+		if rt.Method == http.MethodGet {
+			allow[rt.Pattern] = append(allow[rt.Pattern], http.MethodHead)
+		}
+	}
+	for _, p := range order {
+		methods := strings.Join(allow[p], ", ")
+		a.mux.Handle(p, a.wrap(route{Pattern: p, Access: public, Handler: func(a *api, w http.ResponseWriter, r *http.Request) error {
+			e := newError(http.StatusMethodNotAllowed, codeMethodNotAllowed, r.Method+" is not allowed here; allowed: "+methods)
+			e.Header = http.Header{"Allow": {methods}}
+			return e
+		}}))
+	}
+	notFoundRoute := route{Access: public, Handler: func(*api, http.ResponseWriter, *http.Request) error {
+		return newError(http.StatusNotFound, codeNotFound, "no such endpoint")
+	}}
+	for _, prefix := range []string{"/v1/", "/webhooks/", "/debug/"} {
+		nf := notFoundRoute
+		nf.Pattern = prefix
+		a.mux.Handle(prefix, a.wrap(nf))
+	}
+	if a.cfg.Board != nil {
+		a.mux.Handle("/", a.cfg.Board)
+	} else {
+		nf := notFoundRoute
+		nf.Pattern = "/"
+		a.mux.Handle("/", a.wrap(nf))
+	}
+	return nil
+}
+
+// statusWriter remembers the response status for metrics and whether a
+// response has started (after which errors cannot be answered).
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.status, w.wrote = http.StatusOK, true
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (flush,
+// deadlines).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush sends buffered data to the client.
+func (w *statusWriter) Flush() {
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// wrap applies authentication, the route's handler, error mapping and the
+// request-duration metric.
+func (a *api) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		r, err := a.authorize(r, rt)
+		if err == nil {
+			err = rt.Handler(a, sw, r)
+		}
+		if err != nil {
+			a.writeError(sw, r, rt.Pattern, err)
+		}
+		status := sw.status
+		if !sw.wrote {
+			status = http.StatusOK
+		}
+		a.metrics.ObserveRequest(rt.Pattern, r.Method, status, time.Since(start))
+	})
+}

@@ -1,0 +1,467 @@
+package httpapi
+
+import (
+	"encoding/csv"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/store"
+)
+
+// ---- format negotiation ----
+
+// wantCSV decides between JSON and CSV: ?format= wins, then an Accept
+// header that names text/csv.
+func wantCSV(r *http.Request) (bool, error) {
+	switch f := r.URL.Query().Get("format"); f {
+	case "csv":
+		return true, nil
+	case "json":
+		return false, nil
+	case "":
+	default:
+		return false, invalid("format", `must be "json" or "csv"`)
+	}
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err == nil && mt == "text/csv" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// csvSafe keeps spreadsheet programs from running free text as a formula
+// (CSV injection): a cell starting with = + - @ or a control character is
+// prefixed with a quote. Only free text goes through it: phone numbers
+// legitimately start with +.
+func csvSafe(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
+func csvTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// csvStream writes CSV rows, flushing after every page so that a large
+// export streams instead of building up in memory.
+type csvStream struct {
+	w  http.ResponseWriter
+	cw *csv.Writer
+	rc *http.ResponseController
+}
+
+func startCSV(w http.ResponseWriter, filename string, header []string) (*csvStream, error) {
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+filename+`"`)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	s := &csvStream{w: w, cw: csv.NewWriter(w), rc: http.NewResponseController(w)}
+	return s, s.cw.Write(header)
+}
+
+func (s *csvStream) flush() error {
+	s.cw.Flush()
+	if err := s.cw.Error(); err != nil {
+		return err
+	}
+	if err := s.rc.Flush(); err != nil && err != http.ErrNotSupported {
+		return err
+	}
+	return nil
+}
+
+// abortStream ends a response that already started with a failure: the
+// connection is cut, so a client never mistakes a truncated export for a
+// complete one.
+func abortStream() { panic(http.ErrAbortHandler) }
+
+// ---- deliveries ----
+
+// deliveryJSON is one delivery row of a report.
+type deliveryJSON struct {
+	GroupID string `json:"group_id"`
+	recipientJSON
+}
+
+var deliveryCSVHeader = []string{"group_id", "number", "name", "status", "attempts", "provider_message_id",
+	"error_code", "error_class", "claimed_at", "sent_at", "delivered_at", "failed_at", "replied_at", "reply_text",
+	"ack", "updated_at"}
+
+func deliveryCSVRow(d store.DeliveryRow) []string {
+	return []string{d.GroupID, d.Number, csvSafe(d.Name), string(d.Status), strconv.Itoa(d.Attempts),
+		d.ProviderMessageID, d.ErrorCode, string(d.ErrorClass), csvTime(d.ClaimedAt), csvTime(d.SentAt),
+		csvTime(d.DeliveredAt), csvTime(d.FailedAt), csvTime(d.RepliedAt), csvSafe(d.LastReply), string(d.Ack),
+		csvTime(d.UpdatedAt)}
+}
+
+type deliveryListJSON struct {
+	Deliveries []deliveryJSON `json:"deliveries"`
+	NextCursor string         `json:"next_cursor"`
+}
+
+// deliveryQuery reads the report filters shared by deliveries and summary.
+func deliveryQuery(r *http.Request) (store.DeliveryQuery, error) {
+	var q store.DeliveryQuery
+	var err error
+	if q.Since, err = queryTime(r, "since"); err != nil {
+		return q, err
+	}
+	if q.Until, err = queryTime(r, "until"); err != nil {
+		return q, err
+	}
+	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Until.After(q.Since) {
+		return q, invalid("until", "must be after since")
+	}
+	if q.Status, err = recipientStatus(r); err != nil {
+		return q, err
+	}
+	if s := r.URL.Query().Get("number"); s != "" {
+		if q.Number, err = normalizeNumber("number", s); err != nil {
+			return q, err
+		}
+	}
+	switch c := crewcast.ErrorClass(r.URL.Query().Get("error_class")); c {
+	case crewcast.ClassNone, crewcast.ClassNotSent, crewcast.ClassRecipient, crewcast.ClassSender,
+		crewcast.ClassCarrier, crewcast.ClassUncertain:
+		q.ErrorClass = c
+	default:
+		return q, invalid("error_class", "unknown error class")
+	}
+	q.GroupID = r.URL.Query().Get("group_id")
+	q.Cursor = r.URL.Query().Get("cursor")
+	return q, nil
+}
+
+func (a *api) reportDeliveries(w http.ResponseWriter, r *http.Request) error {
+	q, err := deliveryQuery(r)
+	if err != nil {
+		return err
+	}
+	if q.Limit, err = queryLimit(r, 10000); err != nil {
+		return err
+	}
+	asCSV, err := wantCSV(r)
+	if err != nil {
+		return err
+	}
+	if asCSV {
+		return a.deliveriesCSV(w, r, q, "deliveries.csv")
+	}
+	rows, next, err := a.store.ListDeliveries(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, deliveryList(rows, next))
+	return nil
+}
+
+func deliveryList(rows []store.DeliveryRow, next string) deliveryListJSON {
+	out := deliveryListJSON{Deliveries: make([]deliveryJSON, len(rows)), NextCursor: next}
+	for i, d := range rows {
+		out.Deliveries[i] = deliveryJSON{GroupID: d.GroupID, recipientJSON: recipientOf(d)}
+	}
+	return out
+}
+
+// deliveriesCSV streams every delivery matching q from its cursor on; a
+// limit caps the number of rows.
+func (a *api) deliveriesCSV(w http.ResponseWriter, r *http.Request, q store.DeliveryQuery, filename string) error {
+	total := q.Limit
+	const page = 1000
+	q.Limit = page
+	if total > 0 && total < page {
+		q.Limit = total
+	}
+	// The first page is read before anything is written, so the common
+	// failures still get a proper status.
+	rows, next, err := a.store.ListDeliveries(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	s, err := startCSV(w, filename, deliveryCSVHeader)
+	if err != nil {
+		return nil
+	}
+	written := 0
+	for {
+		for _, d := range rows {
+			if total > 0 && written == total {
+				return s.flush()
+			}
+			if err := s.cw.Write(deliveryCSVRow(d)); err != nil {
+				return nil
+			}
+			written++
+		}
+		if err := s.flush(); err != nil {
+			return nil // the client left
+		}
+		if next == "" || (total > 0 && written >= total) {
+			return nil
+		}
+		q.Cursor = next
+		if rows, next, err = a.store.ListDeliveries(r.Context(), q); err != nil {
+			a.log.ErrorContext(r.Context(), "csv export failed", "err", err.Error())
+			abortStream()
+		}
+	}
+}
+
+// ---- summary ----
+
+type summaryJSON struct {
+	Total               int             `json:"total"`
+	ByStatus            map[string]int  `json:"by_status"`
+	Replied             int             `json:"replied"`
+	Acknowledged        int             `json:"acknowledged"`
+	DeliveryRate        float64         `json:"delivery_rate"`
+	MedianToDeliveredMS int64           `json:"median_to_delivered_ms"`
+	P95ToDeliveredMS    int64           `json:"p95_to_delivered_ms"`
+	TopErrorCodes       []codeCountJSON `json:"top_error_codes"`
+}
+
+type codeCountJSON struct {
+	Code  string `json:"code"`
+	Class string `json:"class"`
+	Count int    `json:"count"`
+}
+
+func summaryOf(s store.Summary) summaryJSON {
+	out := summaryJSON{Total: s.Total, ByStatus: map[string]int{}, Replied: s.Replied, Acknowledged: s.Acknowledged,
+		DeliveryRate: s.DeliveryRate, MedianToDeliveredMS: s.MedianToDelivered.Milliseconds(),
+		P95ToDeliveredMS: s.P95ToDelivered.Milliseconds(), TopErrorCodes: []codeCountJSON{}}
+	for _, st := range crewcast.AllStatuses {
+		out.ByStatus[string(st)] = s.ByStatus[st]
+	}
+	for _, c := range s.TopErrorCodes {
+		out.TopErrorCodes = append(out.TopErrorCodes, codeCountJSON{Code: c.Code, Class: string(c.Class), Count: c.Count})
+	}
+	return out
+}
+
+func (a *api) reportSummary(w http.ResponseWriter, r *http.Request) error {
+	q, err := deliveryQuery(r)
+	if err != nil {
+		return err
+	}
+	q.Cursor = ""
+	asCSV, err := wantCSV(r)
+	if err != nil {
+		return err
+	}
+	sum, err := a.store.Summarize(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	out := summaryOf(sum)
+	if !asCSV {
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
+	// One metric per row: the figures and the error codes do not share
+	// columns, and metric,value rows read well in any spreadsheet.
+	rows := [][]string{{"total", strconv.Itoa(out.Total)}}
+	for _, st := range crewcast.AllStatuses {
+		rows = append(rows, []string{"status." + string(st), strconv.Itoa(out.ByStatus[string(st)])})
+	}
+	rows = append(rows,
+		[]string{"replied", strconv.Itoa(out.Replied)},
+		[]string{"acknowledged", strconv.Itoa(out.Acknowledged)},
+		[]string{"delivery_rate", strconv.FormatFloat(out.DeliveryRate, 'f', 4, 64)},
+		[]string{"median_to_delivered_ms", strconv.FormatInt(out.MedianToDeliveredMS, 10)},
+		[]string{"p95_to_delivered_ms", strconv.FormatInt(out.P95ToDeliveredMS, 10)})
+	for _, c := range out.TopErrorCodes {
+		rows = append(rows, []string{"error_code." + csvSafe(c.Code), strconv.Itoa(c.Count)})
+	}
+	s, err := startCSV(w, "summary.csv", []string{"metric", "value"})
+	if err != nil {
+		return nil
+	}
+	_ = s.cw.WriteAll(rows) // a write error means the client left
+	return nil
+}
+
+// ---- per-recipient history ----
+
+type recipientReportJSON struct {
+	Number      string           `json:"number"`
+	Suppression *suppressionJSON `json:"suppression"`
+	Deliveries  []deliveryJSON   `json:"deliveries"`
+	NextCursor  string           `json:"next_cursor"`
+}
+
+func (a *api) reportRecipient(w http.ResponseWriter, r *http.Request) error {
+	number, err := pathNumber(r)
+	if err != nil {
+		return err
+	}
+	limit, err := queryLimit(r, 10000)
+	if err != nil {
+		return err
+	}
+	asCSV, err := wantCSV(r)
+	if err != nil {
+		return err
+	}
+	q := store.DeliveryQuery{Number: number, Cursor: r.URL.Query().Get("cursor"), Limit: limit}
+	if asCSV {
+		return a.deliveriesCSV(w, r, q, "recipient.csv")
+	}
+	rows, next, err := a.store.ListDeliveries(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	sup, err := a.store.Suppressed(r.Context(), []string{number})
+	if err != nil {
+		return err
+	}
+	list := deliveryList(rows, next)
+	out := recipientReportJSON{Number: number, Deliveries: list.Deliveries, NextCursor: next}
+	if s, ok := sup[number]; ok {
+		sj := suppressionOf(s)
+		out.Suppression = &sj
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// ---- replies ----
+
+type replyJSON struct {
+	Provider   string     `json:"provider"`
+	EventID    string     `json:"event_id"`
+	GroupID    string     `json:"group_id"`
+	Number     string     `json:"number"`
+	To         string     `json:"to"`
+	Text       string     `json:"text"`
+	Media      []string   `json:"media"`
+	ReceivedAt *time.Time `json:"received_at"`
+}
+
+type replyListJSON struct {
+	Replies    []replyJSON `json:"replies"`
+	NextCursor string      `json:"next_cursor"`
+}
+
+func (a *api) listReplies(w http.ResponseWriter, r *http.Request) error {
+	unmatched, err := queryBool(r, "unmatched")
+	if err != nil {
+		return err
+	}
+	limit, err := queryLimit(r, 1000)
+	if err != nil {
+		return err
+	}
+	q := store.ReplyQuery{Unmatched: unmatched, GroupID: r.URL.Query().Get("group_id"),
+		Cursor: r.URL.Query().Get("cursor"), Limit: limit}
+	if s := r.URL.Query().Get("number"); s != "" {
+		if q.Number, err = normalizeNumber("number", s); err != nil {
+			return err
+		}
+	}
+	rows, next, err := a.store.ListReplies(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	out := replyListJSON{Replies: make([]replyJSON, len(rows)), NextCursor: next}
+	for i, rp := range rows {
+		media := rp.Media
+		if media == nil {
+			media = []string{}
+		}
+		out.Replies[i] = replyJSON{Provider: rp.Provider, EventID: rp.EventID, GroupID: rp.GroupID, Number: rp.Number,
+			To: rp.To, Text: rp.Text, Media: media, ReceivedAt: tsOrNil(rp.ReceivedAt)}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// ---- suppressions ----
+
+type suppressionJSON struct {
+	Number    string     `json:"number"`
+	Reason    string     `json:"reason"`
+	CreatedAt *time.Time `json:"created_at"`
+}
+
+func suppressionOf(s store.Suppression) suppressionJSON {
+	return suppressionJSON{Number: s.Number, Reason: s.Reason, CreatedAt: tsOrNil(s.CreatedAt)}
+}
+
+type suppressionListJSON struct {
+	Suppressions []suppressionJSON `json:"suppressions"`
+	NextCursor   string            `json:"next_cursor"`
+}
+
+func (a *api) listSuppressions(w http.ResponseWriter, r *http.Request) error {
+	limit, err := queryLimit(r, 1000)
+	if err != nil {
+		return err
+	}
+	rows, next, err := a.store.ListSuppressions(r.Context(), r.URL.Query().Get("cursor"), limit)
+	if err != nil {
+		return err
+	}
+	out := suppressionListJSON{Suppressions: make([]suppressionJSON, len(rows)), NextCursor: next}
+	for i, s := range rows {
+		out.Suppressions[i] = suppressionOf(s)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// suppressionReasons are the reasons a suppression may be added with.
+var suppressionReasons = []string{"manual", "stop", "provider_opt_out"}
+
+func (a *api) addSuppression(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Number string `json:"number"`
+		Reason string `json:"reason"`
+	}
+	if err := decodeJSON(w, r, 4<<10, &body); err != nil {
+		return err
+	}
+	number, err := normalizeNumber("number", body.Number)
+	if err != nil {
+		return err
+	}
+	if body.Reason == "" {
+		body.Reason = "manual"
+	}
+	ok := false
+	for _, s := range suppressionReasons {
+		ok = ok || body.Reason == s
+	}
+	if !ok {
+		return invalid("reason", `must be "manual", "stop" or "provider_opt_out"`)
+	}
+	s := store.Suppression{Number: number, Reason: body.Reason, CreatedAt: a.now().UTC()}
+	if err := a.store.AddSuppression(r.Context(), s); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, suppressionOf(s))
+	return nil
+}
+
+func (a *api) removeSuppression(w http.ResponseWriter, r *http.Request) error {
+	number, err := pathNumber(r)
+	if err != nil {
+		return err
+	}
+	if err := a.store.RemoveSuppression(r.Context(), number); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,69 @@
+package httpapi
+
+import "net/http"
+
+// access is what a route requires of the caller.
+type access int
+
+const (
+	// public routes need no credentials: health, metrics, the OpenAPI
+	// document, webhooks (which verify provider signatures) and session
+	// login/logout.
+	public access = iota
+	// needRead, needSend and needAdmin require an API key (bearer token or
+	// session cookie) whose scope includes read, send or admin.
+	needRead
+	needSend
+	needAdmin
+)
+
+// route is one entry of the route table.
+type route struct {
+	Method  string
+	Pattern string // net/http ServeMux pattern; the same path template as in openapi.yaml
+	Access  access
+	Handler func(a *api, w http.ResponseWriter, r *http.Request) error
+}
+
+// routeTable is every route of the API. Registration and the OpenAPI test
+// both read it, so the document cannot drift from the code unnoticed.
+var routeTable = []route{
+	{http.MethodGet, "/healthz", public, (*api).healthz},
+	{http.MethodGet, "/readyz", public, (*api).readyz},
+	{http.MethodGet, "/metrics", public, (*api).metricsHandler},
+	{http.MethodGet, "/openapi.yaml", public, (*api).openapi},
+	{http.MethodGet, "/debug/actors", needAdmin, (*api).debugActors},
+	{http.MethodGet, "/debug/deadletters", needAdmin, (*api).debugDeadLetters},
+
+	{http.MethodPost, "/webhooks/telnyx", public, (*api).webhookTelnyx},
+	{http.MethodPost, "/webhooks/twilio", public, (*api).webhookTwilio},
+
+	{http.MethodPost, "/v1/groups", needSend, (*api).createGroup},
+	{http.MethodGet, "/v1/groups", needRead, (*api).listGroups},
+	{http.MethodGet, "/v1/groups/{id}", needRead, (*api).getGroup},
+	{http.MethodGet, "/v1/groups/{id}/recipients", needRead, (*api).listRecipients},
+	{http.MethodGet, "/v1/groups/{id}/events", needRead, (*api).listEvents},
+	{http.MethodGet, "/v1/groups/{id}/stream", needRead, (*api).streamGroup},
+	{http.MethodPost, "/v1/groups/{id}/cancel", needSend, (*api).cancelGroup},
+	{http.MethodPost, "/v1/groups/{id}/resume", needSend, (*api).resumeGroup},
+	{http.MethodPost, "/v1/groups/{id}/recipients/{number}/resolve", needSend, (*api).resolveRecipient},
+	{http.MethodPost, "/v1/groups/{id}/recipients/{number}/retry", needSend, (*api).retryRecipient},
+	{http.MethodGet, "/v1/stream", needRead, (*api).streamAll},
+
+	{http.MethodGet, "/v1/reports/deliveries", needRead, (*api).reportDeliveries},
+	{http.MethodGet, "/v1/reports/summary", needRead, (*api).reportSummary},
+	{http.MethodGet, "/v1/reports/recipients/{number}", needRead, (*api).reportRecipient},
+	{http.MethodGet, "/v1/replies", needRead, (*api).listReplies},
+
+	{http.MethodGet, "/v1/suppressions", needRead, (*api).listSuppressions},
+	{http.MethodPost, "/v1/suppressions", needSend, (*api).addSuppression},
+	{http.MethodDelete, "/v1/suppressions/{number}", needSend, (*api).removeSuppression},
+
+	{http.MethodGet, "/v1/keys", needAdmin, (*api).listKeys},
+	{http.MethodPost, "/v1/keys", needAdmin, (*api).createKey},
+	{http.MethodDelete, "/v1/keys/{id}", needAdmin, (*api).revokeKey},
+
+	{http.MethodPost, "/v1/session", public, (*api).createSession},
+	{http.MethodGet, "/v1/session", needRead, (*api).getSession},
+	{http.MethodDelete, "/v1/session", public, (*api).deleteSession},
+}
