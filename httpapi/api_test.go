@@ -343,7 +343,7 @@ func TestGroupEvents(t *testing.T) {
 	}
 	runScenarios(t, []scenario{
 		{name: "all", setup: delivered, method: "GET", path: "/v1/groups/{id}/events", key: "read", status: 200,
-			has: []string{`"type":"group.created"`, `"type":"status.observed"`, `"next_after":8`, `"has_more":false`},
+			has:   []string{`"type":"group.created"`, `"type":"status.observed"`, `"next_after":8`, `"has_more":false`},
 			check: seqs(1, 2, 3, 4, 5, 6, 7, 8)},
 		{name: "after and limit", setup: delivered, method: "GET", path: "/v1/groups/{id}/events?after=2&limit=3", key: "read", status: 200,
 			has: []string{`"next_after":5`, `"has_more":true`}, check: seqs(3, 4, 5)},
@@ -515,7 +515,7 @@ func TestReports(t *testing.T) {
 			})},
 		{name: "deliveries csv by Accept", setup: seedReports, method: "GET", path: "/v1/reports/deliveries?status=failed", key: "read",
 			header: map[string]string{"Accept": "text/csv"}, status: 200,
-			check:  csvRows(1, func(t *testing.T, rows [][]string) {
+			check: csvRows(1, func(t *testing.T, rows [][]string) {
 				if rows[1][6] != "40300" || rows[1][7] != "recipient" {
 					t.Errorf("failed row %v", rows[1])
 				}

@@ -73,14 +73,18 @@ type fakeService struct {
 func (f *fakeService) Create(ctx context.Context, req group.Request, opts tracker.CreateOptions) (string, bool, error) {
 	return f.CreateFunc(ctx, req, opts)
 }
-func (f *fakeService) Cancel(ctx context.Context, id, by string) error { return f.CancelFunc(ctx, id, by) }
+func (f *fakeService) Cancel(ctx context.Context, id, by string) error {
+	return f.CancelFunc(ctx, id, by)
+}
 func (f *fakeService) Resolve(ctx context.Context, id, number, outcome, by string) error {
 	return f.ResolveFunc(ctx, id, number, outcome, by)
 }
 func (f *fakeService) Retry(ctx context.Context, id, number, by string) error {
 	return f.RetryFunc(ctx, id, number, by)
 }
-func (f *fakeService) Resume(ctx context.Context, id, by string) error { return f.ResumeFunc(ctx, id, by) }
+func (f *fakeService) Resume(ctx context.Context, id, by string) error {
+	return f.ResumeFunc(ctx, id, by)
+}
 func (f *fakeService) Ingest(ctx context.Context, events []crewcast.Event) (bool, error) {
 	return f.IngestFunc(ctx, events)
 }

@@ -282,7 +282,9 @@ func (m *Runtime) ActorStopped(kind string) {
 func (m *Runtime) ActorRestarted(kind string) { m.r.restarts.WithLabelValues(kind).Inc() }
 
 // MessagesProcessed counts n messages handled in one batch.
-func (m *Runtime) MessagesProcessed(kind string, n int) { m.r.messages.WithLabelValues(kind).Add(float64(n)) }
+func (m *Runtime) MessagesProcessed(kind string, n int) {
+	m.r.messages.WithLabelValues(kind).Add(float64(n))
+}
 
 // MailboxDepth observes a mailbox length.
 func (m *Runtime) MailboxDepth(kind string, depth int) {
@@ -331,7 +333,9 @@ func (m *Service) SendOutcome(provider, result string, class crewcast.ErrorClass
 }
 
 // StatusChanged counts a recipient moving into a status.
-func (m *Service) StatusChanged(to crewcast.Status) { m.r.transitions.WithLabelValues(string(to)).Inc() }
+func (m *Service) StatusChanged(to crewcast.Status) {
+	m.r.transitions.WithLabelValues(string(to)).Inc()
+}
 
 // TimeToDelivered observes acceptance-to-delivery time.
 func (m *Service) TimeToDelivered(d time.Duration) { m.r.timeToDelivered.Observe(d.Seconds()) }
