@@ -136,7 +136,7 @@ type Event struct {
 	ErrorClass     ErrorClass `json:"error_class,omitempty"`
 	OptOut         bool       `json:"opt_out,omitempty"` // the error means the recipient opted out
 	OccurredAt     time.Time  `json:"occurred_at"`
-	Text           string     `json:"text,omitempty"`  // inbound text
+	Text           string     `json:"text,omitempty"`  // inbound text; for outbound events the body the provider reports
 	Media          []string   `json:"media,omitempty"` // inbound media URLs
 	CC             []string   `json:"cc,omitempty"`    // other participants of a group thread
 	Attempt        int        `json:"attempt,omitempty"`

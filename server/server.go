@@ -1,6 +1,7 @@
-// Package server assembles crewcast: store, providers, the group tracker and
-// the HTTP API, with one lifecycle (Start, Stop). Tests boot it on
-// 127.0.0.1:0.
+// Package server assembles crewcast: the store (SQLite or PostgreSQL), the
+// provider (Telnyx, Twilio, or the in-process demo simulator), the group
+// tracker, the HTTP API with its webhook endpoints, and the web board — with
+// one lifecycle (Start, Stop). Tests boot it on 127.0.0.1:0.
 package server
 
 import (
@@ -10,87 +11,378 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
+
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/apikey"
+	"github.com/crewcast/crewcast/group"
+	"github.com/crewcast/crewcast/httpapi"
+	"github.com/crewcast/crewcast/metrics"
+	"github.com/crewcast/crewcast/provider/sim"
+	"github.com/crewcast/crewcast/provider/telnyx"
+	"github.com/crewcast/crewcast/provider/twilio"
+	"github.com/crewcast/crewcast/store"
+	"github.com/crewcast/crewcast/store/postgres"
+	"github.com/crewcast/crewcast/store/sqlite"
+	"github.com/crewcast/crewcast/tracker"
+	"github.com/crewcast/crewcast/web"
 )
 
-// Config is the server's configuration. Zero fields take the defaults
-// stated on each field.
+// Providers crewcast can send through.
+const (
+	ProviderDemo   = "demo"
+	ProviderTelnyx = "telnyx"
+	ProviderTwilio = "twilio"
+)
+
+// Config is the server's configuration (design.md §10 names the flags and
+// environment variables that fill it). Zero fields take the stated defaults.
 type Config struct {
-	// Addr is the listen address. Default "127.0.0.1:8080"; ":0" ports are fine.
+	// Addr is the listen address. Default "127.0.0.1:8080".
 	Addr string
+	// DB is a SQLite path or a postgres:// URL. Default "./crewcast.db".
+	DB string
+	// DBSchema, for PostgreSQL, is the schema to use (tests isolate with it).
+	DBSchema string
+	// Provider is demo, telnyx or twilio. Default demo.
+	Provider string
+	// PublicURL is the origin providers post webhooks to, when crewcast is
+	// behind a proxy (Twilio signs the URL it posted to). Default: the
+	// listen address.
+	PublicURL string
+
+	TelnyxAPIKey             string
+	TelnyxPublicKey          string // base64, 32 bytes
+	TelnyxAPIBase            string // default https://api.telnyx.com
+	TelnyxMessagingProfileID string
+	// TelnyxIdempotencyKeys sends claim keys as Idempotency-Key (only the
+	// simulator honours them).
+	TelnyxIdempotencyKeys bool
+
+	TwilioAccountSID string
+	TwilioAuthToken  string
+	TwilioAPIBase    string // default https://api.twilio.com
+
+	// AdminKey, when set, is registered as an admin API key at start, so a
+	// fresh server can be driven by scripts.
+	AdminKey string
+	// SendRate is messages per second per sender number; 0 = no pacing.
+	SendRate float64
+	// SendWorkers bounds concurrent provider calls (tracker default 32).
+	SendWorkers int
+	// Settings are the policies of new groups (group.DefaultSettings).
+	Settings group.Settings
+	// Retention is the data retention policy (tracker.DefaultRetention),
+	// applied every RetentionInterval (default 1h; negative: never).
+	Retention         tracker.RetentionPolicy
+	RetentionInterval time.Duration
+	// DemoFaults configure the demo simulator (default sim.DemoFaults).
+	DemoFaults *sim.Faults
+	// DemoSeed makes the demo simulator deterministic.
+	DemoSeed *int64
+	// ProviderTimeout bounds one provider API call; a call that times out
+	// is an uncertain send (unconfirmed). Default 30s.
+	ProviderTimeout time.Duration
+
 	// Logger receives structured logs. Default: discard.
 	Logger *slog.Logger
+	// Clock drives the tracker (tests inject a manual clock). Default real.
+	Clock actor.Clock
+	// IdleTimeout passivates idle groups (tracker default).
+	IdleTimeout time.Duration
+	// SweepInterval re-routes unprocessed webhooks (tracker default).
+	SweepInterval time.Duration
+	// Heartbeat is the SSE keep-alive interval (httpapi default).
+	Heartbeat time.Duration
 }
 
 func (c Config) withDefaults() Config {
 	if c.Addr == "" {
 		c.Addr = "127.0.0.1:8080"
 	}
+	if c.DB == "" {
+		c.DB = "./crewcast.db"
+	}
+	if c.Provider == "" {
+		c.Provider = ProviderDemo
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = actor.RealClock()
+	}
+	if c.ProviderTimeout <= 0 {
+		c.ProviderTimeout = 30 * time.Second
+	}
+	if c.RetentionInterval == 0 {
+		c.RetentionInterval = time.Hour
 	}
 	return c
 }
 
-// Server is a running crewcast.
-type Server struct {
-	cfg  Config
-	ln   net.Listener
-	http *http.Server
-	done chan error
-}
-
-// New builds a server; Start makes it listen.
-func New(cfg Config) (*Server, error) {
-	cfg = cfg.withDefaults()
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"ok"}`))
-	})
-	return &Server{
-		cfg: cfg,
-		http: &http.Server{
-			Handler:           mux,
-			ReadHeaderTimeout: 5 * time.Second,
-			ReadTimeout:       15 * time.Second,
-			WriteTimeout:      0, // SSE streams are long-lived; handlers set their own deadlines
-			IdleTimeout:       60 * time.Second,
-			MaxHeaderBytes:    64 << 10,
-		},
-		done: make(chan error, 1),
-	}, nil
-}
-
-// Start listens and serves in the background.
-func (s *Server) Start(ctx context.Context) error {
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", s.cfg.Addr, err)
-	}
-	s.ln = ln
-	go func() {
-		err := s.http.Serve(ln)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
+func (c Config) validate() error {
+	switch c.Provider {
+	case ProviderDemo:
+	case ProviderTelnyx:
+		if c.TelnyxAPIKey == "" || c.TelnyxPublicKey == "" {
+			return errors.New("provider telnyx needs CREWCAST_TELNYX_API_KEY and CREWCAST_TELNYX_PUBLIC_KEY")
 		}
-		s.done <- err
-	}()
-	s.cfg.Logger.Info("listening", "addr", ln.Addr().String())
+	case ProviderTwilio:
+		if c.TwilioAccountSID == "" || c.TwilioAuthToken == "" {
+			return errors.New("provider twilio needs CREWCAST_TWILIO_ACCOUNT_SID and CREWCAST_TWILIO_AUTH_TOKEN")
+		}
+	default:
+		return fmt.Errorf("unknown provider %q (demo, telnyx or twilio)", c.Provider)
+	}
+	if c.SendRate < 0 {
+		return fmt.Errorf("send rate must be ≥ 0, got %v", c.SendRate)
+	}
 	return nil
 }
 
-// URL is the base URL the server answers on.
-func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+// Server is a running crewcast.
+type Server struct {
+	cfg     Config
+	ln      net.Listener
+	url     string
+	st      store.Store
+	sim     *sim.Sim
+	tr      *tracker.Tracker
+	reg     *metrics.Registry
+	http    *http.Server
+	done    chan struct{} // ends event streams
+	served  chan error
+	stopRet chan struct{}
+	wg      sync.WaitGroup
+	stopped bool
+}
 
-// Stop shuts down gracefully within ctx's deadline.
+// New checks cfg; Start brings the server up.
+func New(cfg Config) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Server{cfg: cfg, done: make(chan struct{}), served: make(chan error, 1), stopRet: make(chan struct{})}, nil
+}
+
+// OpenStore opens the store a DB setting names: a postgres:// URL or a
+// SQLite path. Opening applies pending migrations.
+func OpenStore(ctx context.Context, db, schema string, now func() time.Time, log *slog.Logger) (store.Store, error) {
+	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
+		return postgres.Open(ctx, postgres.Config{URL: db, Schema: schema, Now: now, Logger: log})
+	}
+	return sqlite.Open(ctx, sqlite.Config{Path: db, Now: now, Logger: log})
+}
+
+// Start listens, opens the store, starts the provider, the tracker and the
+// HTTP server. On error everything started is stopped again.
+func (s *Server) Start(ctx context.Context) (err error) {
+	cfg := s.cfg
+	defer func() {
+		if err != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = s.Stop(sctx)
+		}
+	}()
+	s.ln, err = (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
+	}
+	s.url = "http://" + s.ln.Addr().String()
+	public := strings.TrimRight(cfg.PublicURL, "/")
+	if public == "" {
+		public = s.url
+	}
+	s.st, err = OpenStore(ctx, cfg.DB, cfg.DBSchema, cfg.Clock.Now, cfg.Logger)
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	prov, providers, err := s.provider(ctx, public)
+	if err != nil {
+		return err
+	}
+	s.reg = metrics.New()
+	if err := s.reg.WatchRecipients(func(ctx context.Context) (store.Summary, error) {
+		return s.st.Summarize(ctx, store.DeliveryQuery{})
+	}, 5*time.Second, time.Now); err != nil {
+		return err
+	}
+	s.tr, err = tracker.New(tracker.Config{
+		Store: s.st, Provider: prov, Logger: cfg.Logger, Clock: cfg.Clock,
+		Metrics: s.reg.Service(), RuntimeMetrics: s.reg.Runtime(),
+		Settings: cfg.Settings, SendRate: cfg.SendRate, SendWorkers: cfg.SendWorkers,
+		IdleTimeout: cfg.IdleTimeout, SweepInterval: cfg.SweepInterval,
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.tr.Start(ctx); err != nil {
+		return err
+	}
+	if cfg.AdminKey != "" {
+		if _, err := apikey.EnsureBootstrap(ctx, s.st, cfg.AdminKey, time.Now()); err != nil {
+			return fmt.Errorf("bootstrap admin key: %w", err)
+		}
+	}
+	handler, err := httpapi.New(httpapi.Config{
+		Store: s.st, Service: s.tr, Providers: providers, PublicURL: cfg.PublicURL, Logger: cfg.Logger,
+		Metrics: s.reg, Board: web.Handler(), Done: s.done, Heartbeat: cfg.Heartbeat,
+		DebugActors:      func() any { return s.tr.System().Actors() },
+		DebugDeadLetters: func() any { return s.tr.System().DeadLetters() },
+	})
+	if err != nil {
+		return err
+	}
+	s.http = &http.Server{
+		Handler: handler,
+		// Slow clients are cut off so they cannot starve good webhooks.
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      0, // event streams set their own per-write deadlines
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
+	}
+	go func() {
+		err := s.http.Serve(s.ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		s.served <- err
+	}()
+	if cfg.RetentionInterval > 0 {
+		s.wg.Add(1)
+		go s.retentionLoop()
+	}
+	cfg.Logger.Info("crewcast listening", "url", s.url, "provider", cfg.Provider, "store", s.st.Engine())
+	return nil
+}
+
+// provider builds the sending provider and the webhook verifiers.
+func (s *Server) provider(ctx context.Context, public string) (crewcast.Provider, map[string]crewcast.Provider, error) {
+	cfg := s.cfg
+	switch cfg.Provider {
+	case ProviderDemo:
+		faults := sim.DemoFaults()
+		if cfg.DemoFaults != nil {
+			faults = *cfg.DemoFaults
+		}
+		// The ambiguous send is held open past our timeout, so the client
+		// sees a timeout (unconfirmed) rather than a transport-level retry.
+		sm, err := sim.New(sim.Config{Faults: faults, Seed: cfg.DemoSeed, Logger: cfg.Logger,
+			TelnyxWebhookURL: public + "/webhooks/telnyx", AcceptTimeoutHold: cfg.ProviderTimeout + 5*time.Second})
+		if err != nil {
+			return nil, nil, fmt.Errorf("demo simulator: %w", err)
+		}
+		s.sim = sm
+		simURL, err := sm.Start(ctx, "127.0.0.1:0")
+		if err != nil {
+			return nil, nil, fmt.Errorf("demo simulator: %w", err)
+		}
+		k := sm.Keys()
+		// The demo goes through the real Telnyx adapter both ways: sends
+		// over HTTP to the simulator, signed webhooks back to our endpoint.
+		c, err := telnyx.New(telnyx.Config{APIKey: k.TelnyxAPIKey, PublicKey: k.TelnyxPublicKey, APIBase: simURL,
+			SendIdempotencyKey: true, Logger: cfg.Logger, HTTPClient: &http.Client{Timeout: cfg.ProviderTimeout}})
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, map[string]crewcast.Provider{ProviderTelnyx: c}, nil
+	case ProviderTelnyx:
+		c, err := telnyx.New(telnyx.Config{APIKey: cfg.TelnyxAPIKey, PublicKey: cfg.TelnyxPublicKey, APIBase: cfg.TelnyxAPIBase,
+			MessagingProfileID: cfg.TelnyxMessagingProfileID, SendIdempotencyKey: cfg.TelnyxIdempotencyKeys, Logger: cfg.Logger,
+			HTTPClient: &http.Client{Timeout: cfg.ProviderTimeout}})
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, map[string]crewcast.Provider{ProviderTelnyx: c}, nil
+	default:
+		c, err := twilio.New(twilio.Config{AccountSID: cfg.TwilioAccountSID, AuthToken: cfg.TwilioAuthToken, APIBase: cfg.TwilioAPIBase,
+			StatusCallbackURL: public + "/webhooks/twilio", PublicURL: public, Logger: cfg.Logger,
+			HTTPClient: &http.Client{Timeout: cfg.ProviderTimeout}})
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, map[string]crewcast.Provider{ProviderTwilio: c}, nil
+	}
+}
+
+func (s *Server) retentionLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.RetentionInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopRet:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			rep, err := s.tr.RunRetention(ctx, s.cfg.Retention)
+			cancel()
+			if err != nil {
+				s.cfg.Logger.Error("retention run failed", "err", err)
+				continue
+			}
+			s.cfg.Logger.Info("retention run", "redacted", rep.Redacted, "hashed", rep.Hashed, "deleted", rep.Deleted,
+				"inbox_purged", rep.InboxPurged, "replies_redacted", rep.RepliesRedacted, "skipped", rep.Skipped)
+		}
+	}
+}
+
+// URL is the base URL the server answers on.
+func (s *Server) URL() string { return s.url }
+
+// Tracker is the running tracker.
+func (s *Server) Tracker() *tracker.Tracker { return s.tr }
+
+// Store is the open store.
+func (s *Server) Store() store.Store { return s.st }
+
+// Sim is the demo simulator, or nil outside demo mode.
+func (s *Server) Sim() *sim.Sim { return s.sim }
+
+// Stop shuts down in the order that loses nothing: stop taking requests and
+// webhooks, let the tracker commit every outcome, stop the simulator, close
+// the store. It reports the first problem but always runs every step.
 func (s *Server) Stop(ctx context.Context) error {
-	if s.ln == nil {
+	if s.stopped {
 		return nil
 	}
-	err := s.http.Shutdown(ctx)
-	if serr := <-s.done; err == nil {
-		err = serr
+	s.stopped = true
+	var errs []error
+	close(s.done)
+	close(s.stopRet)
+	if s.http != nil {
+		if err := s.http.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+		}
+		if err := <-s.served; err != nil {
+			errs = append(errs, err)
+		}
+	} else if s.ln != nil {
+		_ = s.ln.Close()
 	}
-	return err
+	s.wg.Wait()
+	if s.tr != nil {
+		if err := s.tr.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.sim != nil {
+		if err := s.sim.Stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("demo simulator: %w", err))
+		}
+	}
+	if s.st != nil {
+		if err := s.st.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close store: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }

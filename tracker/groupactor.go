@@ -587,15 +587,20 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 			t.groups.WakeRemindersAt(due)
 		}
 	}
+	unconfirmed := false
 	for _, i := range dirty {
 		r := a.g.Recipients[i]
 		if r.Status != a.statuses[i] {
+			unconfirmed = unconfirmed || r.Status == crewcast.StatusUnconfirmed
 			t.cfg.Metrics.StatusChanged(r.Status)
 			if r.Status == crewcast.StatusDelivered && !r.SentAt.IsZero() {
 				t.cfg.Metrics.TimeToDelivered(r.DeliveredAt.Sub(r.SentAt))
 			}
 			a.statuses[i] = r.Status
 		}
+	}
+	if unconfirmed {
+		t.sweepSoon()
 	}
 	if len(sends) > 0 {
 		a.queueSends(sends)

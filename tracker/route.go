@@ -50,14 +50,25 @@ func (t *Tracker) sweeper() {
 		select {
 		case <-t.stop:
 			return
+		case <-t.sweepNow:
+			timer.Stop()
 		case <-timer.C:
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			if err := t.Sweep(ctx); err != nil {
-				t.log.Warn("inbox sweep", "err", err)
-			}
-			cancel()
-			timer.Reset(t.cfg.SweepInterval)
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := t.Sweep(ctx); err != nil {
+			t.log.Warn("inbox sweep", "err", err)
+		}
+		cancel()
+		timer.Reset(t.cfg.SweepInterval)
+	}
+}
+
+// sweepSoon asks the sweeper for a pass now: a recipient just became
+// unconfirmed, and a parked webhook may prove its send went out.
+func (t *Tracker) sweepSoon() {
+	select {
+	case t.sweepNow <- struct{}{}:
+	default:
 	}
 }
 

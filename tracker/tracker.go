@@ -150,6 +150,7 @@ type Tracker struct {
 	pacer     *pacer
 	hub       *Hub
 	route     chan routeReq
+	sweepNow  chan struct{}
 
 	mu      sync.Mutex
 	work    map[string]*groupWork
@@ -202,17 +203,18 @@ func New(cfg Config) (*Tracker, error) {
 		return nil, err
 	}
 	t := &Tracker{
-		cfg:     cfg,
-		st:      cfg.Store,
-		log:     cfg.Logger,
-		sys:     cfg.System,
-		hub:     NewHub(),
-		work:    make(map[string]*groupWork),
-		routing: make(map[inboxKey]struct{}),
-		parked:  make(map[string]struct{}),
-		idle:    make(chan struct{}, 1),
-		route:   make(chan routeReq, 4096),
-		stop:    make(chan struct{}),
+		cfg:      cfg,
+		st:       cfg.Store,
+		log:      cfg.Logger,
+		sys:      cfg.System,
+		hub:      NewHub(),
+		work:     make(map[string]*groupWork),
+		routing:  make(map[inboxKey]struct{}),
+		parked:   make(map[string]struct{}),
+		idle:     make(chan struct{}, 1),
+		route:    make(chan routeReq, 4096),
+		sweepNow: make(chan struct{}, 1),
+		stop:     make(chan struct{}),
 	}
 	t.unmatched.t = t
 	if t.sys == nil {

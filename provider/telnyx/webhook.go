@@ -99,6 +99,9 @@ func parseEvents(body []byte) ([]crewcast.Event, error) {
 		GroupMessageID: p.GroupMessageID.String(),
 		From:           p.From.PhoneNumber,
 		OccurredAt:     occurred,
+		// Outbound events carry the body too: it is how an orphan webhook
+		// proves which unconfirmed send it belongs to.
+		Text: p.Text.String(),
 	}
 	if env.Meta != nil {
 		base.Attempt = int(env.Meta.Attempt)
@@ -110,7 +113,6 @@ func parseEvents(body []byte) ([]crewcast.Event, error) {
 		}
 		ev := base
 		ev.To = p.To[0].PhoneNumber
-		ev.Text = p.Text.String()
 		ev.Media = []string(p.Media)
 		seen := map[string]bool{p.From.PhoneNumber: true}
 		for _, cc := range p.CC {

@@ -64,7 +64,7 @@ func TestParseWebhookSemantics(t *testing.T) {
 		ev := parse("message_sent")
 		want := crewcast.Event{Provider: "telnyx", EventID: "b301ed3f-1490-491f-995f-6e64e69674d4", Kind: crewcast.KindSent,
 			MessageID: "40385f64-5717-4562-b3fc-2c963f66afa6", From: "+15550100000", To: "+15550100001",
-			Status: crewcast.StatusSent, ProviderStatus: "sent", Attempt: 1,
+			Status: crewcast.StatusSent, ProviderStatus: "sent", Attempt: 1, Text: "Crew call 7am",
 			OccurredAt: time.Date(2026, 3, 1, 7, 0, 1, 484e6, time.UTC)}
 		if len(ev) != 1 || !eventEqual(ev[0], want) {
 			t.Errorf("got %+v\nwant %+v", ev, want)
