@@ -23,7 +23,7 @@ func init() {
 // serverFlags binds the server's flags, each defaulting to its CREWCAST_*
 // environment variable (design.md §10); flags win over the environment.
 type serverFlags struct {
-	addr, db, provider, publicURL, logLevel string
+	addr, db, provider, publicURL, logLevel         string
 	telnyxKey, telnyxPub, telnyxBase, telnyxProfile string
 	telnyxIdem                                      bool
 	twilioSID, twilioToken, twilioBase              string
