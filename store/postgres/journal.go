@@ -111,6 +111,9 @@ func (s *Store) Commit(ctx context.Context, units []actor.Unit) ([]error, error)
 	if err != nil {
 		return nil, err
 	}
+	if s.afterPrefetch != nil {
+		s.afterPrefetch()
+	}
 	for len(pending) > 0 {
 		plan := state.clone()
 		var sent []int

@@ -96,6 +96,10 @@ type Store struct {
 	now   func() time.Time
 
 	commitMu sync.Mutex // serializes Commit: positions follow commit order
+	// afterPrefetch, when set (tests only), runs inside Commit between the
+	// prefetch and the unit batch, to stage the races that the in-batch
+	// conflict handling exists for.
+	afterPrefetch func()
 
 	mu     sync.Mutex
 	epochs [store.NumShards]uint64

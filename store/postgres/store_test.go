@@ -352,3 +352,75 @@ func BenchmarkCommitBatched(b *testing.B) {
 	b.ReportMetric(float64(b.N)/el.Seconds(), "units/s")
 	record("store_postgres_commit_batched", float64(b.N)/el.Seconds(), "units/s")
 }
+
+// TestCommitRaces stages what the prefetch cannot see: another writer adds
+// an idempotency key and a journal event after the prefetch and before the
+// unit batch. The units that hit them fail alone (rolled back to their
+// savepoints), the units after them are replanned, and the rest commit.
+func TestCommitRaces(t *testing.T) {
+	url := serverURL(t)
+	schema := newSchema(t, url)
+	s := openIn(t, url, schema, storetest.Config{})
+	ctx := context.Background()
+	other, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	s.afterPrefetch = func() {
+		for _, q := range []string{
+			`INSERT INTO "` + schema + `".idempotency_keys (key, request_hash, group_id, created_at) VALUES ('race', 'h', 'x', 1)`,
+			`INSERT INTO "` + schema + `".journal (key, seq, type, data, time) VALUES ('k-race', 1, 'other', '', 1)`,
+		} {
+			if _, err := other.Exec(ctx, q); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	ev := func(n string) []actor.Event { return []actor.Event{{Type: "t", Data: []byte(n)}} }
+	res, err := s.Commit(ctx, []actor.Unit{
+		{Key: "a", Events: ev("a1")},
+		{Key: "b", Events: ev("b1"), Effects: []any{store.Effects{Group: &store.GroupRow{ID: "b"},
+			Idempotency: &store.IdempotencyKey{Key: "race", GroupID: "b"}}}},
+		{Key: "a", ExpectSeq: 1, Events: ev("a2")},
+		{Key: "k-race", Events: ev("k1"), Effects: []any{store.Effects{Group: &store.GroupRow{ID: "k-race"}}}},
+		{Key: "k-race", ExpectSeq: 1, Events: ev("k2")},
+		{Key: "c", Events: ev("c1"), Effects: []any{store.Effects{Idempotency: &store.IdempotencyKey{Key: "fresh", GroupID: "c"}}}},
+	})
+	s.afterPrefetch = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce *actor.ConflictError
+	if res[0] != nil || !errors.Is(res[1], store.ErrIdempotencyConflict) || res[2] != nil ||
+		!errors.As(res[3], &ce) || res[5] != nil {
+		t.Fatalf("results = %v", res)
+	}
+	if ce.Actual != 1 || ce.Expected != 0 {
+		t.Fatalf("conflict = %+v, want actual 1 (the other writer's event)", ce)
+	}
+	// Unit 4 expected unit 3's head (1), which the other writer's event
+	// happens to match: it is a legitimate append after seq 1.
+	if res[4] != nil {
+		t.Fatalf("unit 4: %v", res[4])
+	}
+	count := func(q string) int {
+		var n int
+		if err := s.pool.QueryRow(ctx, q).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(`SELECT count(*) FROM journal WHERE key = 'a'`); n != 2 {
+		t.Fatalf("a has %d events", n)
+	}
+	if n := count(`SELECT count(*) FROM journal WHERE key = 'b'`) + count(`SELECT count(*) FROM groups WHERE id IN ('b', 'k-race')`); n != 0 {
+		t.Fatalf("failed units left %d rows", n)
+	}
+	if n := count(`SELECT count(*) FROM journal WHERE key = 'k-race' AND type = 't'`); n != 1 {
+		t.Fatalf("k-race has %d of our events, want 1 (unit 4)", n)
+	}
+	if k, err := s.GetIdempotency(ctx, "fresh"); err != nil || k.GroupID != "c" {
+		t.Fatalf("unit after the failures: %+v %v", k, err)
+	}
+}

@@ -289,7 +289,19 @@ func testCommitIdempotency(t *testing.T, o Options) {
 	if !errors.Is(res[0], store.ErrIdempotencyConflict) || res[1] != nil || !errors.Is(res[2], store.ErrIdempotencyConflict) {
 		t.Fatalf("results = %v, want [idempotency nil idempotency]", res)
 	}
-	for _, id := range []string{"i-2", "i-4"} {
+	// One unit carrying the same new key twice clashes with itself; its
+	// writes made before the clash are rolled back with it.
+	res = commit(t, s, actor.Unit{Key: "i-5", Events: events("5", 1), Effects: []any{
+		store.Effects{Group: group("i-5", 1), Idempotency: &store.IdempotencyKey{Key: "req-5", GroupID: "i-5"}},
+		store.Effects{Idempotency: &store.IdempotencyKey{Key: "req-5", GroupID: "i-5"}},
+	}})
+	if !errors.Is(res[0], store.ErrIdempotencyConflict) {
+		t.Fatalf("self-clashing unit: %v", res[0])
+	}
+	if _, err := s.GetIdempotency(ctx, "req-5"); !errors.Is(err, actor.ErrNotFound) {
+		t.Fatalf("self-clashing unit's key stored: %v", err)
+	}
+	for _, id := range []string{"i-2", "i-4", "i-5"} {
 		wantSeqs(t, s, id, 0)
 		wantNoGroup(t, s, id)
 	}
