@@ -1,0 +1,224 @@
+package web_test
+
+import (
+	"flag"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/crewcast/crewcast/web/webtest"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/board.png and testdata/board-phone.png")
+
+// xssReply is the reply the fake recipient sends: if the board ever parsed
+// reply text as HTML, an <img> would appear and its onerror would open an
+// alert, which the browser watchdog reports.
+const xssReply = "YES <img src=x onerror=alert(1)>"
+
+var created = []string{"+15550100001", "+15550100002", "+15550100003", "+15550100004", "+15550100005"}
+
+// row is a CSS selector for a recipient's row in the roster.
+func row(number string) string { return fmt.Sprintf(`tr.recipient[data-number=%q]`, number) }
+
+// counter is a JS expression for a counter tile's value.
+func counter(name string) string {
+	return fmt.Sprintf(`(document.querySelector('[data-counter=%q] .tile-value') || {}).textContent`, name)
+}
+
+// TestBoardInBrowser drives the board in headless Chromium against the
+// fake API: sign-in, list, create (with a server field error first), live
+// progress over SSE without a reload, a reply shown as text, history, a
+// refused retry, resolving an unconfirmed recipient through the dialog,
+// canceling a group, phone layout and sign-out.
+func TestBoardInBrowser(t *testing.T) {
+	f := newFakeAPI(t)
+	srv := httptest.NewServer(f.handler())
+	// Registered before the browser, so it runs after the browser closed.
+	t.Cleanup(func() {
+		f.close()
+		srv.Close()
+	})
+	ctx := webtest.NewBrowser(t)
+	var (
+		wait = func(what, expr string) { t.Helper(); webtest.WaitFor(t, ctx, what, expr) }
+		do   = func(what string, a ...chromedp.Action[chromedp.Void]) { t.Helper(); webtest.Do(t, ctx, what, a...) }
+		text = func(sel string) string {
+			t.Helper()
+			return webtest.Eval[string](t, ctx, fmt.Sprintf(`(document.querySelector(%s) || {}).textContent || ""`, webtest.JS(sel)))
+		}
+	)
+
+	// Signed out: any route lands on the sign-in form.
+	do("open the board", chromedp.Navigate(srv.URL+"/#/groups/grp_seed"))
+	wait("the sign-in form", `location.hash === "#/signin" && !!document.querySelector("#signin-form")`)
+	do("submit a wrong key", chromedp.SendKeys(chromedp.CSS("#key"), "cc_wrong"), chromedp.Click(chromedp.CSS("#signin-submit")))
+	wait("the bad-key message", `!document.querySelector("#key-error").hidden`)
+	_, signinShot := webtest.SaveScreenshot(t, ctx, "board-signin.png", webtest.DesktopWidth, webtest.DesktopHeight)
+	if got := text("#key-error"); !strings.Contains(got, "not accepted") {
+		t.Errorf("bad key message = %q", got)
+	}
+	webtest.Type(t, ctx, "#key", fakeKey)
+	do("submit the right key", chromedp.Click(chromedp.CSS("#signin-submit")))
+	// Sign-in returns to the page first asked for.
+	wait("the seeded group page after sign-in", `location.hash === "#/groups/grp_seed" && !!document.querySelector("#roster-body tr.recipient")`)
+	if webtest.Eval[bool](t, ctx, `document.cookie.includes("crewcast_session")`) {
+		t.Error("session cookie is readable from JS; it must be HttpOnly")
+	}
+
+	// The list shows both groups with counters and a progress bar.
+	do("open the list", chromedp.Navigate(srv.URL+"/#/groups"))
+	wait("both groups listed", `document.querySelectorAll("#group-list .group-card").length === 2`)
+	if got := text(`[data-group-id="grp_old"] .summary-main`); got != "10 of 12 delivered · 1 failed · 1 not sent" {
+		t.Errorf("grp_old summary = %q", got)
+	}
+	if got := webtest.Eval[string](t, ctx, `document.querySelector('[data-group-id="grp_seed"] [role=progressbar]').getAttribute("aria-valuenow")`); got != "2" {
+		t.Errorf("grp_seed progressbar aria-valuenow = %q, want 2 (two final recipients)", got)
+	}
+	wait("the list stream to connect", `document.querySelector(".live-badge").dataset.state === "live"`)
+	_, listShot := webtest.SaveScreenshot(t, ctx, "board-list.png", webtest.DesktopWidth, webtest.DesktopHeight)
+
+	// Create: a number the server rejects is reported next to the field,
+	// naming the line the user typed it on (blank lines don't count).
+	do("open the form", chromedp.Click(chromedp.CSS("#nav-new")))
+	wait("the create form", `!!document.querySelector("#create-form")`)
+	webtest.Type(t, ctx, "#from", "+15550100000")
+	webtest.Type(t, ctx, "#to", created[0]+"\n\n12345\n"+created[2])
+	webtest.Fill(t, ctx, "#text", "Crew call 6am at the north gate. Reply YES to confirm.")
+	wait("the client-side hint for line 3", `document.querySelector("#to-hint").textContent.includes("Line 3")`)
+	do("submit", chromedp.Click(chromedp.CSS("#submit")))
+	wait("the server's field error next to the recipients", `document.querySelector("#to-error").textContent.length > 0`)
+	if got, want := text("#to-error"), "Line 3 (12345): not a valid phone number in E.164 format"; got != want {
+		t.Errorf("#to-error = %q, want %q", got, want)
+	}
+	_, createShot := webtest.SaveScreenshot(t, ctx, "board-create.png", webtest.DesktopWidth, webtest.DesktopHeight)
+	if got := webtest.Eval[string](t, ctx, `document.querySelector("#to").getAttribute("aria-invalid")`); got != "true" {
+		t.Errorf("#to aria-invalid = %q", got)
+	}
+	if got := webtest.Eval[string](t, ctx, `location.hash`); got != "#/new" {
+		t.Errorf("after a refused create, hash = %q", got)
+	}
+	webtest.Fill(t, ctx, "#to", strings.Join(created, "\n"))
+	do("submit the fixed form", chromedp.Click(chromedp.CSS("#submit")))
+	var id string
+	select {
+	case id = <-f.created:
+	case <-time.After(webtest.WaitTimeout):
+		t.Fatalf("the form did not create a group; page:\n%s", webtest.PageText(ctx))
+	}
+
+	// The new group's page: all pending until the fake starts sending.
+	wait("the new group page", fmt.Sprintf(`location.hash === %s && document.querySelectorAll("#roster-body tr.recipient[data-status=pending]").length === 5`,
+		webtest.JS("#/groups/"+id)))
+	wait("the group stream to connect", `document.querySelector(".live-badge").dataset.state === "live"`)
+	webtest.Eval[bool](t, ctx, `window.__sameDocument = true`)
+	getsBefore := f.getCount(id)
+	f.start(id)
+
+	// Counters reach their final values from SSE-driven refetches alone.
+	for name, want := range map[string]string{"delivered": "3", "failed": "1", "unconfirmed": "1", "replied": "1", "acknowledged": "1", "in_progress": "0"} {
+		wait("counter "+name+" = "+want, counter(name)+" === "+webtest.JS(want))
+	}
+	wait("group status complete", `!!document.querySelector('.group-head [data-group-status="complete"]')`)
+	if !webtest.Eval[bool](t, ctx, `window.__sameDocument === true`) {
+		t.Fatal("the page reloaded; live updates must not reload")
+	}
+	if got := f.getCount(id) - getsBefore; got < 2 {
+		t.Errorf("group refetched %d times during the progression, want ≥ 2 (driven by SSE)", got)
+	}
+	if got := text(row(created[0]) + " .chip[data-status]"); got != "Delivered" {
+		t.Errorf("%s chip = %q", created[0], got)
+	}
+	if got := text(row(created[2]) + " .error-line"); got != "Error 30003 · permanent for this recipient" {
+		t.Errorf("%s error line = %q", created[2], got)
+	}
+
+	// The reply is text, not markup.
+	if got := text(row(created[1]) + " .reply-text"); got != xssReply {
+		t.Errorf("reply shown as %q, want %q", got, xssReply)
+	}
+	if n := webtest.Eval[int](t, ctx, `document.querySelectorAll('img[src="x"], main img').length`); n != 0 {
+		t.Errorf("%d img elements from the reply text", n)
+	}
+	if got := text(row(created[1]) + ` [data-flag]`); got != "Acknowledged" {
+		t.Errorf("reply flag = %q", got)
+	}
+
+	// History comes from the journal, reply included, as text.
+	do("open the history", chromedp.Click(chromedp.CSS(row(created[1])+" button.history")))
+	wait("the reply in the history", `!!document.querySelector('.timeline-row .tl-item[data-type="reply.received"]')`)
+	if got := text(`.timeline-row .tl-item[data-type="reply.received"] .tl-detail`); !strings.Contains(got, xssReply) {
+		t.Errorf("history reply detail = %q", got)
+	}
+	if got := text(`.timeline-row .tl-item[data-type="vendor.note"] .tl-title`); got != "vendor.note" {
+		t.Errorf("unknown event type shown as %q", got)
+	}
+	if got := text(`.timeline-row .tl-item[data-type="send.outcomes"] .tl-title`); got != "Provider accepted the message" {
+		t.Errorf("send.outcomes shown as %q", got)
+	}
+
+	// A refused retry (409) shows the server's reason.
+	do("retry the failed recipient", chromedp.Click(chromedp.CSS(row(created[2])+" button.retry")))
+	wait("the refusal", `!document.querySelector("#notice").hidden`)
+	if got := text("#notice"); !strings.Contains(got, "error 30003 is a permanent failure for this recipient") {
+		t.Errorf("notice = %q", got)
+	}
+
+	// Resolve the unconfirmed recipient through the confirmation dialog.
+	do("open the resolve dialog", chromedp.Click(chromedp.CSS(row(created[3])+" button.resolve")))
+	wait("the dialog", `document.querySelector("#confirm-dialog").open`)
+	if got := text("#confirm-dialog"); !strings.Contains(got, "Check the handset or the provider's inbox first") ||
+		!strings.Contains(got, "Not delivered") {
+		t.Errorf("dialog text = %q", got)
+	}
+	_, dialogShot := webtest.SaveScreenshot(t, ctx, "board-resolve-dialog.png", webtest.DesktopWidth, webtest.DesktopHeight)
+	do("choose delivered", chromedp.Click(chromedp.CSS(`#confirm-dialog [data-choice="delivered"]`)))
+	wait("the dialog to close", `!document.querySelector("#confirm-dialog").open`)
+	wait("the recipient delivered", fmt.Sprintf(`(document.querySelector(%s) || {dataset: {}}).dataset.status === "delivered"`, webtest.JS(row(created[3]))))
+	wait("delivered counter 4", counter("delivered")+` === "4"`)
+	wait("unconfirmed counter 0", counter("unconfirmed")+` === "0"`)
+
+	png, deskShot := webtest.SaveScreenshot(t, ctx, "board.png", webtest.DesktopWidth, webtest.DesktopHeight)
+	webtest.SetViewport(t, ctx, webtest.PhoneWidth, webtest.PhoneHeight)
+	phonePNG, phoneShot := webtest.SaveScreenshot(t, ctx, "board-phone.png", webtest.PhoneWidth, webtest.PhoneHeight)
+	if webtest.Eval[bool](t, ctx, `document.documentElement.scrollWidth > window.innerWidth + 1`) {
+		t.Errorf("phone layout scrolls sideways: scrollWidth %v", webtest.Eval[float64](t, ctx, `document.documentElement.scrollWidth`))
+	}
+	do("open the list on the phone", chromedp.Navigate(srv.URL+"/#/groups"))
+	wait("three groups listed", `document.querySelectorAll("#group-list .group-card").length === 3`)
+	_, phoneListShot := webtest.SaveScreenshot(t, ctx, "board-list-phone.png", webtest.PhoneWidth, webtest.PhoneHeight)
+	webtest.SetViewport(t, ctx, webtest.DesktopWidth, webtest.DesktopHeight)
+
+	// Cancel a group that is still awaiting receipts.
+	do("open the seeded group", chromedp.Navigate(srv.URL+"/#/groups/grp_seed"))
+	wait("the cancel button", `!!document.querySelector("#cancel-group")`)
+	if got := webtest.Eval[string](t, ctx, `document.querySelector("#export-csv").getAttribute("href")`); got != "/v1/reports/deliveries?group_id=grp_seed&format=csv" {
+		t.Errorf("CSV link = %q", got)
+	}
+	do("cancel it", chromedp.Click(chromedp.CSS("#cancel-group")))
+	wait("the cancel dialog", `document.querySelector("#confirm-dialog").open`)
+	do("confirm", chromedp.Click(chromedp.CSS(`#confirm-dialog [data-choice="cancel"]`)))
+	wait("the group canceled", `!!document.querySelector('.group-head [data-group-status="canceled"]') && !document.querySelector("#cancel-group")`)
+
+	// Sign out ends the session on the server too.
+	do("sign out", chromedp.Click(chromedp.CSS("#signout")))
+	wait("the sign-in form", `location.hash === "#/signin" && !!document.querySelector("#signin-form")`)
+	if got := webtest.Eval[int](t, ctx, `fetch("/v1/session").then(r => r.status)`, chromedp.EvalAwaitPromise); got != 401 {
+		t.Errorf("GET /v1/session after sign-out = %d, want 401", got)
+	}
+
+	t.Logf("screenshots: %s", strings.Join([]string{signinShot, listShot, createShot, dialogShot, deskShot, phoneShot, phoneListShot}, " "))
+	if *update {
+		for name, b := range map[string][]byte{"board.png": png, "board-phone.png": phonePNG} {
+			if err := os.WriteFile(filepath.Join("testdata", name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

@@ -1,0 +1,303 @@
+// Labels, counts and time formatting. Presentation only: statuses, counts
+// and transitions all come from the server; nothing here decides state.
+
+/** Recipient statuses in display order, with label, tone (colour class) and a hint. */
+export const STATUSES = {
+  pending: { label: "Pending", tone: "neutral", hint: "Waiting to be sent" },
+  sending: { label: "Sending", tone: "progress", hint: "Handed to the provider; waiting for its answer" },
+  sent: { label: "Sent", tone: "progress", hint: "Accepted by the provider; waiting for a delivery receipt" },
+  delivered: { label: "Delivered", tone: "good", hint: "The handset received it" },
+  failed: { label: "Failed", tone: "bad", hint: "Definitely not delivered" },
+  unconfirmed: {
+    label: "Unconfirmed",
+    tone: "warn",
+    hint: "It may or may not have been sent; needs an operator decision",
+  },
+  unknown: { label: "Unknown", tone: "warn", hint: "No final receipt arrived in time" },
+  opted_out: { label: "Opted out", tone: "muted", hint: "The recipient opted out; not sent" },
+  canceled: { label: "Canceled", tone: "muted", hint: "Canceled before it was sent" },
+};
+
+/** Group statuses with label and tone. */
+export const GROUP_STATUSES = {
+  sending: { label: "Sending", tone: "progress" },
+  awaiting: { label: "Awaiting receipts", tone: "progress" },
+  complete: { label: "Complete", tone: "good" },
+  canceled: { label: "Canceled", tone: "muted" },
+  paused: { label: "Paused", tone: "warn" },
+};
+
+export function statusInfo(status) {
+  return STATUSES[status] || { label: status || "Unknown", tone: "neutral", hint: "" };
+}
+
+export function groupStatusInfo(status) {
+  return GROUP_STATUSES[status] || { label: status || "Unknown", tone: "neutral" };
+}
+
+const n = (v) => (Number.isFinite(v) ? v : 0);
+
+/**
+ * tally turns the API's counts into the numbers the board shows. "final"
+ * follows the server's meaning: no further provider outcome expected.
+ */
+export function tally(counts) {
+  const c = counts || {};
+  const inFlight = n(c.pending) + n(c.sending) + n(c.sent);
+  const attention = n(c.unconfirmed) + n(c.unknown);
+  const stopped = n(c.opted_out) + n(c.canceled);
+  const total = inFlight + n(c.delivered) + n(c.failed) + attention + stopped;
+  return {
+    total,
+    delivered: n(c.delivered),
+    failed: n(c.failed),
+    unconfirmed: n(c.unconfirmed),
+    unknown: n(c.unknown),
+    attention,
+    stopped,
+    inFlight,
+    waiting: n(c.pending) + n(c.sending),
+    sent: n(c.sent),
+    replied: n(c.replied),
+    acknowledged: n(c.acknowledged),
+    final: total - inFlight,
+  };
+}
+
+export function plural(count, one, many) {
+  return `${count} ${count === 1 ? one : many || one + "s"}`;
+}
+
+/** summaryLine is the one-line text version of a group's progress. */
+export function summaryLine(t) {
+  const parts = [`${t.delivered} of ${t.total} delivered`];
+  if (t.failed) parts.push(`${t.failed} failed`);
+  if (t.unconfirmed) parts.push(`${t.unconfirmed} unconfirmed`);
+  if (t.unknown) parts.push(`${t.unknown} unknown`);
+  if (t.inFlight) parts.push(`${t.inFlight} in progress`);
+  if (t.stopped) parts.push(`${t.stopped} not sent`);
+  return parts.join(" · ");
+}
+
+/** parseTime returns a Date, or null for null, empty, invalid or Go zero times. */
+export function parseTime(s) {
+  if (!s) return null;
+  const d = new Date(s);
+  if (Number.isNaN(d.getTime()) || d.getUTCFullYear() < 1971) return null;
+  return d;
+}
+
+const clock = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+const dayClock = new Intl.DateTimeFormat(undefined, {
+  month: "short",
+  day: "numeric",
+  hour: "2-digit",
+  minute: "2-digit",
+});
+const full = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
+
+/** fmtTime shows a time compactly: the clock today, date and clock otherwise. */
+export function fmtTime(s) {
+  const d = parseTime(s);
+  if (!d) return "";
+  const now = new Date();
+  return d.toDateString() === now.toDateString() ? clock.format(d) : dayClock.format(d);
+}
+
+const shortClock = new Intl.DateTimeFormat(undefined, { hour: "numeric", minute: "2-digit" });
+
+/** fmtShort is fmtTime without seconds, for lists. */
+export function fmtShort(s) {
+  const d = parseTime(s);
+  if (!d) return "";
+  return d.toDateString() === new Date().toDateString() ? shortClock.format(d) : dayClock.format(d);
+}
+
+/** fmtFull is a complete date and time, for tooltips and datetime attributes' text. */
+export function fmtFull(s) {
+  const d = parseTime(s);
+  return d ? full.format(d) : "";
+}
+
+/** fmtAgo is a coarse relative time ("just now", "5 min ago"). */
+export function fmtAgo(s, now = Date.now()) {
+  const d = parseTime(s);
+  if (!d) return "";
+  const sec = Math.round((now - d.getTime()) / 1000);
+  if (sec < 45) return "just now";
+  const min = Math.round(sec / 60);
+  if (min < 60) return `${min} min ago`;
+  const hr = Math.round(min / 60);
+  if (hr < 24) return `${hr} h ago`;
+  return dayClock.format(d);
+}
+
+/** eventData decodes an event's data, which may arrive as an object or as base64 JSON. */
+export function eventData(ev) {
+  const d = ev && ev.data;
+  if (d && typeof d === "object") return d;
+  if (typeof d === "string") {
+    try {
+      return JSON.parse(d);
+    } catch {
+      try {
+        return JSON.parse(atob(d));
+      } catch {
+        return {};
+      }
+    }
+  }
+  return {};
+}
+
+const RESULT_TEXT = {
+  accepted: "Provider accepted the message",
+  failed: "Provider rejected the message",
+  retry: "Not sent; will try again",
+  rate_limited: "Rate limited by the provider; will try again",
+  uncertain: "Outcome uncertain: it may or may not have been sent",
+  halted: "Sender problem: the group was paused",
+};
+
+function join(...parts) {
+  return parts.filter(Boolean).join(" · ");
+}
+
+/** Provider error classes in words (see crewcast.ErrorClass). */
+export const ERROR_CLASSES = {
+  not_sent: "not sent; safe to resend",
+  recipient: "permanent for this recipient",
+  sender: "sender problem",
+  carrier: "carrier error",
+  uncertain: "outcome uncertain",
+};
+
+export function errorClassText(cls) {
+  return cls ? ERROR_CLASSES[cls] || cls.replace(/_/g, " ") : "";
+}
+
+function errorText(code, cls, detail) {
+  return join(code ? `error ${code}` : "", errorClassText(cls), detail);
+}
+
+function forIndex(list, index) {
+  if (!Array.isArray(list) || list.length === 0) return null;
+  if (list.length === 1) return list[0];
+  return list.find((o) => Array.isArray(o.i) && o.i.includes(index)) || list[0];
+}
+
+/**
+ * describeEvent returns {title, detail} for one journal event of one
+ * recipient (index = its position in the group's roster). Unknown types get
+ * a generic line so new server events still show up.
+ */
+export function describeEvent(ev, index) {
+  const d = eventData(ev);
+  const by = d.by ? `by ${d.by}` : "";
+  switch (ev.type) {
+    case "group.created": {
+      const count = Array.isArray(d.recipients) ? d.recipients.length : 0;
+      const me = Array.isArray(d.recipients) ? d.recipients[index] : null;
+      return {
+        title: "Message created",
+        detail: join(count ? plural(count, "recipient") : "", me && me.suppressed ? "on the suppression list; will not be sent" : ""),
+      };
+    }
+    case "send.claimed": {
+      const send = forIndex(d.sends, index);
+      const shared = send && Array.isArray(send.i) && send.i.length > 1;
+      return { title: "Claimed for sending", detail: shared ? "one group MMS thread" : "" };
+    }
+    case "send.outcomes": {
+      const o = forIndex(d.outcomes, index) || {};
+      const when = parseTime(o.retry_at) ? `retry at ${fmtTime(o.retry_at)}` : "";
+      return {
+        title: RESULT_TEXT[o.result] || `Send result: ${o.result || "unknown"}`,
+        detail: join(
+          o.message_id ? `message ${o.message_id}` : "",
+          errorText(o.code, o.class, o.detail),
+          o.opt_out ? "recipient opted out" : "",
+          when,
+        ),
+      };
+    }
+    case "status.observed": {
+      const src = { lookup: "Status check: ", reconcile: "Matched a late receipt: " }[d.source] || "Provider reported ";
+      return {
+        title: src + statusInfo(d.status).label.toLowerCase(),
+        detail: join(
+          d.provider_status && d.provider_status !== d.status ? `provider says “${d.provider_status}”` : "",
+          errorText(d.code, d.class, ""),
+          d.opt_out ? "recipient opted out" : "",
+          d.evidence,
+        ),
+      };
+    }
+    case "reply.received":
+      return {
+        title: d.ack === "yes" ? "Replied — acknowledged" : d.ack === "no" ? "Replied — declined" : "Replied",
+        detail: join(d.text !== undefined ? `“${d.text}”` : "", d.keyword ? `keyword ${d.keyword.toUpperCase()}` : ""),
+      };
+    case "send.unconfirmed":
+      return { title: "Marked unconfirmed", detail: d.reason || "the send's outcome cannot be known" };
+    case "status.checked":
+      return {
+        title: "Status checked; no final receipt yet",
+        detail: join(d.provider_status ? `provider says “${d.provider_status}”` : "", d.error, parseTime(d.next_check_at) ? `next check ${fmtTime(d.next_check_at)}` : ""),
+      };
+    case "status.expired":
+      return { title: "No receipt by the deadline; marked unknown", detail: d.reason || "" };
+    case "group.canceled":
+      return { title: "Group canceled", detail: by };
+    case "group.resumed":
+      return { title: "Group resumed", detail: by };
+    case "recipient.resolved":
+      return {
+        title: d.outcome === "delivered" ? "Operator confirmed delivered" : "Operator confirmed not delivered",
+        detail: by,
+      };
+    case "recipient.retry":
+      return { title: "Operator asked to retry", detail: by };
+    default: {
+      let raw = "";
+      try {
+        raw = JSON.stringify(d);
+      } catch {
+        raw = "";
+      }
+      if (raw.length > 160) raw = raw.slice(0, 157) + "…";
+      return { title: ev.type || "event", detail: raw === "{}" ? "" : raw };
+    }
+  }
+}
+
+/** E164 is the shape the server accepts; used only for client-side hints. */
+export const E164 = /^\+[1-9]\d{6,14}$/;
+
+/** cleanNumber strips the spacing people paste (spaces, dashes, dots, parentheses). */
+export function cleanNumber(s) {
+  return s.trim().replace(/[\s().-]/g, "");
+}
+
+const GSM7 =
+  "@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !\"#¤%&'()*+,-./0123456789:;<=>?¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà";
+const GSM7_EXT = "^{}\\[~]|€\f";
+
+/** segments estimates SMS segments (GSM-7 160/153, else UCS-2 70/67 per UTF-16 unit). */
+export function segments(text) {
+  let gsm = true;
+  let units = 0;
+  for (const ch of text) {
+    if (GSM7.includes(ch)) units += 1;
+    else if (GSM7_EXT.includes(ch)) units += 2;
+    else {
+      gsm = false;
+      break;
+    }
+  }
+  if (!gsm) {
+    const len = text.length; // UTF-16 code units
+    return { encoding: "Unicode", count: len <= 70 ? 1 : Math.ceil(len / 67) };
+  }
+  return { encoding: "GSM-7", count: units <= 160 ? 1 : Math.ceil(units / 153) };
+}

@@ -1,0 +1,539 @@
+// One group: counters, roster with status chips and replies, per-recipient
+// timelines, operator actions and live refresh over SSE.
+import { api } from "./api.js";
+import { h, replace, coalesce } from "./dom.js";
+import { tally, summaryLine, plural, fmtTime, fmtFull, parseTime, describeEvent, errorClassText } from "./format.js";
+import { chip, groupChip, flagChip, progressBar, toast, ask, live, liveBadge, setLiveBadge } from "./ui.js";
+import { firstLine } from "./groups.js";
+
+const MODE_LABEL = { individual: "Individual messages", group_mms: "Group MMS thread" };
+const CANCELABLE = new Set(["sending", "awaiting", "paused"]);
+
+// Roster filters: value → [label, predicate].
+const FILTERS = {
+  all: ["All", () => true],
+  attention: ["Needs attention", (r) => ["failed", "unconfirmed", "unknown"].includes(r.status)],
+  replied: ["Replied", (r) => Boolean(r.reply_text || parseTime(r.replied_at))],
+  progress: ["In progress", (r) => ["pending", "sending", "sent"].includes(r.status)],
+  delivered: ["Delivered", (r) => r.status === "delivered"],
+  stopped: ["Not sent", (r) => ["opted_out", "canceled"].includes(r.status)],
+};
+
+const COLUMNS = 6;
+
+function tile(name, label, value, tone) {
+  return h(
+    "div",
+    { class: `tile tone-${tone}${value ? "" : " is-zero"}`, dataset: { counter: name } },
+    h("span", { class: "tile-value" }, String(value)),
+    h("span", { class: "tile-label" }, label),
+  );
+}
+
+function counters(t) {
+  const tiles = [
+    tile("total", "Recipients", t.total, "neutral"),
+    tile("delivered", "Delivered", t.delivered, "good"),
+    tile("in_progress", "In progress", t.inFlight, "progress"),
+    tile("failed", "Failed", t.failed, "bad"),
+    tile("unconfirmed", "Unconfirmed", t.unconfirmed, "warn"),
+    tile("unknown", "Unknown", t.unknown, "warn"),
+    tile("replied", "Replied", t.replied, "info"),
+    tile("acknowledged", "Acknowledged", t.acknowledged, "good"),
+  ];
+  if (t.stopped) tiles.push(tile("not_sent", "Opted out / canceled", t.stopped, "muted"));
+  return tiles;
+}
+
+function replyChips(r) {
+  if (r.ack === "yes") return flagChip("Acknowledged", "good", "ack-yes");
+  if (r.ack === "no") return flagChip("Declined", "bad", "ack-no");
+  if (r.reply_text || parseTime(r.replied_at)) return flagChip("Replied", "info", "replied");
+  return null;
+}
+
+function lastUpdate(r) {
+  const marks = [
+    ["Delivered", r.delivered_at],
+    ["Failed", r.failed_at],
+    ["Sent", r.sent_at],
+    ["Replied", r.replied_at],
+  ]
+    .map(([label, at]) => [label, at, parseTime(at)])
+    .filter(([, , d]) => d);
+  if (marks.length === 0) return h("span", { class: "muted" }, "—");
+  marks.sort((a, b) => b[2] - a[2]);
+  const [label, at] = marks[0];
+  return h("span", null, `${label} `, h("time", { datetime: at, title: fmtFull(at) }, fmtTime(at)));
+}
+
+function errorLine(r) {
+  if (!r.error_code && !r.error_class) return null;
+  const parts = [];
+  if (r.error_code) parts.push(`Error ${r.error_code}`);
+  if (r.error_class) parts.push(errorClassText(r.error_class));
+  return h("p", { class: "error-line" }, parts.join(" · "));
+}
+
+/** render shows group id in main and returns a cleanup function. */
+export function render(main, ctx, id) {
+  let alive = true;
+  let group = null;
+  let filter = "all";
+  let loading = false;
+  let again = false;
+  const open = new Set(); // numbers whose timeline is shown
+  const rows = new Map(); // number → {key, tr, histBtn, tl}
+
+  const badge = liveBadge();
+  const head = h("div", { class: "group-head-slot" });
+  const notice = h("p", { class: "notice", id: "notice", role: "alert", hidden: true });
+  const attention = h("div", { class: "attention-slot" });
+  const stats = h("section", { class: "stats", "aria-label": "Counts" });
+  const updated = h("span", { class: "updated" });
+  const select = h("select", {
+    id: "roster-filter",
+    onchange: () => {
+      filter = select.value;
+      drawRoster();
+    },
+  });
+  const tbody = h("tbody", { id: "roster-body" });
+  let headKey = "";
+
+  replace(
+    main,
+    h(
+      "section",
+      { class: "page" },
+      h("a", { class: "back", href: "#/groups" }, "← All groups"),
+      h("div", { class: "loading-slot" }, h("p", { class: "loading" }, "Loading group…")),
+    ),
+  );
+
+  function layout() {
+    replace(
+      main,
+      h(
+        "section",
+        { class: "page page-group" },
+        h("a", { class: "back", href: "#/groups" }, "← All groups"),
+        head,
+        notice,
+        h("div", { class: "status-line" }, badge, updated),
+        stats,
+        attention,
+        h(
+          "section",
+          { class: "roster", "aria-labelledby": "roster-title" },
+          h(
+            "div",
+            { class: "roster-head" },
+            h("h2", { id: "roster-title" }, "Recipients"),
+            h("label", { class: "filter", for: "roster-filter" }, h("span", null, "Show"), select),
+          ),
+          h(
+            "table",
+            { class: "roster-table" },
+            h(
+              "thead",
+              null,
+              h(
+                "tr",
+                null,
+                h("th", { scope: "col" }, "Recipient"),
+                h("th", { scope: "col" }, "Status"),
+                h("th", { scope: "col" }, "Reply"),
+                h("th", { scope: "col", class: "num" }, "Attempts"),
+                h("th", { scope: "col" }, "Last update"),
+                h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Actions")),
+              ),
+            ),
+            tbody,
+          ),
+        ),
+      ),
+    );
+  }
+
+  function showNotice(message) {
+    notice.textContent = message;
+    notice.hidden = !message;
+  }
+
+  function drawHead() {
+    const g = group;
+    const key = JSON.stringify([g.status, g.pause_reason, g.text, g.from, g.mode, ctx.canSend]);
+    if (key === headKey) return;
+    headKey = key;
+    const t = tally(g.counts);
+    document.title = `${firstLine(g.text, 40)} — crewcast`;
+    replace(
+      head,
+      h(
+        "header",
+        { class: "group-head" },
+        h(
+          "div",
+          { class: "group-title-row" },
+          h("h1", { id: "group-title" }, firstLine(g.text)),
+          groupChip(g.status),
+        ),
+        // The title is the text's first line; repeat the whole text only
+        // when the title does not already show all of it.
+        firstLine(g.text) !== (g.text || "").trim()
+          ? h("p", { class: "message-text", id: "message-text" }, g.text)
+          : null,
+        h(
+          "dl",
+          { class: "meta" },
+          h("div", null, h("dt", null, "From"), h("dd", { class: "mono" }, g.from)),
+          h("div", null, h("dt", null, "Mode"), h("dd", null, MODE_LABEL[g.mode] || g.mode)),
+          h("div", null, h("dt", null, "Recipients"), h("dd", null, String(t.total))),
+          h(
+            "div",
+            null,
+            h("dt", null, "Created"),
+            h("dd", null, h("time", { datetime: g.created_at, title: fmtFull(g.created_at) }, fmtTime(g.created_at))),
+          ),
+          h("div", null, h("dt", null, "ID"), h("dd", { class: "mono small" }, g.id)),
+        ),
+        h(
+          "div",
+          { class: "group-actions" },
+          h("a", { class: "button", href: api.csvURL(g.id), download: `crewcast-${g.id}.csv`, id: "export-csv" }, "Export CSV"),
+          ctx.canSend && CANCELABLE.has(g.status)
+            ? h("button", { type: "button", class: "button button-danger", id: "cancel-group", onclick: cancelGroup }, "Cancel group")
+            : null,
+        ),
+        g.status === "paused"
+          ? h(
+              "p",
+              { class: "banner banner-warn", role: "alert" },
+              h("strong", null, "Paused. "),
+              g.pause_reason ? `${g.pause_reason}. ` : "",
+              "Sending has stopped until the sender problem is fixed.",
+            )
+          : null,
+      ),
+    );
+  }
+
+  function drawStats() {
+    const t = tally(group.counts);
+    replace(
+      stats,
+      h("div", { class: "tiles" }, counters(t)),
+      progressBar(t),
+      h("p", { class: "summary", id: "summary" }, summaryLine(t)),
+    );
+    const at = group.updated_at || group.created_at;
+    updated.textContent = parseTime(at) ? `Updated ${fmtTime(at)}` : "";
+    if (t.unconfirmed && ctx.canSend) {
+      replace(
+        attention,
+        h(
+          "div",
+          { class: "banner banner-warn attention" },
+          h(
+            "p",
+            null,
+            h("strong", null, `${plural(t.unconfirmed, "recipient")} unconfirmed. `),
+            "crewcast cannot tell whether these messages went out. Check the handset or the provider's inbox, then resolve each one.",
+          ),
+          h(
+            "button",
+            {
+              type: "button",
+              class: "button button-small",
+              onclick: () => {
+                filter = "attention";
+                select.value = filter;
+                drawRoster();
+              },
+            },
+            "Show them",
+          ),
+        ),
+      );
+    } else {
+      attention.replaceChildren();
+    }
+  }
+
+  function drawFilter() {
+    const list = group.recipients || [];
+    const opts = Object.entries(FILTERS).map(([value, [label, pred]]) => {
+      const count = list.filter(pred).length;
+      return h("option", { value, selected: value === filter }, `${label} (${count})`);
+    });
+    replace(select, opts);
+    select.value = filter;
+  }
+
+  function row(r, index) {
+    const histBtn = h(
+      "button",
+      {
+        type: "button",
+        class: "button button-quiet button-small history",
+        "aria-expanded": open.has(r.number) ? "true" : "false",
+        "aria-controls": `tl-${index}`,
+        onclick: () => toggleTimeline(r.number),
+      },
+      "History",
+    );
+    const actions = [];
+    if (ctx.canSend && r.status === "unconfirmed") {
+      actions.push(
+        h("button", { type: "button", class: "button button-warn button-small resolve", onclick: () => resolve(r.number) }, "Resolve…"),
+      );
+    }
+    if (ctx.canSend && r.status === "failed") {
+      actions.push(h("button", { type: "button", class: "button button-small retry", onclick: () => retry(r.number) }, "Retry"));
+    }
+    actions.push(histBtn);
+    const tr = h(
+      "tr",
+      { class: "recipient", dataset: { number: r.number, status: r.status } },
+      h(
+        "td",
+        { class: "col-who", "data-label": "Recipient" },
+        h("span", { class: "number mono" }, r.number),
+        r.name ? h("span", { class: "name" }, r.name) : null,
+      ),
+      h("td", { class: "col-status", "data-label": "Status" }, h("div", { class: "chips" }, chip(r.status), replyChips(r)), errorLine(r)),
+      h(
+        "td",
+        { class: "col-reply", "data-label": "Reply" },
+        r.reply_text
+          ? h("p", { class: "reply-text" }, r.reply_text)
+          : h("span", { class: "muted" }, "—"),
+      ),
+      h("td", { class: "col-attempts num", "data-label": "Attempts" }, String(r.attempts || 0)),
+      h("td", { class: "col-time", "data-label": "Last update" }, lastUpdate(r)),
+      h("td", { class: "col-actions" }, h("div", { class: "row-actions" }, actions)),
+    );
+    return { tr, histBtn };
+  }
+
+  function timelineRow(index) {
+    const body = h("div", { class: "timeline-box" }, h("p", { class: "muted" }, "Loading history…"));
+    const tr = h("tr", { class: "timeline-row", id: `tl-${index}` }, h("td", { colspan: COLUMNS }, body));
+    return { tr, body };
+  }
+
+  async function loadTimeline(number) {
+    const entry = rows.get(number);
+    if (!entry || !entry.tl) return;
+    const index = (group.recipients || []).findIndex((r) => r.number === number);
+    try {
+      const res = await api.events(id, number);
+      if (!alive || !entry.tl) return;
+      const events = (res && res.events) || [];
+      if (events.length === 0) {
+        replace(entry.tl.body, h("p", { class: "muted" }, "No events yet."));
+        return;
+      }
+      replace(
+        entry.tl.body,
+        h("h3", { class: "timeline-title" }, `History of ${number}`),
+        h(
+          "ol",
+          { class: "timeline" },
+          events.map((ev) => {
+            const { title, detail } = describeEvent(ev, index);
+            return h(
+              "li",
+              { class: "tl-item", dataset: { type: ev.type } },
+              h("time", { class: "tl-time", datetime: ev.time, title: fmtFull(ev.time) }, fmtTime(ev.time)),
+              h(
+                "div",
+                { class: "tl-main" },
+                h("span", { class: "tl-title" }, title),
+                h("code", { class: "tl-type" }, ev.type),
+                detail ? h("p", { class: "tl-detail" }, detail) : null,
+              ),
+            );
+          }),
+        ),
+      );
+    } catch (e) {
+      if (!alive || !entry.tl) return;
+      replace(entry.tl.body, h("p", { class: "form-error" }, `Could not load history: ${e.message}`));
+    }
+  }
+
+  function toggleTimeline(number) {
+    if (open.has(number)) open.delete(number);
+    else open.add(number);
+    const entry = rows.get(number);
+    if (entry) entry.histBtn.setAttribute("aria-expanded", open.has(number) ? "true" : "false");
+    drawRoster();
+    if (open.has(number)) loadTimeline(number);
+  }
+
+  // drawRoster updates the table in place: a row is rebuilt only when its
+  // recipient changed, and unchanged rows are never moved, so focus and
+  // open timelines survive live refreshes.
+  function drawRoster() {
+    drawFilter();
+    const list = group.recipients || [];
+    const pred = FILTERS[filter][1];
+    const nodes = [];
+    list.forEach((r, index) => {
+      if (!pred(r)) return;
+      const key = JSON.stringify(r) + ctx.canSend;
+      let entry = rows.get(r.number);
+      if (!entry || entry.key !== key) {
+        const built = row(r, index);
+        entry = { key, tr: built.tr, histBtn: built.histBtn, tl: entry ? entry.tl : null };
+        rows.set(r.number, entry);
+      }
+      nodes.push(entry.tr);
+      if (open.has(r.number)) {
+        if (!entry.tl) entry.tl = timelineRow(index);
+        nodes.push(entry.tl.tr);
+      } else {
+        entry.tl = null;
+      }
+    });
+    if (nodes.length === 0) {
+      nodes.push(h("tr", { class: "empty-row" }, h("td", { colspan: COLUMNS }, "No recipients match this filter.")));
+    }
+    let cur = tbody.firstChild;
+    for (const n of nodes) {
+      if (n === cur) cur = cur.nextSibling;
+      else tbody.insertBefore(n, cur);
+    }
+    while (cur) {
+      const next = cur.nextSibling;
+      tbody.removeChild(cur);
+      cur = next;
+    }
+  }
+
+  function apply(g, fromAction) {
+    if (!alive) return;
+    if (!Array.isArray(g.recipients)) {
+      // An action answered with a summary only; fetch the full view.
+      refresh();
+      return;
+    }
+    const first = group === null;
+    group = g;
+    if (first) layout();
+    drawHead();
+    drawStats();
+    drawRoster();
+    if (fromAction) showNotice("");
+  }
+
+  async function load() {
+    if (loading) {
+      again = true;
+      return;
+    }
+    loading = true;
+    try {
+      const g = await api.group(id);
+      apply(g, false);
+      if (group) for (const number of open) loadTimeline(number);
+    } catch (e) {
+      if (!alive) return;
+      if (group === null) {
+        replace(
+          main,
+          h(
+            "section",
+            { class: "page" },
+            h("a", { class: "back", href: "#/groups" }, "← All groups"),
+            h("h1", null, e.status === 404 ? "Group not found" : "Could not load the group"),
+            h("p", { class: "form-error" }, e.message),
+          ),
+        );
+      } else {
+        showNotice(`Could not refresh: ${e.message}`);
+      }
+    } finally {
+      loading = false;
+      if (again && alive) {
+        again = false;
+        load();
+      }
+    }
+  }
+
+  const refresh = coalesce(load, 300);
+
+  function resolve(number) {
+    ask({
+      title: `Resolve ${number}`,
+      body: [
+        h("p", null, "crewcast cannot tell whether this message was sent: the provider call ended without a clear answer."),
+        h("p", { class: "dialog-emphasis" }, "Check the handset or the provider's inbox first."),
+        h(
+          "ul",
+          { class: "dialog-list" },
+          h("li", null, h("strong", null, "Delivered"), " — you confirmed the person has the message. Nothing is sent again."),
+          h(
+            "li",
+            null,
+            h("strong", null, "Not delivered"),
+            " — you confirmed it never arrived. crewcast sends it again if attempts remain, otherwise marks it failed.",
+          ),
+        ),
+        h("p", { class: "muted" }, "Not sure? Go back and leave it unconfirmed."),
+      ],
+      choices: [
+        { value: null, label: "Back", kind: "quiet" },
+        { value: "not_delivered", label: "Not delivered", kind: "secondary" },
+        { value: "delivered", label: "Delivered", kind: "primary" },
+      ],
+      act: async (outcome) => apply(await api.resolve(id, number, outcome), true),
+    }).then((outcome) => {
+      if (outcome) toast(`${number} marked ${outcome === "delivered" ? "delivered" : "not delivered"}.`);
+    });
+  }
+
+  async function retry(number) {
+    try {
+      apply(await api.retry(id, number), true);
+      toast(`Retry requested for ${number}.`);
+    } catch (e) {
+      showNotice(`Cannot retry ${number}: ${e.message}`);
+    }
+  }
+
+  function cancelGroup() {
+    ask({
+      title: "Cancel this group?",
+      body: [
+        h("p", null, "Recipients who have not been sent the message yet will not get it."),
+        h("p", null, "Messages already sent cannot be recalled; their receipts and replies are still tracked."),
+      ],
+      choices: [
+        { value: null, label: "Keep sending", kind: "quiet" },
+        { value: "cancel", label: "Cancel group", kind: "danger" },
+      ],
+      act: async () => apply(await api.cancel(id), true),
+    }).then((v) => {
+      if (v) toast("Group canceled.");
+    });
+  }
+
+  const stop = live(
+    api.groupStreamURL(id),
+    (data) => {
+      if (!data || !data.group_id || data.group_id === id) refresh();
+    },
+    (s) => setLiveBadge(badge, s),
+  );
+  load();
+
+  return () => {
+    alive = false;
+    refresh.cancel();
+    stop();
+  };
+}

@@ -1,0 +1,147 @@
+// The list of groups with live counters.
+import { api } from "./api.js";
+import { h, replace, coalesce } from "./dom.js";
+import { tally, summaryLine, plural, fmtShort, fmtFull } from "./format.js";
+import { groupChip, progressBar, live, liveBadge, setLiveBadge } from "./ui.js";
+
+const MODE_LABEL = { individual: "Individual", group_mms: "Group MMS" };
+
+/** firstLine is a short title for a group: the first line of its text. */
+export function firstLine(text, max = 90) {
+  const line = (text || "").split("\n", 1)[0].trim();
+  return line.length > max ? line.slice(0, max - 1) + "…" : line || "(no text)";
+}
+
+function card(g) {
+  const t = tally(g.counts);
+  const extras = [];
+  if (t.replied) extras.push(plural(t.replied, "reply", "replies"));
+  if (t.acknowledged) extras.push(`${t.acknowledged} acknowledged`);
+  return h(
+    "li",
+    { class: "group-card", dataset: { groupId: g.id } },
+    h(
+      "a",
+      { class: "card-link", href: `#/groups/${encodeURIComponent(g.id)}` },
+      h(
+        "div",
+        { class: "card-top" },
+        groupChip(g.status),
+        h("time", { class: "card-time", datetime: g.created_at, title: fmtFull(g.created_at) }, fmtShort(g.created_at)),
+      ),
+      h("p", { class: "card-text" }, firstLine(g.text)),
+      h(
+        "p",
+        { class: "card-meta" },
+        `From ${g.from} · ${MODE_LABEL[g.mode] || g.mode} · ${plural(t.total, "recipient")}`,
+      ),
+      progressBar(t),
+      h(
+        "p",
+        { class: "card-summary" },
+        h("span", { class: "summary-main" }, summaryLine(t)),
+        extras.length ? h("span", { class: "summary-extra" }, extras.join(" · ")) : null,
+      ),
+      g.status === "paused" && g.pause_reason ? h("p", { class: "card-warn" }, `Paused: ${g.pause_reason}`) : null,
+    ),
+  );
+}
+
+/** render shows the group list in main and returns a cleanup function. */
+export function render(main, ctx) {
+  let alive = true;
+  let order = []; // ids in display order
+  const byId = new Map();
+  let cursor = "";
+  let loading = false;
+  let again = false; // a refresh arrived while a load was running
+
+  const badge = liveBadge();
+  const list = h("ul", { class: "group-list", id: "group-list", "aria-live": "off" });
+  const status = h("p", { class: "list-status", role: "status" });
+  const more = h("button", { type: "button", class: "button", hidden: true, onclick: () => load(false) }, "Load more");
+
+  replace(
+    main,
+    h(
+      "section",
+      { class: "page" },
+      h(
+        "div",
+        { class: "page-head" },
+        h("div", { class: "page-title" }, h("h1", null, "Group messages"), badge),
+      ),
+      status,
+      list,
+      h("div", { class: "list-more" }, more),
+    ),
+  );
+
+  function draw() {
+    if (order.length === 0) {
+      replace(
+        list,
+        h(
+          "li",
+          { class: "empty" },
+          h("p", null, "No group messages yet."),
+          ctx.canSend ? h("a", { class: "button button-primary", href: "#/new" }, "Send the first one") : null,
+        ),
+      );
+      return;
+    }
+    replace(list, order.map((id) => card(byId.get(id))));
+  }
+
+  // first=true refetches the first page and merges it (live refresh keeps
+  // pages loaded with "Load more"); first=false appends the next page.
+  async function load(first) {
+    if (loading) {
+      if (first) again = true;
+      return;
+    }
+    loading = true;
+    more.disabled = true;
+    try {
+      const page = await api.listGroups(first ? "" : cursor);
+      if (!alive) return;
+      const ids = [];
+      for (const g of page.groups || []) {
+        byId.set(g.id, g);
+        ids.push(g.id);
+      }
+      if (first) {
+        const rest = order.filter((id) => !ids.includes(id));
+        order = ids.concat(rest);
+        if (!cursor || order.length === ids.length) cursor = page.next_cursor || "";
+      } else {
+        order = order.concat(ids.filter((id) => !order.includes(id)));
+        cursor = page.next_cursor || "";
+      }
+      more.hidden = !cursor;
+      status.textContent = "";
+      draw();
+    } catch (e) {
+      if (!alive) return;
+      status.textContent = `Could not load groups: ${e.message}`;
+      status.className = "list-status form-error";
+    } finally {
+      loading = false;
+      more.disabled = false;
+      if (again && alive) {
+        again = false;
+        load(true);
+      }
+    }
+  }
+
+  const refresh = coalesce(() => load(true), 300);
+  const stop = live(api.allStreamURL(), () => refresh(), (s) => setLiveBadge(badge, s));
+  load(true);
+
+  return () => {
+    alive = false;
+    refresh.cancel();
+    stop();
+  };
+}
