@@ -36,8 +36,9 @@ type envelope struct {
 //     (KindSent / KindStatus), all with the webhook's data.id as EventID.
 //   - message.received gives one KindInbound Event: From is the sender,
 //     To the first to[] entry (our number; a reply reaches one of our
-//     numbers per webhook), CC every cc[] participant except the sender,
-//     in the order given.
+//     numbers per webhook), CC every distinct cc[] participant except the
+//     sender, in the order given. CC keeps our own number if Telnyx lists
+//     it; the router matches participant sets and knows its numbers.
 //   - any other event type gives no Events and no error.
 //
 // A failed signature wraps crewcast.ErrBadSignature and nothing was
