@@ -294,29 +294,6 @@ func TestTraceIDPropagationAndLogger(t *testing.T) {
 	}
 }
 
-// busyActors counts actors whose mailbox currently owns a goroutine.
-func (s *System) busyActors() int {
-	n := 0
-	s.mu.Lock()
-	nodes := make([]node, 0, len(s.plain))
-	for _, nd := range s.plain {
-		nodes = append(nodes, nd)
-	}
-	s.mu.Unlock()
-	for _, nd := range nodes {
-		if nd.(interface{ isRunning() bool }).isRunning() {
-			n++
-		}
-	}
-	return n
-}
-
-func (p *process[M]) isRunning() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.running
-}
-
 func TestIdleActorsHoldNoGoroutine(t *testing.T) {
 	sys := newTestSystem(t)
 	base := runtime.NumGoroutine()
@@ -335,7 +312,7 @@ func TestIdleActorsHoldNoGoroutine(t *testing.T) {
 		r.Tell(cmsg{})
 	}
 	wg.Wait()
-	waitUntil(t, "mailboxes to go idle", func() bool { return sys.busyActors() == 0 })
+	waitUntil(t, "mailboxes to go idle", func() bool { return sys.RunningActors() == 0 })
 	waitUntil(t, "goroutines to exit", func() bool { return runtime.NumGoroutine() <= base+10 })
 
 	// Virtual actors: activated and idle, no goroutines either.
@@ -346,11 +323,7 @@ func TestIdleActorsHoldNoGoroutine(t *testing.T) {
 	if k.Active() != n {
 		t.Fatalf("Active = %d, want %d", k.Active(), n)
 	}
-	waitUntil(t, "virtual actors to go idle", func() bool {
-		busy := false
-		k.each(func(p *process[cmsg]) { busy = busy || p.isRunning() })
-		return !busy
-	})
+	waitUntil(t, "virtual actors to go idle", func() bool { return sys.RunningActors() == 0 })
 	waitUntil(t, "goroutines to exit", func() bool { return runtime.NumGoroutine() <= base+10 })
 	// And they still work.
 	wg.Add(1)
@@ -420,6 +393,8 @@ func TestActorsAndDebugSnapshots(t *testing.T) {
 	r, _ := Spawn(sys, "snap", newCounter)
 	r.Tell(cmsg{add: 1})
 	askCount(t, r)
+	// Counters are updated at the end of each batch.
+	waitUntil(t, "batch bookkeeping", func() bool { return r.p.info().Processed == 2 })
 	k := NewKind(sys, "things", func(string) Actor[cmsg] { return newCounter() }, KindOptions{})
 	release := blockActor(t, k.Get("x"))
 	k.Tell("x", cmsg{add: 1})

@@ -137,9 +137,20 @@ type manualTimer struct {
 	at time.Time
 }
 
-func (mt *manualTimer) armLocked(d time.Duration) {
-	mt.at = mt.c.now.Add(d)
-	if d <= 0 {
+func (mt *manualTimer) armLocked(d time.Duration) { mt.armAtLocked(mt.c.now.Add(d)) }
+
+// resetAt arms the timer for the instant at (see scheduler.arm).
+func (mt *manualTimer) resetAt(at time.Time) {
+	mt.c.mu.Lock()
+	defer mt.c.mu.Unlock()
+	delete(mt.c.pending, mt)
+	mt.drain()
+	mt.armAtLocked(at)
+}
+
+func (mt *manualTimer) armAtLocked(at time.Time) {
+	mt.at = at
+	if !at.After(mt.c.now) {
 		mt.fireLocked(mt.c.now)
 		return
 	}

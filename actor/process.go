@@ -360,6 +360,8 @@ func (p *process[M]) requestPassivate(force bool) {
 // terminates. It yields the processor after cfg.throughput messages so one
 // busy actor cannot starve others.
 func (p *process[M]) run() {
+	p.sys.running.Add(1)
+	defer p.sys.running.Add(-1)
 	budget := p.cfg.throughput
 	kind := p.kindName()
 	for {
@@ -552,9 +554,9 @@ func (p *process[M]) startInstance() (exit bool) {
 func (p *process[M]) activationFailed(err error) {
 	p.sys.metrics.StoreError("activate", err)
 	p.sys.logger.Warn("actor: activation failed", "kind", p.kindName(), "actor", p.self.key, "error", err)
-	p.sys.emit(LifecycleEvent{Type: EventActivationFailed, Key: p.self.key, Kind: p.kindName(), Err: err})
 	p.startedOK = false
 	p.finish(finDrop, err, false)
+	p.sys.emit(LifecycleEvent{Type: EventActivationFailed, Key: p.self.key, Kind: p.kindName(), Err: err})
 }
 
 func (p *process[M]) extLocked() *procExt {

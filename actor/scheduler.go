@@ -141,8 +141,8 @@ func (s *scheduler) signal() {
 
 func (s *scheduler) loop() {
 	defer close(s.done)
-	timer := s.clock.NewTimer(time.Hour)
-	timer.Stop()
+	var timer Timer // created on first use, so an idle scheduler arms nothing
+	var timerC <-chan time.Time
 	var due []*timerTask
 	for {
 		now := s.clock.Now()
@@ -174,17 +174,38 @@ func (s *scheduler) loop() {
 			continue // rescheduled tasks may already be due
 		}
 		if pending > 0 {
-			timer.Reset(next.Sub(now))
+			if timer == nil {
+				timer = s.clock.NewTimer(time.Hour)
+				timerC = timer.C()
+			}
+			s.arm(timer, next)
 		}
 		select {
-		case <-timer.C():
+		case <-timerC:
 		case <-s.wake:
-			timer.Stop()
+			if timer != nil {
+				timer.Stop()
+			}
 		case <-s.quit:
-			timer.Stop()
+			if timer != nil {
+				timer.Stop()
+			}
 			return
 		}
 	}
+}
+
+// absoluteTimer is implemented by timers that can be armed for an instant
+// rather than a duration (ManualClock's), which removes the race between
+// reading the clock and arming the timer while a test advances time.
+type absoluteTimer interface{ resetAt(t time.Time) }
+
+func (s *scheduler) arm(timer Timer, at time.Time) {
+	if a, ok := timer.(absoluteTimer); ok {
+		a.resetAt(at)
+		return
+	}
+	timer.Reset(at.Sub(s.clock.Now()))
 }
 
 // compactLocked rebuilds the heap when most of it is cancelled, so lazy

@@ -14,7 +14,7 @@ func TestSchedulerUsesOneGoroutineForManyTimers(t *testing.T) {
 	for i := 0; i < 10000; i++ {
 		cancels = append(cancels, sys.AfterFunc(time.Hour+time.Duration(i), func() {}))
 	}
-	if got := runtime.NumGoroutine(); got != base {
+	if got := runtime.NumGoroutine(); got > base {
 		t.Fatalf("goroutines went from %d to %d after scheduling 10k timers", base, got)
 	}
 	if st := sys.TimerStats(); st.Pending != 10000 {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -107,6 +108,7 @@ type System struct {
 	dead    *deadLetters
 	onEvent func(LifecycleEvent)
 	live    liveCounter
+	running atomic.Int64 // mailbox goroutines alive
 
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
@@ -197,6 +199,10 @@ func (s *System) Every(d time.Duration, fn func()) CancelFunc {
 	}
 	return s.sched.add(s.clock.Now().Add(d), d, nil, 0, fn)
 }
+
+// RunningActors returns how many actors hold a goroutine right now (are
+// processing or about to); idle actors hold none.
+func (s *System) RunningActors() int { return int(s.running.Load()) }
 
 // TimerStats returns a snapshot of the central scheduler.
 func (s *System) TimerStats() TimerStats { return s.sched.stats() }
