@@ -124,12 +124,21 @@ func (s *Store) AckInbox(ctx context.Context, refs []store.InboxRef) error {
 	if len(refs) == 0 {
 		return nil
 	}
-	prov, ids, targets := make([]string, len(refs)), make([]string, len(refs)), make([]string, len(refs))
-	for i, r := range refs {
-		prov[i], ids[i], targets[i] = r.Provider, r.EventID, r.Target
+	now := store.Nanos(s.now())
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: ack inbox: begin: %w", err)
 	}
-	if _, err := s.pool.Exec(ctx, sqlAckInbox, store.Nanos(s.now()), prov, ids, targets); err != nil {
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	b := &pgx.Batch{}
+	for _, r := range refs {
+		b.Queue(sqlAckOne, now, r.Target, r.Provider, r.EventID)
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("postgres: ack inbox: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: ack inbox: commit: %w", err)
 	}
 	return nil
 }

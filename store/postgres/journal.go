@@ -40,10 +40,8 @@ const (
 		updated_at = excluded.updated_at`
 	// Acknowledging keeps the first processing time, so a replayed ack
 	// does not move the entry's purge horizon.
-	sqlAckInbox = `UPDATE inbox i SET processed_at = CASE WHEN i.processed_at = 0 THEN $1 ELSE i.processed_at END,
-		target = CASE WHEN r.target <> '' THEN r.target ELSE i.target END
-		FROM unnest($2::text[], $3::text[], $4::text[]) AS r(provider, event_id, target)
-		WHERE i.provider = r.provider AND i.event_id = r.event_id`
+	sqlAckOne = `UPDATE inbox SET processed_at = CASE WHEN processed_at = 0 THEN $1 ELSE processed_at END,
+		target = CASE WHEN $2 <> '' THEN $2 ELSE target END WHERE provider = $3 AND event_id = $4`
 	sqlPutRoutes = `INSERT INTO routes (key, value, expires_at) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at`
 	sqlSuppress = `INSERT INTO suppressions (number, reason, created_at)
@@ -248,7 +246,9 @@ func (s *Store) prefetch(ctx context.Context, tx pgx.Tx, units []actor.Unit, eff
 			return nil
 		})
 	})
-	b.Queue(`SELECT key, MAX(seq) FROM journal WHERE key = ANY($1::text[]) GROUP BY key`, keys).Query(func(rows pgx.Rows) error {
+	// One backward index probe per key, however long its journal is.
+	b.Queue(`SELECT k.key, COALESCE((SELECT seq FROM journal j WHERE j.key = k.key ORDER BY seq DESC LIMIT 1), 0)
+		FROM unnest($1::text[]) AS k(key)`, keys).Query(func(rows pgx.Rows) error {
 		return forEach(rows, func() error {
 			var k string
 			var seq int64
@@ -393,12 +393,11 @@ func queueUnit(b *pgx.Batch, u *actor.Unit, effs []*store.Effects, now time.Time
 		if ds := lastPerKey(e.Deliveries, func(d *store.DeliveryRow) string { return d.GroupID + "\x00" + d.Number }); len(ds) > 0 {
 			queueDeliveries(b, ds)
 		}
-		if n := len(e.InboxDone); n > 0 {
-			prov, ids, targets := make([]string, n), make([]string, n), make([]string, n)
-			for j, r := range e.InboxDone {
-				prov[j], ids[j], targets[j] = r.Provider, r.EventID, r.Target
-			}
-			b.Queue(sqlAckInbox, store.Nanos(now), prov, ids, targets)
+		// One statement per ack: each is a unique-index lookup, where a
+		// join against an unnest of many refs may be planned as a scan of
+		// the whole inbox.
+		for _, r := range e.InboxDone {
+			b.Queue(sqlAckOne, store.Nanos(now), r.Target, r.Provider, r.EventID)
 		}
 		if rs := lastPerKey(e.Routes, func(r *store.Route) string { return r.Key }); len(rs) > 0 {
 			keys, vals, exp := make([]string, len(rs)), make([]string, len(rs)), make([]int64, len(rs))
