@@ -33,7 +33,8 @@ type envelope struct {
 // ParseWebhook verifies req's signature with the configured public key and
 // clock, then turns the body into Events:
 //   - message.sent and message.finalized give one Event per to[] entry
-//     (KindSent / KindStatus), all with the webhook's data.id as EventID.
+//     (KindSent / KindStatus), all with the webhook's data.id as EventID
+//     and the message's text as Text.
 //   - message.received gives one KindInbound Event: From is the sender,
 //     To the first to[] entry (our number; a reply reaches one of our
 //     numbers per webhook), CC every distinct cc[] participant except the

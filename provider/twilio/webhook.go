@@ -38,7 +38,8 @@ const maxMediaParams = 100
 // crewcast.ErrBadSignature for that reason.
 //
 // A status callback (MessageStatus, or SmsStatus, other than
-// receiving/received) gives one KindStatus Event; an inbound message gives
+// receiving/received) gives one KindStatus Event (with Body as Text in the
+// rare callback that carries one); an inbound message gives
 // one KindInbound Event with Body as Text and MediaUrl{N} as Media. The
 // EventID is the I-Twilio-Idempotency-Token header when present, else
 // "MessageSid:status:ErrorCode" (status "received" for inbound). Twilio
@@ -122,6 +123,7 @@ func parseParams(p url.Values, token string) (ev crewcast.Event, ok bool, err er
 	}
 	rs := recipientStatus(ev.To, providerStatus, code, crewcast.StatusUnknown)
 	ev.Kind = crewcast.KindStatus
+	ev.Text = p.Get("Body") // status callbacks rarely carry it; keep it when they do
 	ev.Status = rs.Status
 	ev.ProviderStatus = rs.ProviderStatus
 	ev.ErrorCode = rs.ErrorCode

@@ -221,6 +221,10 @@ func TestParseWebhookMalformedAndIgnored(t *testing.T) {
 	if err != nil || len(ev) != 1 || ev[0].Kind != crewcast.KindInbound || !slices.Equal(ev[0].Media, []string{"a", "c"}) {
 		t.Errorf("media without NumMedia: %+v, %v", ev, err)
 	}
+	ev, err = c.ParseWebhook(signedRequest(t, testHookURL, []byte("MessageSid=SM9&MessageStatus=delivered&Body=Crew+call&To=%2B2&From=%2B1")))
+	if err != nil || len(ev) != 1 || ev[0].Kind != crewcast.KindStatus || ev[0].Text != "Crew call" {
+		t.Errorf("status callback with Body: %+v, %v", ev, err)
+	}
 	ev, err = c.ParseWebhook(signedRequest(t, testHookURL, []byte("MessageSid=SM9&MessageStatus=failed&ErrorCode=21610&To=%2B2&From=%2B1")))
 	if err != nil || len(ev) != 1 || !ev[0].OptOut || ev[0].ErrorClass != crewcast.ClassRecipient {
 		t.Errorf("opt-out callback: %+v, %v", ev, err)
