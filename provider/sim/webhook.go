@@ -364,7 +364,8 @@ func (s *Sim) twilioPost(event, token string, form url.Values, targets []target)
 
 // TwilioSignature computes X-Twilio-Signature: base64 HMAC-SHA1 keyed with
 // the auth token over the URL followed by every parameter name and value,
-// names in byte order (repeated names: each value, sorted).
+// names in byte order (repeated names: each distinct value, sorted — as
+// Twilio's reference validator does).
 func TwilioSignature(authToken, u string, params url.Values) string {
 	var b strings.Builder
 	b.WriteString(u)
@@ -376,7 +377,10 @@ func TwilioSignature(authToken, u string, params url.Values) string {
 	for _, k := range names {
 		vals := append([]string(nil), params[k]...)
 		sort.Strings(vals)
-		for _, v := range vals {
+		for i, v := range vals {
+			if i > 0 && v == vals[i-1] {
+				continue
+			}
 			b.WriteString(k)
 			b.WriteString(v)
 		}
