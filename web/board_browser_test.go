@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"net/http/httptest"
@@ -74,7 +75,7 @@ func TestBoardInBrowser(t *testing.T) {
 
 	// The list shows both groups with counters and a progress bar.
 	do("open the list", chromedp.Navigate(srv.URL+"/#/groups"))
-	wait("both groups listed", `document.querySelectorAll("#group-list .group-card").length === 2`)
+	wait("the seeded groups listed", `document.querySelectorAll("#group-list .group-card").length === 3`)
 	if got := text(`[data-group-id="grp_old"] .summary-main`); got != "10 of 12 delivered · 1 failed · 1 not sent" {
 		t.Errorf("grp_old summary = %q", got)
 	}
@@ -117,6 +118,11 @@ func TestBoardInBrowser(t *testing.T) {
 	wait("the new group page", fmt.Sprintf(`location.hash === %s && document.querySelectorAll("#roster-body tr.recipient[data-status=pending]").length === 5`,
 		webtest.JS("#/groups/"+id)))
 	wait("the group stream to connect", `document.querySelector(".live-badge").dataset.state === "live"`)
+	// The stream resumes from the journal position the page loaded,
+	// instead of replaying the whole journal.
+	if uris := f.streamURIs(); !strings.HasPrefix(uris[len(uris)-1], "/v1/groups/"+id+"/stream?after=") {
+		t.Errorf("group stream opened as %q, want ?after=<seq>", uris[len(uris)-1])
+	}
 	webtest.Eval[bool](t, ctx, `window.__sameDocument = true`)
 	getsBefore := f.getCount(id)
 	f.start(id)
@@ -190,8 +196,11 @@ func TestBoardInBrowser(t *testing.T) {
 	if webtest.Eval[bool](t, ctx, `document.documentElement.scrollWidth > window.innerWidth + 1`) {
 		t.Errorf("phone layout scrolls sideways: scrollWidth %v", webtest.Eval[float64](t, ctx, `document.documentElement.scrollWidth`))
 	}
+	webtest.SetColorScheme(t, ctx, "dark")
+	_, darkShot := webtest.SaveScreenshot(t, ctx, "board-phone-dark.png", webtest.PhoneWidth, webtest.PhoneHeight)
+	webtest.SetColorScheme(t, ctx, "")
 	do("open the list on the phone", chromedp.Navigate(srv.URL+"/#/groups"))
-	wait("three groups listed", `document.querySelectorAll("#group-list .group-card").length === 3`)
+	wait("four groups listed", `document.querySelectorAll("#group-list .group-card").length === 4`)
 	_, phoneListShot := webtest.SaveScreenshot(t, ctx, "board-list-phone.png", webtest.PhoneWidth, webtest.PhoneHeight)
 	webtest.SetViewport(t, ctx, webtest.DesktopWidth, webtest.DesktopHeight)
 
@@ -206,6 +215,20 @@ func TestBoardInBrowser(t *testing.T) {
 	do("confirm", chromedp.Click(chromedp.CSS(`#confirm-dialog [data-choice="cancel"]`)))
 	wait("the group canceled", `!!document.querySelector('.group-head [data-group-status="canceled"]') && !document.querySelector("#cancel-group")`)
 
+	// Resume a paused group after reading why it paused.
+	do("open the paused group", chromedp.Navigate(srv.URL+"/#/groups/grp_paused"))
+	wait("the pause banner", `!!document.querySelector(".group-head .banner-warn")`)
+	if got := text(".group-head .banner-warn"); !strings.Contains(got, "not enabled for messaging (error 40310)") {
+		t.Errorf("pause banner = %q", got)
+	}
+	do("resume", chromedp.Click(chromedp.CSS("#resume-group")))
+	wait("the resume dialog", `document.querySelector("#confirm-dialog").open`)
+	if got := text("#confirm-body"); !strings.Contains(got, "error 40310") {
+		t.Errorf("resume dialog = %q; it should repeat the pause reason", got)
+	}
+	do("confirm the resume", chromedp.Click(chromedp.CSS(`#confirm-dialog [data-choice="resume"]`)))
+	wait("the group sending again", `!!document.querySelector('.group-head [data-group-status="sending"]') && !document.querySelector("#resume-group")`)
+
 	// Sign out ends the session on the server too.
 	do("sign out", chromedp.Click(chromedp.CSS("#signout")))
 	wait("the sign-in form", `location.hash === "#/signin" && !!document.querySelector("#signin-form")`)
@@ -213,12 +236,87 @@ func TestBoardInBrowser(t *testing.T) {
 		t.Errorf("GET /v1/session after sign-out = %d, want 401", got)
 	}
 
-	t.Logf("screenshots: %s", strings.Join([]string{signinShot, listShot, createShot, dialogShot, deskShot, phoneShot, phoneListShot}, " "))
+	// A read-only key sees everything but is offered no actions.
+	webtest.Type(t, ctx, "#key", readKey)
+	do("sign in read-only", chromedp.Click(chromedp.CSS("#signin-submit")))
+	wait("the list", `location.hash === "#/groups" && document.querySelectorAll("#group-list .group-card").length === 4`)
+	if webtest.Eval[bool](t, ctx, `!document.querySelector("#nav-new").hidden`) {
+		t.Error("read-only session offered New message")
+	}
+	do("open the created group read-only", chromedp.Navigate(srv.URL+"/#/groups/"+id))
+	wait("its roster", `document.querySelectorAll("#roster-body tr.recipient").length === 5`)
+	if n := webtest.Eval[int](t, ctx, `document.querySelectorAll("button.retry, button.resolve, #cancel-group").length`); n != 0 {
+		t.Errorf("read-only session offered %d action buttons", n)
+	}
+	do("open the sending group read-only", chromedp.Navigate(srv.URL+"/#/groups/grp_paused"))
+	wait("its roster", `document.querySelectorAll("#roster-body tr.recipient").length === 3`)
+	if webtest.Eval[bool](t, ctx, `!!document.querySelector("#cancel-group")`) {
+		t.Error("read-only session offered Cancel group")
+	}
+
+	// A session that ends while the page is open (TTL, restart) leads
+	// back to sign-in through the stream's failed reconnect, and signing
+	// in again returns to the same page.
+	wait("the stream to connect", `document.querySelector(".live-badge").dataset.state === "live"`)
+	f.expireSessions()
+	wait("sign-in after the session ended", `location.hash === "#/signin" && !!document.querySelector("#signin-form")`)
+	if got := text("#toast"); !strings.Contains(got, "session ended") {
+		t.Errorf("toast = %q, want a session-ended notice", got)
+	}
+	webtest.Type(t, ctx, "#key", fakeKey)
+	do("sign in again", chromedp.Click(chromedp.CSS("#signin-submit")))
+	wait("back on the same group", `location.hash === "#/groups/grp_paused" && !!document.querySelector("#cancel-group")`)
+
+	checkHelpers(t, ctx)
+
+	t.Logf("screenshots: %s", strings.Join([]string{signinShot, listShot, createShot, dialogShot, deskShot, phoneShot, darkShot, phoneListShot}, " "))
 	if *update {
 		for name, b := range map[string][]byte{"board.png": png, "board-phone.png": phonePNG} {
 			if err := os.WriteFile(filepath.Join("testdata", name), b, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// checkHelpers runs the board's pure helpers in the page (the same module
+// instances the app uses) against a table of cases.
+func checkHelpers(t *testing.T, ctx context.Context) {
+	t.Helper()
+	fails := webtest.Eval[[]string](t, ctx, `(async () => {
+  const f = await import("/static/format.js");
+  const c = await import("/static/create.js");
+  const g = await import("/static/groups.js");
+  const fails = [];
+  const eq = (name, got, want) => {
+    if (JSON.stringify(got) !== JSON.stringify(want)) fails.push(name + ": got " + JSON.stringify(got) + ", want " + JSON.stringify(want));
+  };
+  eq("160 GSM-7 chars", f.segments("a".repeat(160)), {encoding: "GSM-7", count: 1});
+  eq("161 GSM-7 chars", f.segments("a".repeat(161)), {encoding: "GSM-7", count: 2});
+  eq("306 GSM-7 chars", f.segments("a".repeat(306)), {encoding: "GSM-7", count: 2});
+  eq("extension chars count twice", f.segments("€".repeat(81)), {encoding: "GSM-7", count: 2});
+  eq("70 UCS-2 chars", f.segments("ł".repeat(70)), {encoding: "Unicode", count: 1});
+  eq("71 UCS-2 chars", f.segments("ł".repeat(71)), {encoding: "Unicode", count: 2});
+  eq("recipients: spacing stripped, blank lines skipped, lines kept",
+    c.parseRecipients(" +1 (555) 010-0001 \n\n+15550100002\n"), {numbers: ["+15550100001", "+15550100002"], lines: [1, 3]});
+  const t = f.tally({pending: 1, sending: 1, sent: 2, delivered: 3, failed: 1, unconfirmed: 1, unknown: 1, opted_out: 1, canceled: 1, replied: 2, acknowledged: 1});
+  eq("tally", [t.total, t.final, t.inFlight, t.attention, t.stopped], [12, 8, 4, 2, 2]);
+  eq("summary", f.summaryLine(t), "3 of 12 delivered · 1 failed · 1 unconfirmed · 1 unknown · 4 in progress · 2 not sent");
+  eq("tally of nothing", f.tally(undefined).total, 0);
+  eq("Go zero time is no time", f.parseTime("0001-01-01T00:00:00Z"), null);
+  eq("null time", f.parseTime(null), null);
+  eq("unknown event type", f.describeEvent({type: "x.y", data: {a: 1}}, 0), {title: "x.y", detail: '{"a":1}'});
+  eq("base64 event data", f.describeEvent({type: "recipient.resolved", data: btoa(JSON.stringify({outcome: "delivered", by: "key_1"}))}, 0),
+    {title: "Operator confirmed delivered", detail: "by key_1"});
+  eq("the recipient's own outcome", f.describeEvent({type: "send.outcomes", data: {outcomes: [
+    {i: [0], result: "accepted", message_id: "m0"}, {i: [1], result: "failed", code: "21610", class: "recipient"}]}}, 1),
+    {title: "Provider rejected the message", detail: "error 21610 · permanent for this recipient"});
+  eq("null data", f.describeEvent({type: "group.canceled", data: null}, 0), {title: "Group canceled", detail: ""});
+  eq("first line", g.firstLine("Line one\nline two"), "Line one");
+  eq("long first line", g.firstLine("x".repeat(100)).length, 90);
+  return fails;
+})()`, chromedp.EvalAwaitPromise)
+	for _, f := range fails {
+		t.Error(f)
 	}
 }

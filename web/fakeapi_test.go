@@ -59,6 +59,7 @@ type fakeGroup struct {
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
 	PauseReason string          `json:"pause_reason"`
+	Seq         int             `json:"seq"`
 	Counts      fakeCounts      `json:"counts"`
 	Recipients  []fakeRecipient `json:"recipients,omitempty"`
 }
@@ -77,7 +78,8 @@ type fieldError struct {
 }
 
 const (
-	fakeKey     = "cc_test_4f8a1c2e9b7d"
+	fakeKey     = "cc_test_4f8a1c2e9b7d" // admin scope
+	readKey     = "cc_read_77c0e1d2a3b4" // read scope only
 	cookieName  = "crewcast_session"
 	progressGap = 300 * time.Millisecond
 )
@@ -88,7 +90,8 @@ type fakeAPI struct {
 	t *testing.T
 
 	mu       sync.Mutex
-	sessions map[string]bool
+	sessions map[string]string // session id → key
+	streams  []string          // request URIs of SSE connections
 	groups   map[string]*fakeGroup
 	order    []string // newest first
 	events   map[string][]fakeEvent
@@ -98,6 +101,7 @@ type fakeAPI struct {
 	gets     map[string]int         // GET /v1/groups/{id} per id
 	gates    map[string]chan struct{}
 
+	kick    chan struct{} // closed to drop every open stream
 	created chan string   // ids of groups created through POST /v1/groups
 	done    chan struct{} // closed at test end: stops streams and progressions
 	wg      sync.WaitGroup
@@ -106,13 +110,14 @@ type fakeAPI struct {
 func newFakeAPI(t *testing.T) *fakeAPI {
 	f := &fakeAPI{
 		t:        t,
-		sessions: map[string]bool{},
+		sessions: map[string]string{},
 		groups:   map[string]*fakeGroup{},
 		events:   map[string][]fakeEvent{},
 		subs:     map[chan string]string{},
 		gets:     map[string]int{},
 		gates:    map[string]chan struct{}{},
 		created:  make(chan string, 4),
+		kick:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
 	f.seed()
@@ -175,6 +180,9 @@ func recount(g *fakeGroup) {
 func (f *fakeAPI) event(gid, number, typ string, at time.Time, data map[string]any) {
 	f.seq++
 	f.events[gid] = append(f.events[gid], fakeEvent{Seq: f.seq, Type: typ, Time: at, Data: data, number: number})
+	if g := f.groups[gid]; g != nil {
+		g.Seq = f.seq
+	}
 }
 
 // add stores a group and its creation events; call with f.mu held.
@@ -188,6 +196,7 @@ func (f *fakeAPI) add(g *fakeGroup) {
 	}
 	recount(g)
 	f.groups[g.ID] = g
+	g.Seq = f.seq
 	f.order = append([]string{g.ID}, f.order...)
 }
 
@@ -209,6 +218,13 @@ func (f *fakeAPI) seed() {
 	rs[11].Status, rs[11].DeliveredAt, rs[11].SentAt = "opted_out", nil, nil
 	f.add(&fakeGroup{ID: "grp_old", Mode: "individual", From: "+15550100000", CreatedAt: old, UpdatedAt: old.Add(time.Minute),
 		Text: "Tomorrow's load-in starts 6am at dock 4. Reply Y to confirm.", Recipients: rs})
+
+	pausedAt := now.Add(-3 * time.Hour)
+	f.add(&fakeGroup{ID: "grp_paused", Mode: "group_mms", From: "+15550100009", CreatedAt: pausedAt, UpdatedAt: pausedAt,
+		Status: "paused", PauseReason: "sender +15550100009 is not enabled for messaging (error 40310)",
+		Text: "Gate code changed to 4471.", Recipients: []fakeRecipient{
+			{Number: "+15550400001", Status: "pending"}, {Number: "+15550400002", Status: "pending"}, {Number: "+15550400003", Status: "pending"},
+		}})
 
 	seedAt := now.Add(-20 * time.Minute)
 	f.add(&fakeGroup{ID: "grp_seed", Mode: "individual", From: "+15550100000", CreatedAt: seedAt, UpdatedAt: seedAt.Add(time.Minute),
@@ -356,17 +372,39 @@ func writeError(w http.ResponseWriter, status int, code, msg string, fields []fi
 	writeJSON(w, status, map[string]any{"error": e})
 }
 
-func (f *fakeAPI) authed(r *http.Request) bool {
+// key returns the API key of the request's session, or "".
+func (f *fakeAPI) key(r *http.Request) string {
 	c, err := r.Cookie(cookieName)
 	if err != nil {
-		return false
+		return ""
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.sessions[c.Value]
 }
 
-var sessionView = map[string]any{"key_id": "key_1", "name": "Dispatch desk", "scopes": []string{"admin"}}
+func sessionView(key string) map[string]any {
+	if key == readKey {
+		return map[string]any{"key_id": "key_2", "name": "Wall screen", "scopes": []string{"read"}}
+	}
+	return map[string]any{"key_id": "key_1", "name": "Dispatch desk", "scopes": []string{"admin"}}
+}
+
+// expireSessions ends every session, as a server restart or TTL would, and
+// drops open streams so that the browser's reconnect meets the 401.
+func (f *fakeAPI) expireSessions() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.sessions)
+	close(f.kick)
+	f.kick = make(chan struct{})
+}
+
+func (f *fakeAPI) streamURIs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.streams...)
+}
 
 // summary is a group without its roster, as the list returns it.
 func summary(g *fakeGroup) fakeGroup {
@@ -389,7 +427,7 @@ func (f *fakeAPI) handler() http.Handler {
 		var body struct {
 			Key string `json:"key"`
 		}
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Key != fakeKey {
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || (body.Key != fakeKey && body.Key != readKey) {
 			writeError(w, http.StatusUnauthorized, "unauthorized", "invalid API key", nil)
 			return
 		}
@@ -397,22 +435,27 @@ func (f *fakeAPI) handler() http.Handler {
 		_, _ = rand.Read(b)
 		token := hex.EncodeToString(b)
 		f.mu.Lock()
-		f.sessions[token] = true
+		f.sessions[token] = body.Key
 		f.mu.Unlock()
 		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		writeJSON(w, http.StatusOK, sessionView)
+		writeJSON(w, http.StatusOK, sessionView(body.Key))
 	})
 
 	api := http.NewServeMux()
 	mux.Handle("/v1/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !f.authed(r) {
+		key := f.key(r)
+		if key == "" {
 			writeError(w, http.StatusUnauthorized, "unauthorized", "sign in first", nil)
+			return
+		}
+		if key == readKey && r.Method != http.MethodGet && r.URL.Path != "/v1/session" {
+			writeError(w, http.StatusForbidden, "forbidden", "this key may only read", nil)
 			return
 		}
 		api.ServeHTTP(w, r)
 	}))
 	api.HandleFunc("GET /v1/session", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, sessionView)
+		writeJSON(w, http.StatusOK, sessionView(f.key(r)))
 	})
 	api.HandleFunc("DELETE /v1/session", func(w http.ResponseWriter, r *http.Request) {
 		if c, err := r.Cookie(cookieName); err == nil {
@@ -473,6 +516,24 @@ func (f *fakeAPI) handler() http.Handler {
 		}
 		g.Status, g.UpdatedAt = "canceled", now
 		f.event(id, "", "group.canceled", now, map[string]any{"by": "key_1"})
+		recount(g)
+		view := full(g)
+		f.mu.Unlock()
+		f.publish(id)
+		writeJSON(w, http.StatusOK, view)
+	})
+	api.HandleFunc("POST /v1/groups/{id}/resume", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		f.mu.Lock()
+		g := f.groups[id]
+		if g == nil || g.Status != "paused" {
+			f.mu.Unlock()
+			writeError(w, http.StatusConflict, "conflict", "group is not paused", nil)
+			return
+		}
+		now := time.Now()
+		g.Status, g.PauseReason, g.UpdatedAt = "sending", "", now
+		f.event(id, "", "group.resumed", now, map[string]any{"by": "key_1"})
 		recount(g)
 		view := full(g)
 		f.mu.Unlock()
@@ -629,16 +690,23 @@ func (f *fakeAPI) stream(w http.ResponseWriter, r *http.Request, gid string) {
 	// stream open, no change can slip by.
 	ch := f.subscribe(gid)
 	defer f.unsubscribe(ch)
+	f.mu.Lock()
+	f.streams = append(f.streams, r.URL.RequestURI())
+	kick := f.kick
+	f.mu.Unlock()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	_, _ = fmt.Fprint(w, ": connected\n\n")
+	// A short reconnect delay keeps the session-expiry check fast.
+	_, _ = fmt.Fprint(w, "retry: 200\n: connected\n\n")
 	flusher.Flush()
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case <-f.done:
+			return
+		case <-kick:
 			return
 		case id := <-ch:
 			if _, err := fmt.Fprintf(w, "event: change\ndata: {\"group_id\":%q}\n\n", id); err != nil {

@@ -50,7 +50,8 @@ export async function request(method, path, body) {
   if (!res.ok) {
     const e = (data && data.error) || {};
     const err = new ApiError(res.status, e.code, e.message || res.statusText, e.fields);
-    if (res.status === 401 && path !== "/v1/session") onUnauthorized(err);
+    // A wrong key at sign-in is not a lost session.
+    if (res.status === 401 && !(method === "POST" && path === "/v1/session")) onUnauthorized(err);
     throw err;
   }
   return data;
@@ -69,10 +70,13 @@ export const api = {
   createGroup: (body) => request("POST", "/v1/groups", body),
   events: (id, number) => request("GET", `/v1/groups/${enc(id)}/events?number=${enc(number)}`),
   cancel: (id) => request("POST", `/v1/groups/${enc(id)}/cancel`),
+  resume: (id) => request("POST", `/v1/groups/${enc(id)}/resume`),
   resolve: (id, number, outcome) =>
     request("POST", `/v1/groups/${enc(id)}/recipients/${enc(number)}/resolve`, { outcome }),
   retry: (id, number) => request("POST", `/v1/groups/${enc(id)}/recipients/${enc(number)}/retry`),
   csvURL: (id) => `/v1/reports/deliveries?group_id=${enc(id)}&format=csv`,
-  groupStreamURL: (id) => `/v1/groups/${enc(id)}/stream`,
+  // after: the journal sequence the page already shows, so the stream
+  // does not replay the whole journal (a reconnect's Last-Event-ID wins).
+  groupStreamURL: (id, after) => `/v1/groups/${enc(id)}/stream${after ? `?after=${enc(after)}` : ""}`,
   allStreamURL: () => "/v1/stream",
 };

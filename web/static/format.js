@@ -91,7 +91,7 @@ const clock = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-d
 const dayClock = new Intl.DateTimeFormat(undefined, {
   month: "short",
   day: "numeric",
-  hour: "2-digit",
+  hour: "numeric",
   minute: "2-digit",
 });
 const full = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });

@@ -202,6 +202,9 @@ export function render(main, ctx, id) {
           "div",
           { class: "group-actions" },
           h("a", { class: "button", href: api.csvURL(g.id), download: `crewcast-${g.id}.csv`, id: "export-csv" }, "Export CSV"),
+          ctx.canSend && g.status === "paused"
+            ? h("button", { type: "button", class: "button button-primary", id: "resume-group", onclick: resumeGroup }, "Resume sending")
+            : null,
           ctx.canSend && CANCELABLE.has(g.status)
             ? h("button", { type: "button", class: "button button-danger", id: "cancel-group", onclick: cancelGroup }, "Cancel group")
             : null,
@@ -505,6 +508,24 @@ export function render(main, ctx, id) {
     }
   }
 
+  function resumeGroup() {
+    ask({
+      title: "Resume sending?",
+      body: [
+        h("p", null, "Sending stopped because of a problem with the sender:"),
+        h("p", { class: "dialog-emphasis" }, group.pause_reason || "no reason was recorded"),
+        h("p", null, "Fix it first (number, account or provider settings), or the group will pause again."),
+      ],
+      choices: [
+        { value: null, label: "Not yet", kind: "quiet" },
+        { value: "resume", label: "Resume sending", kind: "primary" },
+      ],
+      act: async () => apply(await api.resume(id), true),
+    }).then((v) => {
+      if (v) toast("Sending resumed.");
+    });
+  }
+
   function cancelGroup() {
     ask({
       title: "Cancel this group?",
@@ -522,14 +543,26 @@ export function render(main, ctx, id) {
     });
   }
 
-  const stop = live(
-    api.groupStreamURL(id),
-    (data) => {
-      if (!data || !data.group_id || data.group_id === id) refresh();
-    },
-    (s) => setLiveBadge(badge, s),
-  );
-  load();
+  // The stream starts after the first load, from the journal position that
+  // load showed: nothing is missed and nothing old is replayed.
+  let stop = () => {};
+  function follow() {
+    stop = live(
+      () => api.groupStreamURL(id, group && group.seq),
+      (data) => {
+        if (!data || !data.group_id || data.group_id === id) refresh();
+      },
+      (s) => {
+        setLiveBadge(badge, s);
+        // The stream gave up (e.g. 401): if the session ended, this check
+        // sends the user to sign-in instead of retrying forever.
+        if (s === "offline") api.session().catch(() => {});
+      },
+    );
+  }
+  load().then(() => {
+    if (alive && group) follow();
+  });
 
   return () => {
     alive = false;

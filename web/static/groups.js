@@ -136,7 +136,16 @@ export function render(main, ctx) {
   }
 
   const refresh = coalesce(() => load(true), 300);
-  const stop = live(api.allStreamURL(), () => refresh(), (s) => setLiveBadge(badge, s));
+  const stop = live(
+    api.allStreamURL(),
+    () => refresh(),
+    (s) => {
+      setLiveBadge(badge, s);
+      // The stream gave up (e.g. 401): if the session ended, this check
+      // sends the user to sign-in instead of retrying forever.
+      if (s === "offline") api.session().catch(() => {});
+    },
+  );
   load(true);
 
   return () => {

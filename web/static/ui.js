@@ -135,7 +135,8 @@ export function ask({ title, body, choices, act }) {
  * so the caller refetches). onState gets "connecting", "live",
  * "reconnecting" or "offline". EventSource retries on network errors by
  * itself; when it gives up (an HTTP error such as 401 or 503 closes it for
- * good) we start a new one after a pause. Returns a stop function.
+ * good) we start a new one after a pause. url may be a function, called
+ * for each new connection. Returns a stop function.
  */
 export function live(url, onChange, onState, retryMs = 5000) {
   let es = null;
@@ -144,7 +145,7 @@ export function live(url, onChange, onState, retryMs = 5000) {
   let everOpen = false;
   const connect = () => {
     onState("connecting");
-    es = new EventSource(url);
+    es = new EventSource(typeof url === "function" ? url() : url);
     es.addEventListener("open", () => {
       onState("live");
       if (everOpen) onChange(null);

@@ -31,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
@@ -289,6 +290,19 @@ func PageText(ctx context.Context) string {
 func SetViewport(t testing.TB, ctx context.Context, width, height int) {
 	t.Helper()
 	Do(t, ctx, "set viewport", chromedp.EmulateViewport(int64(width), int64(height)))
+}
+
+// SetColorScheme emulates prefers-color-scheme ("light" or "dark"; ""
+// restores the default).
+func SetColorScheme(t testing.TB, ctx context.Context, scheme string) {
+	t.Helper()
+	params := emulation.SetEmulatedMediaParams{}
+	if scheme != "" {
+		params.Features = []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}
+	}
+	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, params); err != nil {
+		t.Fatalf("emulate color scheme %q: %v", scheme, err)
+	}
 }
 
 // SaveScreenshot captures the whole page (not just the viewport) at the
