@@ -4,46 +4,125 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/store"
 )
 
-// InsertInbox stores entries in one transaction; isNew[i] is false when
-// (Provider, EventID) was already stored (that row is left untouched).
+// inboxReq is one InsertInbox call waiting for a group commit.
+type inboxReq struct {
+	entries []store.InboxEntry
+	isNew   []bool
+	err     error
+	done    chan struct{} // closed once a leader committed (or failed) it
+	lead    chan struct{} // receives when this call is to lead the next round
+}
+
+// inboxGroup coalesces concurrent InsertInbox calls into one transaction
+// (group commit): with synchronous=FULL every transaction costs an fsync,
+// so webhooks arriving together share one instead of queueing for one
+// each. No goroutine runs in the background: one waiting caller at a time
+// leads a round, committing every call queued so far (its own included),
+// then hands the lead to the first call queued behind it.
+type inboxGroup struct {
+	mu      sync.Mutex
+	queue   []*inboxReq
+	leading bool
+	rounds  int // transactions committed or tried, for tests
+	// queued, when set (tests only), is called under mu after each enqueue
+	// with the queue length.
+	queued func(n int)
+}
+
+// InsertInbox stores entries durably; isNew[i] is false when (Provider,
+// EventID) was already stored (that row is left untouched) or appears
+// earlier in the same commit. Concurrent calls may share one transaction;
+// a failed transaction fails every call in it, so none reports success for
+// what was not stored. Once queued, a call waits for its round even if ctx
+// is canceled: the round is bounded by the busy timeout.
 func (s *Store) InsertInbox(ctx context.Context, entries []store.InboxEntry) ([]bool, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: insert inbox: %w", err)
+	}
+	req := &inboxReq{entries: entries, done: make(chan struct{}), lead: make(chan struct{}, 1)}
+	g := &s.inbox
+	g.mu.Lock()
+	g.queue = append(g.queue, req)
+	if g.queued != nil {
+		g.queued(len(g.queue))
+	}
+	if !g.leading {
+		g.leading = true
+		req.lead <- struct{}{}
+	}
+	g.mu.Unlock()
+	select {
+	case <-req.done:
+		return req.isNew, req.err
+	case <-req.lead:
+	}
+	g.mu.Lock()
+	batch := g.queue // req is in it: only leaders drain the queue
+	g.queue = nil
+	g.rounds++
+	g.mu.Unlock()
+	// The round serves other callers too: the leader's cancellation must
+	// not abort it.
+	err := s.insertInboxBatch(context.WithoutCancel(ctx), batch)
+	for _, r := range batch {
+		if err != nil {
+			r.isNew, r.err = nil, err
+		}
+		close(r.done)
+	}
+	g.mu.Lock()
+	if len(g.queue) > 0 {
+		g.queue[0].lead <- struct{}{}
+	} else {
+		g.leading = false
+	}
+	g.mu.Unlock()
+	return req.isNew, req.err
+}
+
+// insertInboxBatch writes the entries of every request in one transaction
+// and fills each request's isNew.
+func (s *Store) insertInboxBatch(ctx context.Context, batch []*inboxReq) error {
 	now := s.now()
-	isNew := make([]bool, len(entries))
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: insert inbox: begin: %w", err)
+		return fmt.Errorf("sqlite: insert inbox: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
 	ins := tx.StmtContext(ctx, s.st.insInbox)
-	for i, e := range entries {
-		payload := e.Payload
-		if payload == nil {
-			payload = []byte{}
+	for _, r := range batch {
+		r.isNew = make([]bool, len(r.entries))
+		for i, e := range r.entries {
+			payload := e.Payload
+			if payload == nil {
+				payload = []byte{}
+			}
+			res, err := ins.ExecContext(ctx, e.Provider, e.EventID, e.MessageID, payload,
+				store.Nanos(orNow(e.ReceivedAt, now)), e.Target, store.Nanos(e.ProcessedAt))
+			if err != nil {
+				return fmt.Errorf("sqlite: insert inbox: %w", err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return fmt.Errorf("sqlite: insert inbox: %w", err)
+			}
+			r.isNew[i] = n == 1
 		}
-		res, err := ins.ExecContext(ctx, e.Provider, e.EventID, e.MessageID, payload,
-			store.Nanos(orNow(e.ReceivedAt, now)), e.Target, store.Nanos(e.ProcessedAt))
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: insert inbox: %w", err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: insert inbox: %w", err)
-		}
-		isNew[i] = n == 1
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("sqlite: insert inbox: commit: %w", err)
+		return fmt.Errorf("sqlite: insert inbox: commit: %w", err)
 	}
-	return isNew, nil
+	return nil
 }
 
 const inboxCols = `provider, event_id, message_id, payload, received_at, target, processed_at`

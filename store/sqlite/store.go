@@ -90,6 +90,8 @@ type Store struct {
 	st  stmts
 	now func() time.Time
 
+	inbox inboxGroup // group commit of concurrent InsertInbox calls
+
 	mu     sync.Mutex
 	epochs [store.NumShards]uint64 // epochs this instance holds; 0 = none
 	closed bool
@@ -114,6 +116,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// journal costs a write syscall per page touched by every unit.
 	wq.Add("_pragma", "temp_store(MEMORY)")
 	wq.Add("_pragma", "cache_size(-32768)") // 32 MiB of page cache for the writer
+	// After a checkpoint the WAL file is truncated back to this size, so a
+	// burst does not leave a large WAL behind for good.
+	wq.Add("_pragma", "journal_size_limit(67108864)")
 	wq.Set("_txlock", "immediate")
 	w, err := sql.Open("sqlite", "file:"+cfg.Path+"?"+wq.Encode())
 	if err != nil {

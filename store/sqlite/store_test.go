@@ -358,3 +358,99 @@ func BenchmarkCommitBatched(b *testing.B) {
 	b.ReportMetric(float64(b.N)/el.Seconds(), "units/s")
 	record("store_sqlite_commit_batched", float64(b.N)/el.Seconds(), "units/s")
 }
+
+// TestInboxGroupCommit: calls that arrive while a round is in progress
+// share the next round's transaction, and each gets its own answers.
+func TestInboxGroupCommit(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "g.db"), storetest.Config{})
+	ctx := context.Background()
+	// Hold the writer so that the first call's round blocks in BeginTx.
+	hold, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const calls = 5
+	allQueued := make(chan struct{})
+	enqueued := 0
+	s.inbox.mu.Lock()
+	s.inbox.queued = func(int) {
+		if enqueued++; enqueued == calls {
+			close(allQueued)
+		}
+	}
+	s.inbox.mu.Unlock()
+	type answer struct {
+		isNew []bool
+		err   error
+	}
+	answers := make([]answer, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Every call carries its own event and the shared "dup" event.
+			isNew, err := s.InsertInbox(ctx, []store.InboxEntry{
+				{Provider: "p", EventID: fmt.Sprintf("own-%d", i)},
+				{Provider: "p", EventID: "dup"},
+			})
+			answers[i] = answer{isNew, err}
+		}()
+	}
+	// The first round waits for the writer; every call is queued or in it.
+	<-allQueued
+	if err := hold.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	newDup := 0
+	for i, a := range answers {
+		if a.err != nil || len(a.isNew) != 2 || !a.isNew[0] {
+			t.Fatalf("call %d = %+v", i, a)
+		}
+		if a.isNew[1] {
+			newDup++
+		}
+	}
+	if newDup != 1 {
+		t.Fatalf("%d calls saw the shared event as new, want 1", newDup)
+	}
+	s.inbox.mu.Lock()
+	rounds := s.inbox.rounds
+	s.inbox.mu.Unlock()
+	if rounds > 2 {
+		t.Fatalf("%d transactions for %d calls, want at most 2 (the first round's, then one for all that queued behind it)", rounds, calls)
+	}
+}
+
+// BenchmarkInboxConcurrentSingle is the webhook shape: one event per call,
+// 32 callers at once, sharing transactions through the group commit.
+func BenchmarkInboxConcurrentSingle(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	const callers = 32
+	entries := inboxEntries("concurrent", b.N)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := c; i < len(entries); i += callers {
+				if _, err := s.InsertInbox(ctx, entries[i:i+1]); err != nil {
+					errs[c] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/el.Seconds(), "events/s")
+	record("store_sqlite_inbox_concurrent_single", float64(b.N)/el.Seconds(), "events/s")
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -45,7 +46,8 @@ const crashKeys = 4
 // random number of acknowledged units, reopens the database and checks
 // that every acknowledged unit is there in full and that no unit is
 // partial: its events are present exactly when its delivery row and inbox
-// ack are, and the group row reflects the journal head.
+// ack are, the group row reflects the journal head, and each key's snapshot
+// loads whole (checksum intact) or is absent.
 //
 // The calling test must call Crash first thing: in the child process Crash
 // runs the child's loop and exits the process.
@@ -127,6 +129,11 @@ func runCrashChild(t *testing.T, dsn string, iter, killAfter int) map[string]boo
 	return acked
 }
 
+type crashSnapshot struct {
+	Seq uint64 `json:"seq"`
+	Pad string `json:"pad"`
+}
+
 type crashEvent struct {
 	Unit string `json:"unit"`
 	Part int    `json:"part"`
@@ -190,6 +197,13 @@ func crashChild(o CrashOptions) {
 			if r != nil {
 				fail("unit %s: %v", ids[i], r)
 			}
+		}
+		// A snapshot write in flight may be cut by the kill too: it must
+		// load whole or not at all, never as corrupt state.
+		k := rng.IntN(crashKeys)
+		state, _ := json.Marshal(crashSnapshot{Seq: seqs[k], Pad: strings.Repeat("s", 2000+rng.IntN(6000))})
+		if err := s.SaveSnapshot(ctx, actor.Snapshot{Key: crashKey(iter, k), Seq: seqs[k], State: state}); err != nil {
+			fail("save snapshot: %v", err)
 		}
 		for _, id := range ids {
 			// Written straight to the pipe: once this returns, the parent
@@ -262,6 +276,16 @@ func verifyCrash(t *testing.T, o CrashOptions, dsn string, iter int, acked map[s
 			t.Fatalf("%s: group row without events", key)
 		case len(evs) > 0 && (err != nil || g.Seq != uint64(len(evs)) || g.Counts["units"] != len(evs)/2):
 			t.Fatalf("%s: group row %+v, %v does not match the journal head %d", key, g, err, len(evs))
+		}
+		switch sn, err := s.LoadSnapshot(ctx, key); {
+		case errors.Is(err, actor.ErrNotFound):
+		case err != nil:
+			t.Fatalf("%s: snapshot after kill: %v", key, err)
+		default:
+			var st crashSnapshot
+			if err := json.Unmarshal(sn.State, &st); err != nil || st.Seq != sn.Seq || sn.Seq > uint64(len(evs)) {
+				t.Fatalf("%s: snapshot at seq %d (state %v, %v) does not fit the journal head %d", key, sn.Seq, st.Seq, err, len(evs))
+			}
 		}
 		rows, _, err := s.ListDeliveries(ctx, store.DeliveryQuery{GroupID: key, Limit: 10000})
 		if err != nil {
