@@ -109,12 +109,12 @@ func (a *api) streamGroup(w http.ResponseWriter, r *http.Request) error {
 	// tells which of the subscription's changes were already sent.
 	sub := a.svc.Hub().Subscribe(id)
 	defer sub.Close()
+	a.metrics.SSEClientOpened()
+	defer a.metrics.SSEClientClosed()
 	s, err := a.startStream(w)
 	if err != nil {
 		return nil // the client is gone
 	}
-	a.metrics.SSEClientOpened()
-	defer a.metrics.SSEClientClosed()
 
 	send := func(e actor.Event) error {
 		if err := s.event(e.Seq, changeJSON{GroupID: id, Seq: e.Seq, Type: e.Type, Time: e.Time.UTC(), Data: rawJSON(e.Data)}); err != nil {
@@ -124,7 +124,7 @@ func (a *api) streamGroup(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	replay := func() error { return a.store.Load(ctx, id, last, send) }
-	return a.streamLoop(r, s, sub, replay, func(c tracker.Change) (bool, error) {
+	return a.streamLoop(r, s, sub, false, replay, func(c tracker.Change) (bool, error) {
 		for _, ev := range c.Events {
 			if ev.Seq <= last {
 				continue // already sent by the replay
@@ -159,12 +159,12 @@ func (a *api) streamAll(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	a.metrics.SSEClientOpened()
+	defer a.metrics.SSEClientClosed()
 	s, err := a.startStream(w)
 	if err != nil {
 		return nil
 	}
-	a.metrics.SSEClientOpened()
-	defer a.metrics.SSEClientClosed()
 
 	const page = 500
 	catchUp := func() error {
@@ -184,7 +184,7 @@ func (a *api) streamAll(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	return a.streamLoop(r, s, sub, catchUp, func(tracker.Change) (bool, error) {
+	return a.streamLoop(r, s, sub, true, catchUp, func(tracker.Change) (bool, error) {
 		return true, nil // always read the journal
 	})
 }
@@ -196,8 +196,10 @@ func (e errClientGone) Error() string { return "stream write: " + e.err.Error() 
 
 // streamLoop replays, then serves live changes until the client leaves or
 // the server shuts down. apply handles one change and reports whether the
-// journal must be re-read instead (a gap, or the all-groups stream).
-func (a *api) streamLoop(r *http.Request, s *sse, sub *tracker.Subscription, replay func() error, apply func(tracker.Change) (bool, error)) error {
+// journal must be re-read instead (a gap, or the all-groups stream, which
+// always reads the journal: all is true for it, so that only real
+// resyncs are counted).
+func (a *api) streamLoop(r *http.Request, s *sse, sub *tracker.Subscription, all bool, replay func() error, apply func(tracker.Change) (bool, error)) error {
 	ctx := r.Context()
 	ended := func(err error) error {
 		var gone errClientGone
@@ -232,6 +234,9 @@ func (a *api) streamLoop(r *http.Request, s *sse, sub *tracker.Subscription, rep
 				}
 			}
 			if reread {
+				if !all {
+					a.metrics.SSEResync()
+				}
 				drain(sub)
 				if err := replay(); err != nil {
 					return ended(err)

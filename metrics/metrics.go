@@ -60,6 +60,7 @@ type Registry struct {
 	webhooks      *prometheus.CounterVec
 	sigFailures   *prometheus.CounterVec
 	sseClients    prometheus.Gauge
+	sseResyncs    prometheus.Counter
 	reqDuration   *prometheus.HistogramVec
 	authFailures  *prometheus.CounterVec
 	touchFailures prometheus.Counter
@@ -102,6 +103,7 @@ func New() *Registry {
 	r.webhooks = f.counterVec("webhooks_received_total", "Webhook requests by provider, event kind and result.", "provider", "type", "result")
 	r.sigFailures = f.counterVec("webhook_signature_failures_total", "Webhook requests whose signature did not verify.", "provider")
 	r.sseClients = f.gauge("sse_clients", "Open server-sent event streams.")
+	r.sseResyncs = f.counter("sse_resyncs_total", "Event streams that fell behind the live hub and re-read the journal.")
 	r.reqDuration = f.histogramVec("http_request_duration_seconds", "HTTP request duration by route pattern.",
 		[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2, 5}, "route", "method", "code")
 	r.authFailures = f.counterVec("http_auth_failures_total", "Requests refused for authentication or authorization.", "reason")
@@ -154,7 +156,9 @@ func (f factory) histogramVec(name, help string, buckets []float64, labels ...st
 
 // Handler serves the registry in the Prometheus text format.
 func (r *Registry) Handler() http.Handler {
-	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{Registry: r.reg})
+	// ContinueOnError: one failing collector (the recipients summary when
+	// the store is down) must not hide every other metric.
+	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{Registry: r.reg, ErrorHandling: promhttp.ContinueOnError})
 }
 
 // Registerer lets other parts add their own collectors to this registry.
@@ -187,6 +191,10 @@ func (r *Registry) SSEClientOpened() { r.sseClients.Inc() }
 
 // SSEClientClosed counts an event stream that ended.
 func (r *Registry) SSEClientClosed() { r.sseClients.Dec() }
+
+// SSEResync counts a stream that fell behind the live hub (or saw a gap)
+// and caught up from the journal.
+func (r *Registry) SSEResync() { r.sseResyncs.Inc() }
 
 // ObserveRequest records one HTTP request's duration under its route
 // pattern (never the raw path, which carries ids and numbers).

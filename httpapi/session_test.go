@@ -1,0 +1,174 @@
+package httpapi
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// login signs in with the named key and returns the session cookie.
+func (e *env) login(key string, header map[string]string) (*http.Cookie, *http.Response, []byte) {
+	e.t.Helper()
+	resp, b := e.do("POST", "/v1/session", `{"key":"`+e.keys[key]+`"}`, "", header)
+	for _, c := range resp.Cookies() {
+		if c.Name == sessionCookie {
+			return c, resp, b
+		}
+	}
+	return nil, resp, b
+}
+
+// withCookie sends a request authenticated by a session cookie only.
+func (e *env) withCookie(c *http.Cookie, method, path, body string, header map[string]string) (*http.Response, []byte) {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	validateResponse(e.t, e.handler, req, resp, b)
+	return resp, b
+}
+
+func TestSessionCookie(t *testing.T) {
+	e := newEnv(t, nil)
+	c, resp, b := e.login("send", nil)
+	if resp.StatusCode != 200 || c == nil {
+		t.Fatalf("login: %d %s", resp.StatusCode, b)
+	}
+	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Secure || c.MaxAge <= 0 {
+		t.Errorf("cookie attributes %+v", c)
+	}
+	if strings.Contains(c.Value, e.keys["send"]) || len(c.Value) < 40 {
+		t.Errorf("cookie value must be a random id, not the key: %q", c.Value)
+	}
+	s := decode[sessionJSON](t, b)
+	if s.KeyID != e.keyIDs["send"] || len(s.Scopes) != 1 || s.Scopes[0] != "send" || s.ExpiresAt == nil {
+		t.Errorf("session %+v", s)
+	}
+	if r, b := e.withCookie(c, "GET", "/v1/session", "", nil); r.StatusCode != 200 || decode[sessionJSON](t, b).Name != "send" {
+		t.Errorf("GET session: %d %s", r.StatusCode, b)
+	}
+	if r, _ := e.withCookie(c, "GET", "/v1/groups", "", nil); r.StatusCode != 200 {
+		t.Errorf("cookie read: %d", r.StatusCode)
+	}
+
+	// State changes by cookie: same-origin and non-browser requests pass,
+	// cross-site ones are refused.
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		want   int
+	}{
+		{"no browser headers", nil, 201},
+		{"same-origin fetch", map[string]string{"Sec-Fetch-Site": "same-origin"}, 201},
+		{"cross-site fetch", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+		{"foreign Origin", map[string]string{"Origin": "https://evil.example"}, 403},
+		{"same Origin", map[string]string{"Origin": e.srv.URL}, 201},
+	} {
+		r, b := e.withCookie(c, "POST", "/v1/groups", createBody, tc.header)
+		if r.StatusCode != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, r.StatusCode, b, tc.want)
+		}
+		if tc.want == 403 && errorOf(t, b).Code != "cross_origin" {
+			t.Errorf("%s: code %s", tc.name, errorOf(t, b).Code)
+		}
+	}
+	// A cross-site read is harmless and allowed; a bearer key is not
+	// ambient, so it needs no origin check.
+	if r, _ := e.withCookie(c, "GET", "/v1/groups", "", map[string]string{"Sec-Fetch-Site": "cross-site"}); r.StatusCode != 200 {
+		t.Errorf("cross-site GET: %d", r.StatusCode)
+	}
+	if r, _ := e.do("POST", "/v1/groups", createBody, "send", map[string]string{"Sec-Fetch-Site": "cross-site"}); r.StatusCode != 201 {
+		t.Errorf("bearer cross-site POST: %d", r.StatusCode)
+	}
+	if v := metricValue(t, e.reg, "crewcast_http_auth_failures_total", map[string]string{"reason": "cross_origin"}); v != 2 {
+		t.Errorf("cross-origin refusals counted %v, want 2", v)
+	}
+
+	// Logout ends the session.
+	r, _ := e.withCookie(c, "DELETE", "/v1/session", "", nil)
+	if r.StatusCode != 204 {
+		t.Fatalf("logout: %d", r.StatusCode)
+	}
+	cleared := false
+	for _, rc := range r.Cookies() {
+		cleared = cleared || (rc.Name == sessionCookie && rc.MaxAge < 0)
+	}
+	if !cleared {
+		t.Error("logout did not clear the cookie")
+	}
+	if r, _ := e.withCookie(c, "GET", "/v1/groups", "", nil); r.StatusCode != 401 {
+		t.Errorf("after logout: %d", r.StatusCode)
+	}
+}
+
+func TestSessionScopesAndLifetime(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.SessionTTL = time.Hour })
+	read, _, _ := e.login("read", nil)
+	if r, _ := e.withCookie(read, "POST", "/v1/groups", createBody, nil); r.StatusCode != 403 {
+		t.Errorf("read session created a group: %d", r.StatusCode)
+	}
+	// Revoking the key ends its sessions.
+	send, _, _ := e.login("send", nil)
+	if r, _ := e.do("DELETE", "/v1/keys/"+e.keyIDs["send"], "", "admin", nil); r.StatusCode != 204 {
+		t.Fatalf("revoke: %d", r.StatusCode)
+	}
+	if r, _ := e.withCookie(send, "GET", "/v1/groups", "", nil); r.StatusCode != 401 {
+		t.Errorf("session of a revoked key: %d", r.StatusCode)
+	}
+	// Sessions expire.
+	e.clock.Advance(time.Hour)
+	if r, _ := e.withCookie(read, "GET", "/v1/groups", "", nil); r.StatusCode != 401 {
+		t.Errorf("expired session: %d", r.StatusCode)
+	}
+	// An unknown cookie is refused like a missing key.
+	if r, b := e.withCookie(&http.Cookie{Name: sessionCookie, Value: "forged"}, "GET", "/v1/groups", "", nil); r.StatusCode != 401 ||
+		r.Header.Get("WWW-Authenticate") == "" {
+		t.Errorf("forged cookie: %d %s", r.StatusCode, b)
+	}
+}
+
+func TestSessionLogin(t *testing.T) {
+	runScenarios(t, []scenario{
+		{name: "bad key", method: "POST", path: "/v1/session", body: `{"key":"cc_aaaaaaaa_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}`, status: 401, code: "unauthorized"},
+		{name: "revoked key", method: "POST", path: "/v1/session", body: `{"key":"{k}"}`, status: 401,
+			setup: func(e *env) map[string]string { return map[string]string{"k": e.keys["revoked"]} }},
+		{name: "missing key", method: "POST", path: "/v1/session", body: `{}`, status: 400, fields: []string{"key"}},
+		{name: "cross-site login", method: "POST", path: "/v1/session", body: `{"key":"{k}"}`, status: 403, code: "cross_origin",
+			header: map[string]string{"Sec-Fetch-Site": "cross-site"},
+			setup:  func(e *env) map[string]string { return map[string]string{"k": e.keys["read"]} }},
+		{name: "get without session", method: "GET", path: "/v1/session", status: 401},
+		{name: "get with bearer", method: "GET", path: "/v1/session", key: "admin", status: 200, has: []string{`"scopes":["admin"]`}},
+		{name: "secure cookie behind https", mod: func(c *Config) { c.PublicURL = "https://crew.example.com" },
+			method: "POST", path: "/v1/session", body: `{"key":"{k}"}`, status: 200,
+			setup: func(e *env) map[string]string { return map[string]string{"k": e.keys["read"]} },
+			check: func(t *testing.T, e *env, resp *http.Response, _ []byte) {
+				if cs := resp.Cookies(); len(cs) != 1 || !cs[0].Secure {
+					t.Errorf("cookies %+v, want one Secure cookie", cs)
+				}
+			}},
+		{name: "public origin is trusted", mod: func(c *Config) { c.PublicURL = "https://crew.example.com" },
+			method: "POST", path: "/v1/session", body: `{"key":"{k}"}`, status: 200,
+			header: map[string]string{"Origin": "https://crew.example.com"},
+			setup:  func(e *env) map[string]string { return map[string]string{"k": e.keys["read"]} }},
+	})
+}
