@@ -515,4 +515,3 @@ func FuzzWebhookHandler(f *testing.F) {
 
 // nopStore satisfies store.Store for handlers that never touch it.
 type nopStore struct{ store.Store }
-
