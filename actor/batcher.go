@@ -37,6 +37,7 @@ type Batcher[T, R any] struct {
 	mu      sync.Mutex
 	queue   []*batchCall[T, R]
 	leading bool
+	batch   []*batchCall[T, R] // reused by the current leader
 
 	flushes atomic.Uint64
 	items   atomic.Uint64
@@ -72,13 +73,15 @@ func (b *Batcher[T, R]) Do(ctx context.Context, item T) (R, error) {
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
-	c := &batchCall[T, R]{item: item, ctx: ctx, ch: make(chan bool, 1)}
+	c := &batchCall[T, R]{item: item, ctx: ctx}
 	b.mu.Lock()
 	b.queue = append(b.queue, c)
 	lead := !b.leading
 	if lead {
 		b.leading = true
 		c.promoted = true
+	} else {
+		c.ch = make(chan bool, 1) // only waiters need a channel
 	}
 	b.mu.Unlock()
 	if !lead {
@@ -134,8 +137,8 @@ func (b *Batcher[T, R]) lead(self *batchCall[T, R]) {
 	if n > b.opts.MaxBatch {
 		n = b.opts.MaxBatch
 	}
-	batch := make([]*batchCall[T, R], n)
-	copy(batch, b.queue)
+	// Only the leader touches b.batch, and there is one leader at a time.
+	batch := append(b.batch[:0], b.queue[:n]...)
 	rest := copy(b.queue, b.queue[n:])
 	clear(b.queue[rest:])
 	b.queue = b.queue[:rest]
@@ -161,6 +164,8 @@ func (b *Batcher[T, R]) lead(self *batchCall[T, R]) {
 			c.ch <- false
 		}
 	}
+	clear(batch)
+	b.batch = batch
 	b.mu.Lock()
 	b.promoteLocked()
 	b.mu.Unlock()

@@ -177,18 +177,32 @@ func (p *process[M]) timerGen() uint32 { return p.gen.Load() }
 // enqueue appends e unless the mailbox is full or closed, and schedules the
 // mailbox onto a goroutine if it was idle.
 func (p *process[M]) enqueue(e envelope[M]) enqResult {
+	r, _ := p.offer(e, false)
+	return r
+}
+
+// offer is enqueue; with wantRoom, a full mailbox also returns a channel
+// that is closed once space frees up (for TellBlocking).
+func (p *process[M]) offer(e envelope[M], wantRoom bool) (enqResult, <-chan struct{}) {
 	p.mu.Lock()
 	if p.state != stateOpen {
 		st := p.state
 		p.mu.Unlock()
 		if st == stateMoved {
-			return enqMoved
+			return enqMoved, nil
 		}
-		return enqStopped
+		return enqStopped, nil
 	}
 	if p.n == len(p.buf) && !p.growLocked() {
+		var room chan struct{}
+		if wantRoom {
+			if p.room == nil {
+				p.room = make(chan struct{})
+			}
+			room = p.room
+		}
 		p.mu.Unlock()
-		return enqFull
+		return enqFull, room
 	}
 	p.pushLocked(e)
 	start := !p.running && !p.suspended
@@ -199,23 +213,7 @@ func (p *process[M]) enqueue(e envelope[M]) enqResult {
 	if start {
 		go p.run()
 	}
-	return enqOK
-}
-
-// enqueueOrWait is enqueue for TellBlocking: when the mailbox is full it
-// returns a channel that is closed once space frees up.
-func (p *process[M]) enqueueOrWait(e envelope[M]) (enqResult, <-chan struct{}) {
-	p.mu.Lock()
-	if p.state == stateOpen && p.n == len(p.buf) && !p.growLocked() {
-		if p.room == nil {
-			p.room = make(chan struct{})
-		}
-		r := p.room
-		p.mu.Unlock()
-		return enqFull, r
-	}
-	p.mu.Unlock()
-	return p.enqueue(e), nil
+	return enqOK, nil
 }
 
 func (p *process[M]) pushLocked(e envelope[M]) {

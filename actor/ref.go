@@ -55,7 +55,7 @@ func (r *Ref[M]) TellBlocking(ctx context.Context, msg M) error {
 				return ErrStopped
 			}
 		}
-		res, room := p.enqueueOrWait(e)
+		res, room := p.offer(e, true)
 		switch res {
 		case enqOK:
 			return nil
@@ -64,9 +64,6 @@ func (r *Ref[M]) TellBlocking(ctx context.Context, msg M) error {
 		case enqStopped:
 			p.sys.deadLetter(r.key, ReasonStopped, any(msg), e.trace)
 			return ErrStopped
-		}
-		if room == nil { // a full mailbox refused by enqueue after the check
-			continue
 		}
 		select {
 		case <-room:
