@@ -419,9 +419,13 @@ export function render(main, ctx, id) {
   function apply(g, fromAction) {
     if (!alive) return;
     if (!Array.isArray(g.recipients)) {
-      // An action answered with a summary only; fetch the full view.
-      refresh();
-      return;
+      if (fromAction) {
+        // An action answered with a summary only; fetch the full view.
+        refresh();
+        return;
+      }
+      // The API omits an empty roster.
+      g = { ...g, recipients: [] };
     }
     const first = group === null;
     group = g;

@@ -1,14 +1,69 @@
 package webtest
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// recordTB captures Fatalf and Skipf, which end the calling goroutine as
+// the real ones do.
+type recordTB struct {
+	testing.TB
+	fatal, skip string
+}
+
+func (r *recordTB) Helper() {}
+
+func (r *recordTB) Fatalf(format string, args ...any) {
+	r.fatal = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func (r *recordTB) Skipf(format string, args ...any) {
+	r.skip = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func runNewBrowser(tb *recordTB) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		newBrowser(tb, func(string) {})
+	}()
+	<-done
+}
+
+// TestMissingChromium: without a browser the test fails and says how to
+// fix it, unless CREWCAST_SKIP_BROWSER=1 asks for a skip.
+func TestMissingChromium(t *testing.T) {
+	t.Setenv("CREWCAST_CHROMIUM", "/nonexistent/chromium")
+
+	t.Setenv(SkipEnv, "")
+	tb := &recordTB{TB: t}
+	runNewBrowser(tb)
+	if tb.skip != "" || !strings.Contains(tb.fatal, "chromium not found") || !strings.Contains(tb.fatal, SkipEnv+"=1") {
+		t.Errorf("without %s: fatal %q, skip %q; want a failure naming the fix", SkipEnv, tb.fatal, tb.skip)
+	}
+
+	t.Setenv(SkipEnv, "1")
+	tb = &recordTB{TB: t}
+	runNewBrowser(tb)
+	if tb.fatal != "" || !strings.Contains(tb.skip, "chromium not found") {
+		t.Errorf("with %s=1: fatal %q, skip %q; want a skip", SkipEnv, tb.fatal, tb.skip)
+	}
+}
 
 // TestWatchdogReportsPageProblems checks that the browser watchdog catches
 // what it promises to: a CSP violation, an uncaught exception and a
