@@ -54,8 +54,9 @@ type Passivator[M any] interface {
 // SpawnOption configures Spawn and SpawnChild.
 type SpawnOption func(*procConfig)
 
-// WithMailboxSize bounds the mailbox to n messages (default 1024); a Tell
-// beyond it becomes a dead letter and TellBlocking waits.
+// WithMailboxSize bounds the mailbox to n messages (default 1024), counting
+// those queued and those in the batch being processed; a Tell beyond it
+// becomes a dead letter and TellBlocking waits.
 func WithMailboxSize(n int) SpawnOption { return func(c *procConfig) { c.mailboxSize = n } }
 
 // WithThroughput sets how many messages an actor handles before yielding

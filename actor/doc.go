@@ -90,14 +90,17 @@
 //     panics on it (the failing message is not retried). A refused message
 //     is a dead letter, never a silent drop; a timer that fires for an
 //     instance that is gone is discarded, not dead-lettered.
-//   - Persistence adds durability, not exactly-once processing: an event is
-//     durable once Journaled.Persist (Committer.Commit) returned nil, and
-//     state recovered after a crash reflects exactly the committed events.
-//     Work that must survive a crash must be recorded before it is
-//     acknowledged, and side effects after a commit must be idempotent or
-//     fenced, because a crash between commit and effect repeats nothing
-//     and a crash before the commit loses the in-memory message. Durable
-//     reminders are delivered at least once (again after RefireAfter until
-//     the actor deletes or moves them). ExpectSeq makes concurrent writers
-//     of one key fail with *ConflictError instead of interleaving.
+//   - Persistence adds durability of state, not exactly-once processing.
+//     An event is durable once Journaled.Persist (Committer.Commit) has
+//     returned nil, and Recover rebuilds exactly the committed events in
+//     sequence order. In-memory messages are not durable: a message whose
+//     effects were not committed is lost with the process, so an input that
+//     must survive a crash has to be stored (for example in an inbox) before
+//     it is acknowledged, and be re-delivered at start-up. A side effect
+//     performed after a commit may be repeated after a crash unless it is
+//     idempotent or fenced. ExpectSeq makes two writers of one key conflict
+//     (*ConflictError) instead of interleaving, and ErrFenced tells a stale
+//     owner to stop. Durable reminders are delivered at least once: again
+//     after RefireAfter until the actor deletes or moves them, and again
+//     after a process restart.
 package actor

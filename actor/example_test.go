@@ -45,3 +45,49 @@ func Example() {
 	// 5 <nil>
 	// 10 <nil> 1
 }
+
+// Total is an event-sourced actor state.
+type Total struct{ Sum int }
+
+func ExampleJournaled() {
+	ctx := context.Background()
+	store := actor.NewMemoryStore() // a store engine in production
+	committer := actor.NewCommitter(store, actor.CommitterOptions{})
+
+	apply := func(s *Total, e actor.Event) error {
+		var n int
+		_, err := fmt.Sscan(string(e.Data), &n)
+		s.Sum += n
+		return err
+	}
+	decode := func(b []byte) (Total, error) {
+		var t Total
+		_, err := fmt.Sscan(string(b), &t.Sum)
+		return t, err
+	}
+
+	// Activation: recover, then persist new events through the shared
+	// Committer (group commit with other actors).
+	rec, err := actor.Recover(ctx, store, store, "acct-1", decode, apply)
+	if err != nil {
+		panic(err)
+	}
+	state := rec.State
+	j := actor.NewJournaled(actor.JournaledConfig{Key: "acct-1", Committer: committer, Snapshots: store,
+		Seq: rec.Seq, SnapshotSeq: rec.SnapshotSeq, SnapshotEvery: 2})
+	for _, n := range []string{"5", "7", "1"} {
+		e := actor.Event{Type: "added", Data: []byte(n)}
+		if err := j.PersistEvents(ctx, e); err != nil {
+			panic(err) // a *ConflictError or ErrFenced means: stop this instance
+		}
+		apply(&state, e)
+		if err := j.MaybeSnapshot(ctx, func() ([]byte, error) { return []byte(fmt.Sprint(state.Sum)), nil }); err != nil {
+			panic(err)
+		}
+	}
+
+	// A later activation starts from the snapshot (seq 2) plus one event.
+	rec, err = actor.Recover(ctx, store, store, "acct-1", decode, apply)
+	fmt.Println(rec.State.Sum, rec.Seq, rec.SnapshotSeq, rec.Replayed, err)
+	// Output: 13 3 2 1 <nil>
+}

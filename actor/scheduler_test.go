@@ -118,6 +118,21 @@ func TestSchedulerRecoversPanickingCallback(t *testing.T) {
 	if m.timerPanicked.Load() != 1 {
 		t.Fatalf("metrics TimerPanicked = %d", m.timerPanicked.Load())
 	}
+	// A panicking repeating callback keeps its schedule.
+	var calls int
+	stop := sys.Every(time.Second, func() {
+		calls++
+		panic("again")
+	})
+	defer stop()
+	for i := 0; i < 3; i++ {
+		done := sentinel(sys, time.Second)
+		clk.Advance(time.Second)
+		waitClosed(t, done)
+	}
+	if calls != 3 || sys.TimerStats().Panics != 4 {
+		t.Fatalf("repeating panicking callback ran %d times, panics %d; want 3 and 4", calls, sys.TimerStats().Panics)
+	}
 }
 
 // ticker schedules a tick in Started and reports ticks with its instance

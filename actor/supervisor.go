@@ -28,6 +28,7 @@ const (
 	Escalate
 )
 
+// String names the directive.
 func (d Directive) String() string {
 	switch d {
 	case Restart:
@@ -213,6 +214,7 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error reports the panic value.
 func (e *PanicError) Error() string { return fmt.Sprintf("actor panicked: %v", e.Value) }
 
 // EscalatedError is the failure a parent receives when a child's supervisor
@@ -222,6 +224,7 @@ type EscalatedError struct {
 	Err   error
 }
 
+// Error names the child and its failure.
 func (e *EscalatedError) Error() string {
 	return fmt.Sprintf("child %s escalated: %v", e.Child, e.Err)
 }
