@@ -35,7 +35,7 @@ var demoCrew = []struct {
 	{"+15550100104", "Dana Kowalski", "reply:NO"},
 	{"+15550100105", "Eli Haddad", "unknown"},
 	{"+15550100106", "Fatima Noor", "reply:running late"},
-	{"+15550100107", "Gus Petersen", "accept_timeout"},
+	{"+15550100107", "Gus Petersen", "accept_timeout:silent"},
 	{"+15550100108", "Hana Sato", "deliver"},
 	{"+15550100109", "Ivan Morales", ""},
 	{"+15550100110", "Jo Whitfield", ""},

@@ -59,7 +59,8 @@ type Faults struct {
 	// Script fixes the fate of particular recipients, by number, whatever
 	// the rates drew: "deliver", "fail" or "fail:CODE", "unknown",
 	// "accept_timeout" (the send is recorded but its response is never
-	// written), or "reply:TEXT" (delivered, then the recipient replies
+	// written; "accept_timeout:silent" also drops all its webhooks), or
+	// "reply:TEXT" (delivered, then the recipient replies
 	// TEXT). Demos and tests use it to show every outcome every time.
 	Script map[string]string `json:"script,omitempty"`
 }
@@ -132,7 +133,11 @@ func (f Faults) Validate() error {
 	}
 	for n, sc := range f.Script {
 		switch verb, arg, _ := strings.Cut(sc, ":"); verb {
-		case "deliver", "fail", "unknown", "accept_timeout":
+		case "deliver", "fail", "unknown":
+		case "accept_timeout":
+			if arg != "" && arg != "silent" {
+				return fmt.Errorf("script for %s: accept_timeout takes no argument or :silent", n)
+			}
 		case "reply":
 			if strings.TrimSpace(arg) == "" {
 				return fmt.Errorf("script for %s: reply needs a text (reply:TEXT)", n)

@@ -477,3 +477,19 @@ func TestScriptAcceptTimeout(t *testing.T) {
 	rc.collect(t, 4)
 	rc.drained(t, s)
 }
+
+func TestScriptSilentAcceptTimeout(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, nil)
+	s, c := newSim(t, Config{TelnyxWebhookURL: rc.url("/t"), Faults: Faults{ReplyRate: 1, Script: map[string]string{alice: "accept_timeout:silent"}}})
+	if _, err := c.do(c.telnyxReq(http.MethodPost, "/v2/messages", c.keys.TelnyxAPIKey, sendBody(alice, "x"))); err == nil {
+		t.Fatal("scripted accept_timeout answered")
+	}
+	if led := c.ledger(); len(led) != 1 {
+		t.Fatalf("ledger %+v", led)
+	}
+	rc.drained(t, s) // nothing was ever posted
+	if err := (Faults{Script: map[string]string{alice: "accept_timeout:loud"}}).Validate(); err == nil {
+		t.Fatal("unknown accept_timeout argument accepted")
+	}
+}

@@ -193,6 +193,14 @@ func applyScript(p *recipientPlan, script string, f Faults, provider string) (ac
 	case "reply":
 		p.outcome, p.reply, p.text = outcomeDelivered, true, arg
 	case "accept_timeout":
+		if arg == "silent" {
+			// The send went out, but neither its answer nor any of its
+			// webhooks ever arrive: only an operator can tell.
+			for i := range p.steps {
+				p.steps[i].drop = true
+			}
+			p.reply = false
+		}
 		return true
 	}
 	return false
