@@ -81,6 +81,7 @@ func Run(t *testing.T, o Options) {
 		{"CommitChainedSameKey", testCommitChainedSameKey},
 		{"CommitUnknownEffect", testCommitUnknownEffect},
 		{"CommitIdempotency", testCommitIdempotency},
+		{"CommitSharedRowsInOrder", testCommitSharedRowsInOrder},
 		{"Fencing", testFencing},
 		{"Leases", testLeases},
 		{"Reminders", testReminders},
