@@ -600,9 +600,8 @@ func queueUnit(b *pgx.Batch, u *actor.Unit, effs []*store.Effects, now time.Time
 		if ds := lastPerKey(e.Deliveries, func(d *store.DeliveryRow) string { return d.GroupID + "\x00" + d.Number }); len(ds) > 0 {
 			queueDeliveries(b, ds)
 		}
-		// One statement per ack: each is a unique-index lookup, where a
-		// join against an unnest of many refs may be planned as a scan of
-		// the whole inbox.
+		// One statement per ack: a unit acks few entries, and each is a
+		// unique-index update.
 		for _, r := range e.InboxDone {
 			b.Queue(sqlAckOne, store.Nanos(now), r.Target, r.Provider, r.EventID)
 		}
