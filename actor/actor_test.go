@@ -226,7 +226,11 @@ func TestTellBlockingWaitsForRoom(t *testing.T) {
 	if err := recv(t, done); err != nil {
 		t.Fatalf("TellBlocking = %v", err)
 	}
-	if got := askCount(t, r); got != 11 {
+	seen := make(chan int, 1)
+	if err := r.TellBlocking(context.Background(), cmsg{seen: seen}); err != nil {
+		t.Fatal(err)
+	}
+	if got := recv(t, seen); got != 11 {
 		t.Fatalf("count = %d, want 11", got)
 	}
 	if sys.DeadLetters().Count != 0 {

@@ -166,6 +166,7 @@ func TestKindIdlePassivation(t *testing.T) {
 	ref := k.Get("a")
 	ref.Tell(vmsg{add: 5})
 	askV(t, ref)
+	settle(t, sys)
 
 	// 50 s idle: the sweeps at 10..50 s leave it alone.
 	done := sentinel(sys, 50*time.Second)
@@ -174,6 +175,7 @@ func TestKindIdlePassivation(t *testing.T) {
 	if got := askV(t, ref); got.Instance != 1 { // the round trip also renews it
 		t.Fatalf("passivated before the idle timeout: %+v", got)
 	}
+	settle(t, sys)
 	if n := evs.count(EventPassivated, "a"); n != 0 {
 		t.Fatalf("passivated %d times too early", n)
 	}
@@ -218,12 +220,14 @@ func TestKindNoPassivationWhileProcessing(t *testing.T) {
 	if got := askV(t, k.Get("busy")); got.Instance != 1 {
 		t.Fatalf("actor was passivated while processing: %+v", got)
 	}
+	settle(t, sys)
 	done := sentinel(sys, 30*time.Second)
 	clk.Advance(30 * time.Second)
 	waitClosed(t, done)
 	if got := askV(t, k.Get("busy")); got.Instance != 1 || evs.count(EventPassivated, "busy") != 0 {
 		t.Fatalf("passivated within the idle timeout after a long message: %+v", got)
 	}
+	settle(t, sys)
 	clk.Advance(2 * time.Minute)
 	evs.wait(t, EventPassivated, "busy", 1)
 }
@@ -365,6 +369,7 @@ func TestKindPassivateErrorKeepsActorActive(t *testing.T) {
 	k := newVKind(sys, h, KindOptions{IdleTimeout: time.Minute, SweepInterval: 10 * time.Second})
 	k.Tell("x", vmsg{add: 3})
 	askV(t, k.Get("x"))
+	settle(t, sys)
 	clk.Advance(time.Minute)
 	ev := evs.wait(t, EventPassivationFailed, "x", 1)
 	if !errors.Is(ev.Err, errSave) || m.storeErrorCount("passivate") != 1 {

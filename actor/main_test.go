@@ -234,3 +234,11 @@ func sentinel(sys *System, d time.Duration) <-chan struct{} {
 	sys.AfterFunc(d, func() { close(ch) })
 	return ch
 }
+
+// settle waits until no actor holds a goroutine, so the bookkeeping at the
+// end of their last batch (last-active time) is done before a test moves a
+// manual clock.
+func settle(t testing.TB, sys *System) {
+	t.Helper()
+	waitUntil(t, "actors to go idle", func() bool { return sys.RunningActors() == 0 })
+}

@@ -23,6 +23,7 @@ func TestMetricsHooksCount(t *testing.T) {
 	h := newHooks()
 	k := newVKind(sys, h, KindOptions{IdleTimeout: time.Second, SweepInterval: time.Second})
 	askV(t, k.Get("v")) // 9
+	settle(t, sys)
 	clk.Advance(2 * time.Second)
 	evs.wait(t, EventPassivated, "v", 1)
 

@@ -653,8 +653,6 @@ func (p *process[M]) dropInstance() {
 func (p *process[M]) restart(delay time.Duration) {
 	p.dropInstance()
 	p.restarts.Add(1)
-	p.sys.metrics.ActorRestarted(p.kindName())
-	p.sys.emit(LifecycleEvent{Type: EventRestarted, Key: p.self.key, Kind: p.kindName(), Delay: delay})
 	gen := p.gen.Load()
 	p.mu.Lock()
 	p.suspended = true
@@ -667,6 +665,8 @@ func (p *process[M]) restart(delay time.Duration) {
 			p.postSys(sysMsg{kind: sysResume, gen: gen})
 		})
 	}
+	p.sys.metrics.ActorRestarted(p.kindName())
+	p.sys.emit(LifecycleEvent{Type: EventRestarted, Key: p.self.key, Kind: p.kindName(), Delay: delay})
 }
 
 func (p *process[M]) tryPassivate(force bool) (exit bool) {
