@@ -23,5 +23,11 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./actor/
 
+# Reliability harness (docs/reliability.md): kill -9, duplicate webhooks,
+# corrupt snapshots, disk full, PostgreSQL backend loss, soak. This is the
+# short run; CREWCAST_CHAOS_ITERATIONS and CREWCAST_CHAOS_SOAK lengthen it.
+chaos:
+	$(GO) run ./test/chaos
+
 build:
 	$(GO) build -o bin/crewcast ./cmd/crewcast

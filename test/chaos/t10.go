@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// soakSample is one T10 measurement of the server process.
+type soakSample struct {
+	at         time.Duration // since the soak began
+	rssKB      int64
+	threads    int64
+	fds        int
+	goroutines int64
+	walBytes   int64
+	acked      int   // webhooks acknowledged in the window
+	p99MS      int64 // their p99 acknowledgement latency
+}
+
+// soakBounds are what T10 holds the server to. Groups stay in memory
+// until their idle timeout (2 min), so within a short soak memory grows
+// with the groups sent; the RSS bound allows for that and catches a leak
+// of another order. Goroutines (idle actors hold none), descriptors and
+// the write-ahead log must stay flat.
+var soakBounds = struct {
+	p99MS            int64
+	rssFactor        float64
+	rssSlackKB       int64
+	goroutineFactor  float64
+	goroutineSlack   int64
+	fdSlack          int
+	walBytes         int64
+	minWindowSamples int
+}{p99MS: 1000, rssFactor: 2, rssSlackKB: 96 << 10, goroutineFactor: 1.5, goroutineSlack: 50, fdSlack: 30, walBytes: 64 << 20, minWindowSamples: 3}
+
+// runT10 is testing.md T10: measure peak throughput with one unpaced
+// group, then for the soak duration send groups at half that rate,
+// sampling the server's RSS, threads, file descriptors, goroutines, WAL
+// size and p99 acknowledgement latency every 5 s; fail when any of them
+// grows past soakBounds or a window's p99 reaches 1 s.
+func runT10(ctx context.Context, h *harness) scenarioResult {
+	res := scenarioResult{ran: true}
+	fail := func(format string, args ...any) scenarioResult {
+		res.problems = append(res.problems, fmt.Sprintf(format, args...))
+		return res
+	}
+	if err := h.stopMain(); err != nil {
+		res.notes = append(res.notes, "stopping the shared server: "+err.Error())
+	}
+	db := filepath.Join(h.dir, "soak.db")
+	srv := h.newServer("server-t10", db, "--send-rate", "0")
+	if err := srv.start(ctx); err != nil {
+		return fail("start server: %v", err)
+	}
+	defer func() {
+		if err := srv.stop(); err != nil {
+			res.problems = append(res.problems, "stop server: "+err.Error())
+		}
+	}()
+
+	// Peak: one unpaced group, from create to every recipient final.
+	const peakN = 400
+	t0 := time.Now()
+	gp, _, err := srv.newGroup(ctx, "t10 peak", peakN, "")
+	if err != nil {
+		return fail("create group: %v", err)
+	}
+	if _, err := srv.drain(ctx, []string{gp.ID}, 60*time.Second, false); err != nil {
+		return fail("peak group: %v", err)
+	}
+	peak := float64(peakN) / time.Since(t0).Seconds()
+	perSec := max(1, int(math.Round(peak/2)))
+	res.notes = append(res.notes, fmt.Sprintf("peak %.0f recipients/s (1 send + 2 webhooks each); soak at %d/s for %s", peak, perSec, h.cfg.soak))
+	h.logf("T10: peak %.0f recipients/s; soaking at %d/s for %s", peak, perSec, h.cfg.soak)
+
+	ids := []string{gp.ID}
+	var samples []soakSample
+	begin := time.Now()
+	lastSample := begin
+	create := time.NewTicker(time.Second)
+	defer create.Stop()
+	sample := time.NewTicker(5 * time.Second)
+	defer sample.Stop()
+	end := time.NewTimer(h.cfg.soak)
+	defer end.Stop()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			return fail("%v", ctx.Err())
+		case <-end.C:
+			break loop
+		case <-create.C:
+			g, _, err := srv.newGroup(ctx, "t10 soak", perSec, "")
+			if err != nil {
+				return fail("create group during soak: %v", err)
+			}
+			ids = append(ids, g.ID)
+		case now := <-sample.C:
+			s, err := measure(ctx, srv, db)
+			if err != nil {
+				return fail("measure: %v", err)
+			}
+			s.at = now.Sub(begin)
+			var lat []time.Duration
+			for _, r := range h.proxy.records() {
+				if r.acked() && !r.At.Before(lastSample) && r.At.Before(now) {
+					lat = append(lat, r.Latency)
+				}
+			}
+			s.acked, s.p99MS = len(lat), percentileMS(lat, 99)
+			lastSample = now
+			samples = append(samples, s)
+			h.logf("T10 %5.0fs rss=%dMB threads=%d fds=%d goroutines=%d wal=%dKB acked=%d p99=%dms",
+				s.at.Seconds(), s.rssKB>>10, s.threads, s.fds, s.goroutines, s.walBytes>>10, s.acked, s.p99MS)
+		}
+	}
+	res.notes = append(res.notes, soakTable(samples)...)
+	res.problems = append(res.problems, judgeSoak(samples)...)
+	if _, err := srv.drain(ctx, ids, 90*time.Second, false); err != nil {
+		res.problems = append(res.problems, "after the soak: "+err.Error())
+	}
+	probs, fin := srv.finalCheck(ctx, ids)
+	res.problems = append(res.problems, probs...)
+	res.notes = append(res.notes, fmt.Sprintf("%d groups, %d acknowledged webhooks, %d lost", len(ids), fin.acked, fin.lost))
+	return res
+}
+
+// measure reads the server's process figures.
+func measure(ctx context.Context, srv *server, db string) (soakSample, error) {
+	var s soakSample
+	pid := srv.p.pid()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return s, err
+	}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), ":")
+		fields := strings.Fields(v)
+		if len(fields) == 0 {
+			continue
+		}
+		n, _ := strconv.ParseInt(fields[0], 10, 64)
+		switch k {
+		case "VmRSS":
+			s.rssKB = n
+		case "Threads":
+			s.threads = n
+		}
+	}
+	_ = f.Close()
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return s, err
+	}
+	s.fds = len(fds)
+	s.goroutines = int64(srv.api.metric(ctx, "go_goroutines"))
+	if fi, err := os.Stat(db + "-wal"); err == nil {
+		s.walBytes = fi.Size()
+	}
+	return s, nil
+}
+
+// judgeSoak compares the last third of the samples with the first third.
+func judgeSoak(ss []soakSample) []string {
+	b := soakBounds
+	if len(ss) < b.minWindowSamples {
+		return []string{fmt.Sprintf("only %d samples; the soak must last at least %ds", len(ss), 5*b.minWindowSamples)}
+	}
+	third := max(1, len(ss)/3)
+	first, last := ss[:third], ss[len(ss)-third:]
+	maxOf := func(xs []soakSample, f func(soakSample) int64) int64 {
+		m := int64(0)
+		for _, x := range xs {
+			m = max(m, f(x))
+		}
+		return m
+	}
+	var problems []string
+	rss := func(x soakSample) int64 { return x.rssKB }
+	if a, z := maxOf(first, rss), maxOf(last, rss); float64(z) > b.rssFactor*float64(a)+float64(b.rssSlackKB) {
+		problems = append(problems, fmt.Sprintf("RSS grew from %d MB to %d MB (bound: ×%.1f + %d MB)", a>>10, z>>10, b.rssFactor, b.rssSlackKB>>10))
+	}
+	gor := func(x soakSample) int64 { return x.goroutines }
+	if a, z := maxOf(first, gor), maxOf(last, gor); float64(z) > b.goroutineFactor*float64(a)+float64(b.goroutineSlack) {
+		problems = append(problems, fmt.Sprintf("goroutines grew from %d to %d (bound: ×%.1f + %d)", a, z, b.goroutineFactor, b.goroutineSlack))
+	}
+	fd := func(x soakSample) int64 { return int64(x.fds) }
+	if a, z := maxOf(first, fd), maxOf(last, fd); z > a+int64(b.fdSlack) {
+		problems = append(problems, fmt.Sprintf("file descriptors grew from %d to %d (bound: +%d)", a, z, b.fdSlack))
+	}
+	for _, x := range ss {
+		if x.walBytes > b.walBytes {
+			problems = append(problems, fmt.Sprintf("WAL reached %d MB at %.0fs (bound %d MB)", x.walBytes>>20, x.at.Seconds(), b.walBytes>>20))
+			break
+		}
+	}
+	for _, x := range ss {
+		if x.p99MS >= b.p99MS {
+			problems = append(problems, fmt.Sprintf("p99 acknowledgement latency %d ms at %.0fs (bound < %d ms)", x.p99MS, x.at.Seconds(), b.p99MS))
+		}
+	}
+	return problems
+}
+
+// soakTable renders the samples for the report.
+func soakTable(ss []soakSample) []string {
+	out := []string{"   t(s)  rss(MB)  threads  fds  goroutines  wal(KB)  acked  p99(ms)"}
+	for _, s := range ss {
+		out = append(out, fmt.Sprintf("  %5.0f  %7d  %7d  %3d  %10d  %7d  %5d  %7d",
+			s.at.Seconds(), s.rssKB>>10, s.threads, s.fds, s.goroutines, s.walBytes>>10, s.acked, s.p99MS))
+	}
+	return out
+}
