@@ -39,6 +39,7 @@ type scenario struct {
 	check  func(t *testing.T, e *env, resp *http.Response, body []byte)
 }
 
+// runScenarios runs each scenario on its own fresh server and store.
 func runScenarios(t *testing.T, scenarios []scenario) {
 	t.Helper()
 	for _, sc := range scenarios {
@@ -49,42 +50,87 @@ func runScenarios(t *testing.T, scenarios []scenario) {
 			if sc.setup != nil {
 				vars = sc.setup(e)
 			}
-			path, body := sc.path, sc.body
-			for k, v := range vars {
-				path = strings.ReplaceAll(path, "{"+k+"}", v)
-				body = strings.ReplaceAll(body, "{"+k+"}", v)
-			}
-			resp, b := e.do(sc.method, path, body, sc.key, sc.header)
-			if resp.StatusCode != sc.status {
-				t.Fatalf("%s %s: status %d, want %d\n%s", sc.method, path, resp.StatusCode, sc.status, b)
-			}
-			if sc.code != "" || sc.fields != nil {
-				ej := errorOf(t, b)
-				if sc.code != "" && ej.Code != sc.code {
-					t.Errorf("error code %q, want %q (%s)", ej.Code, sc.code, ej.Message)
-				}
-				var fields []string
-				for _, f := range ej.Fields {
-					fields = append(fields, f.Field)
-				}
-				if sc.fields != nil && !slices.Equal(fields, sc.fields) {
-					t.Errorf("error fields %q, want %q", fields, sc.fields)
-				}
-			}
-			for _, s := range sc.has {
-				if !strings.Contains(string(b), strings.ReplaceAll(s, "{id}", vars["id"])) {
-					t.Errorf("body lacks %q:\n%s", s, b)
-				}
-			}
-			for _, s := range sc.hasNot {
-				if strings.Contains(string(b), s) {
-					t.Errorf("body contains %q:\n%s", s, b)
-				}
-			}
-			if sc.check != nil {
-				sc.check(t, e, resp, b)
-			}
+			sc.run(t, e, vars)
 		})
+	}
+}
+
+// runShared runs read-only scenarios against one server prepared once by
+// setup (opening a store is the slow part of a scenario). Scenarios must
+// not have their own setup or mod, nor change what the others read.
+func runShared(t *testing.T, setup func(e *env) map[string]string, scenarios []scenario) {
+	t.Helper()
+	shared := newEnv(t, nil)
+	vars := map[string]string{}
+	if setup != nil {
+		vars = setup(shared)
+	}
+	for _, sc := range scenarios {
+		if sc.setup != nil || sc.mod != nil {
+			t.Fatalf("shared scenario %q has its own setup", sc.name)
+		}
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			e := *shared // same server and store; failures go to this subtest
+			e.t = t
+			sc.run(t, &e, vars)
+		})
+	}
+}
+
+// runMixed shares one server among the scenarios without setup or mod
+// (which must be independent of each other) and gives the others their
+// own.
+func runMixed(t *testing.T, scenarios []scenario) {
+	t.Helper()
+	var own, shared []scenario
+	for _, sc := range scenarios {
+		if sc.setup != nil || sc.mod != nil {
+			own = append(own, sc)
+		} else {
+			shared = append(shared, sc)
+		}
+	}
+	runScenarios(t, own)
+	runShared(t, nil, shared)
+}
+
+func (sc scenario) run(t *testing.T, e *env, vars map[string]string) {
+	t.Helper()
+	path, body := sc.path, sc.body
+	for k, v := range vars {
+		path = strings.ReplaceAll(path, "{"+k+"}", v)
+		body = strings.ReplaceAll(body, "{"+k+"}", v)
+	}
+	resp, b := e.do(sc.method, path, body, sc.key, sc.header)
+	if resp.StatusCode != sc.status {
+		t.Fatalf("%s %s: status %d, want %d\n%s", sc.method, path, resp.StatusCode, sc.status, b)
+	}
+	if sc.code != "" || sc.fields != nil {
+		ej := errorOf(t, b)
+		if sc.code != "" && ej.Code != sc.code {
+			t.Errorf("error code %q, want %q (%s)", ej.Code, sc.code, ej.Message)
+		}
+		var fields []string
+		for _, f := range ej.Fields {
+			fields = append(fields, f.Field)
+		}
+		if sc.fields != nil && !slices.Equal(fields, sc.fields) {
+			t.Errorf("error fields %q, want %q", fields, sc.fields)
+		}
+	}
+	for _, s := range sc.has {
+		if !strings.Contains(string(b), strings.ReplaceAll(s, "{id}", vars["id"])) {
+			t.Errorf("body lacks %q:\n%s", s, b)
+		}
+	}
+	for _, s := range sc.hasNot {
+		if strings.Contains(string(b), s) {
+			t.Errorf("body contains %q:\n%s", s, b)
+		}
+	}
+	if sc.check != nil {
+		sc.check(t, e, resp, b)
 	}
 }
 
@@ -107,7 +153,7 @@ func failService(err error) func(e *env) map[string]string {
 }
 
 func TestGroupsCreate(t *testing.T) {
-	runScenarios(t, []scenario{
+	runMixed(t, []scenario{
 		{name: "send key creates", method: "POST", path: "/v1/groups", body: createBody, key: "send", status: 201,
 			has: []string{`"status":"sending"`, `"pending":2`},
 			check: func(t *testing.T, e *env, resp *http.Response, b []byte) {
@@ -221,8 +267,8 @@ func TestGroupsIdempotency(t *testing.T) {
 
 func TestGroupsRead(t *testing.T) {
 	three := groupWith("+15550100003", "+15550100001", "+15550100002")
-	runScenarios(t, []scenario{
-		{name: "get", setup: three, method: "GET", path: "/v1/groups/{id}", key: "read", status: 200,
+	runShared(t, three, []scenario{
+		{name: "get", method: "GET", path: "/v1/groups/{id}", key: "read", status: 200,
 			has: []string{`"id":"{id}"`, `"counts":{`, `"acknowledged":0`, `"recipients":[`, `"sent_at":null`},
 			check: func(t *testing.T, e *env, _ *http.Response, b []byte) {
 				g := decode[groupJSON](t, b)
@@ -237,12 +283,15 @@ func TestGroupsRead(t *testing.T) {
 					t.Errorf("counts has %d keys, want 11: %v", len(g.Counts), g.Counts)
 				}
 			}},
-		{name: "get without roster", setup: three, method: "GET", path: "/v1/groups/{id}?recipients=0", key: "read", status: 200,
+		{name: "get without roster", method: "GET", path: "/v1/groups/{id}?recipients=0", key: "read", status: 200,
 			hasNot: []string{`"recipients"`}},
-		{name: "get bad recipients flag", setup: three, method: "GET", path: "/v1/groups/{id}?recipients=maybe", key: "read",
+		{name: "get bad recipients flag", method: "GET", path: "/v1/groups/{id}?recipients=maybe", key: "read",
 			status: 400, fields: []string{"recipients"}, code: "invalid_request"},
 		{name: "get unknown", method: "GET", path: "/v1/groups/nope", key: "read", status: 404, code: "not_found"},
-		{name: "get needs a key", setup: three, method: "GET", path: "/v1/groups/{id}", status: 401, code: "unauthorized"},
+		{name: "get needs a key", method: "GET", path: "/v1/groups/{id}", status: 401, code: "unauthorized"},
+		{name: "recipients bad status", method: "GET", path: "/v1/groups/{id}/recipients?status=gone", key: "read", status: 400, fields: []string{"status"}},
+	})
+	runScenarios(t, []scenario{
 		{name: "delivered recipient has timestamps", method: "GET", path: "/v1/groups/{id}", key: "read", status: 200,
 			setup: func(e *env) map[string]string {
 				id := e.createGroup("+15550100001", "+15550100002")
@@ -317,7 +366,6 @@ func TestGroupsRead(t *testing.T) {
 				}
 			}},
 		{name: "recipients unknown group", method: "GET", path: "/v1/groups/nope/recipients", key: "read", status: 404},
-		{name: "recipients bad status", setup: three, method: "GET", path: "/v1/groups/{id}/recipients?status=gone", key: "read", status: 400, fields: []string{"status"}},
 	})
 }
 
@@ -341,18 +389,18 @@ func TestGroupEvents(t *testing.T) {
 			}
 		}
 	}
-	runScenarios(t, []scenario{
-		{name: "all", setup: delivered, method: "GET", path: "/v1/groups/{id}/events", key: "read", status: 200,
+	runShared(t, delivered, []scenario{
+		{name: "all", method: "GET", path: "/v1/groups/{id}/events", key: "read", status: 200,
 			has:   []string{`"type":"group.created"`, `"type":"status.observed"`, `"next_after":8`, `"has_more":false`},
 			check: seqs(1, 2, 3, 4, 5, 6, 7, 8)},
-		{name: "after and limit", setup: delivered, method: "GET", path: "/v1/groups/{id}/events?after=2&limit=3", key: "read", status: 200,
+		{name: "after and limit", method: "GET", path: "/v1/groups/{id}/events?after=2&limit=3", key: "read", status: 200,
 			has: []string{`"next_after":5`, `"has_more":true`}, check: seqs(3, 4, 5)},
-		{name: "one recipient's timeline", setup: delivered, method: "GET", path: "/v1/groups/{id}/events?number=%2B15550100002", key: "read",
+		{name: "one recipient's timeline", method: "GET", path: "/v1/groups/{id}/events?number=%2B15550100002", key: "read",
 			status: 200, check: seqs(1, 5, 6, 7, 8)},
-		{name: "timeline with literal plus and after", setup: delivered, method: "GET", path: "/v1/groups/{id}/events?number=15550100001&after=1",
+		{name: "timeline with literal plus and after", method: "GET", path: "/v1/groups/{id}/events?number=15550100001&after=1",
 			key: "read", status: 200, check: seqs(2, 3, 4, 8)},
-		{name: "unknown recipient", setup: delivered, method: "GET", path: "/v1/groups/{id}/events?number=%2B15550100009", key: "read", status: 404},
-		{name: "bad after", setup: delivered, method: "GET", path: "/v1/groups/{id}/events?after=-1", key: "read", status: 400, fields: []string{"after"}},
+		{name: "unknown recipient", method: "GET", path: "/v1/groups/{id}/events?number=%2B15550100009", key: "read", status: 404},
+		{name: "bad after", method: "GET", path: "/v1/groups/{id}/events?after=-1", key: "read", status: 400, fields: []string{"after"}},
 		{name: "unknown group", method: "GET", path: "/v1/groups/nope/events", key: "read", status: 404},
 	})
 }
@@ -474,16 +522,16 @@ func TestReports(t *testing.T) {
 			}
 		}
 	}
-	runScenarios(t, []scenario{
-		{name: "deliveries json", setup: seedReports, method: "GET", path: "/v1/reports/deliveries", key: "read", status: 200,
+	runShared(t, seedReports, []scenario{
+		{name: "deliveries json", method: "GET", path: "/v1/reports/deliveries", key: "read", status: 200,
 			check: deliveries(4), has: []string{`"group_id":"grp0001"`}},
-		{name: "deliveries by status", setup: seedReports, method: "GET", path: "/v1/reports/deliveries?status=delivered", key: "read", status: 200, check: deliveries(2)},
-		{name: "deliveries by number", setup: seedReports, method: "GET", path: "/v1/reports/deliveries?number=%2B15550100001", key: "read", status: 200, check: deliveries(2)},
-		{name: "deliveries by class", setup: seedReports, method: "GET", path: "/v1/reports/deliveries?error_class=recipient", key: "read", status: 200, check: deliveries(1)},
-		{name: "deliveries by group", setup: seedReports, method: "GET", path: "/v1/reports/deliveries?group_id={g2}", key: "read", status: 200, check: deliveries(1)},
-		{name: "deliveries since", setup: seedReports, method: "GET", path: "/v1/reports/deliveries?since=2026-03-01T12:00:30Z", key: "read", status: 200, check: deliveries(1)},
-		{name: "deliveries until", setup: seedReports, method: "GET", path: "/v1/reports/deliveries?until=2026-03-01T12:00:30Z", key: "read", status: 200, check: deliveries(3)},
-		{name: "deliveries paged", setup: seedReports, method: "GET", path: "/v1/reports/deliveries?limit=3", key: "read", status: 200,
+		{name: "deliveries by status", method: "GET", path: "/v1/reports/deliveries?status=delivered", key: "read", status: 200, check: deliveries(2)},
+		{name: "deliveries by number", method: "GET", path: "/v1/reports/deliveries?number=%2B15550100001", key: "read", status: 200, check: deliveries(2)},
+		{name: "deliveries by class", method: "GET", path: "/v1/reports/deliveries?error_class=recipient", key: "read", status: 200, check: deliveries(1)},
+		{name: "deliveries by group", method: "GET", path: "/v1/reports/deliveries?group_id={g2}", key: "read", status: 200, check: deliveries(1)},
+		{name: "deliveries since", method: "GET", path: "/v1/reports/deliveries?since=2026-03-01T12:00:30Z", key: "read", status: 200, check: deliveries(1)},
+		{name: "deliveries until", method: "GET", path: "/v1/reports/deliveries?until=2026-03-01T12:00:30Z", key: "read", status: 200, check: deliveries(3)},
+		{name: "deliveries paged", method: "GET", path: "/v1/reports/deliveries?limit=3", key: "read", status: 200,
 			check: func(t *testing.T, e *env, _ *http.Response, b []byte) {
 				l := decode[deliveryListJSON](t, b)
 				if len(l.Deliveries) != 3 || l.NextCursor == "" {
@@ -501,7 +549,7 @@ func TestReports(t *testing.T) {
 		{name: "deliveries bad number", method: "GET", path: "/v1/reports/deliveries?number=call-me", key: "read", status: 400, fields: []string{"number"}},
 		{name: "deliveries bad format", method: "GET", path: "/v1/reports/deliveries?format=xml", key: "read", status: 400, fields: []string{"format"}},
 		{name: "deliveries need a key", method: "GET", path: "/v1/reports/deliveries", status: 401},
-		{name: "deliveries csv", setup: seedReports, method: "GET", path: "/v1/reports/deliveries?format=csv", key: "read", status: 200,
+		{name: "deliveries csv", method: "GET", path: "/v1/reports/deliveries?format=csv", key: "read", status: 200,
 			check: csvRows(4, func(t *testing.T, rows [][]string) {
 				found := false
 				for _, r := range rows[1:] {
@@ -513,15 +561,62 @@ func TestReports(t *testing.T) {
 					t.Errorf("no delivered +15550100001 row with timestamps: %v", rows)
 				}
 			})},
-		{name: "deliveries csv by Accept", setup: seedReports, method: "GET", path: "/v1/reports/deliveries?status=failed", key: "read",
+		{name: "deliveries csv by Accept", method: "GET", path: "/v1/reports/deliveries?status=failed", key: "read",
 			header: map[string]string{"Accept": "text/csv"}, status: 200,
 			check: csvRows(1, func(t *testing.T, rows [][]string) {
 				if rows[1][6] != "40300" || rows[1][7] != "recipient" {
 					t.Errorf("failed row %v", rows[1])
 				}
 			})},
-		{name: "deliveries csv limit", setup: seedReports, method: "GET", path: "/v1/reports/deliveries?format=csv&limit=2", key: "read", status: 200,
+		{name: "deliveries csv limit", method: "GET", path: "/v1/reports/deliveries?format=csv&limit=2", key: "read", status: 200,
 			check: csvRows(2, nil)},
+		{name: "summary", method: "GET", path: "/v1/reports/summary", key: "read", status: 200,
+			check: func(t *testing.T, e *env, _ *http.Response, b []byte) {
+				s := decode[summaryJSON](t, b)
+				if s.Total != 4 || s.ByStatus["delivered"] != 2 || s.ByStatus["failed"] != 1 || s.ByStatus["pending"] != 1 {
+					t.Errorf("summary %+v", s)
+				}
+				if s.DeliveryRate != 0.5 || s.MedianToDeliveredMS != 2000 || s.P95ToDeliveredMS != 2000 {
+					t.Errorf("rate/latency %+v", s)
+				}
+				if len(s.TopErrorCodes) != 1 || s.TopErrorCodes[0].Code != "40300" || s.TopErrorCodes[0].Count != 1 {
+					t.Errorf("codes %+v", s.TopErrorCodes)
+				}
+			}},
+		{name: "summary filtered", method: "GET", path: "/v1/reports/summary?group_id={g2}", key: "read", status: 200,
+			has: []string{`"total":1`, `"delivery_rate":1`}},
+		{name: "summary csv", method: "GET", path: "/v1/reports/summary?format=csv", key: "read", status: 200,
+			check: func(t *testing.T, e *env, _ *http.Response, b []byte) {
+				rows := readCSV(t, b)
+				m := map[string]string{}
+				for _, r := range rows[1:] {
+					m[r[0]] = r[1]
+				}
+				if !slices.Equal(rows[0], []string{"metric", "value"}) || m["total"] != "4" || m["status.delivered"] != "2" ||
+					m["delivery_rate"] != "0.5000" || m["error_code.40300"] != "1" {
+					t.Errorf("summary csv %v", rows)
+				}
+			}},
+		{name: "recipient history", method: "GET", path: "/v1/reports/recipients/%2B15550100001", key: "read", status: 200,
+			has: []string{`"number":"+15550100001"`, `"suppression":null`}, check: func(t *testing.T, e *env, _ *http.Response, b []byte) {
+				if r := decode[recipientReportJSON](t, b); len(r.Deliveries) != 2 {
+					t.Errorf("history %+v", r)
+				}
+			}},
+		{name: "recipient history shows suppression", method: "GET", path: "/v1/reports/recipients/+15550100003", key: "read", status: 200,
+			has: []string{`"reason":"stop"`}},
+		{name: "recipient history csv", method: "GET", path: "/v1/reports/recipients/%2B15550100001?format=csv", key: "read", status: 200,
+			check: csvRows(2, nil)},
+		{name: "recipient history bad number", method: "GET", path: "/v1/reports/recipients/nobody", key: "read", status: 400, fields: []string{"number"}},
+		{name: "replies", method: "GET", path: "/v1/replies", key: "read", status: 200,
+			has: []string{`"event_id":"in-1"`, `"event_id":"in-2"`}},
+		{name: "replies unmatched", method: "GET", path: "/v1/replies?unmatched=true", key: "read", status: 200,
+			has: []string{`"event_id":"in-2"`, `"group_id":""`}, hasNot: []string{`"in-1"`}},
+		{name: "replies by number", method: "GET", path: "/v1/replies?number=%2B15550100001", key: "read", status: 200,
+			has: []string{`"in-1"`}, hasNot: []string{`"in-2"`}},
+		{name: "replies bad flag", method: "GET", path: "/v1/replies?unmatched=perhaps", key: "read", status: 400, fields: []string{"unmatched"}},
+	})
+	runScenarios(t, []scenario{
 		{name: "deliveries csv is formula-safe", method: "GET", path: "/v1/reports/deliveries?format=csv", key: "read", status: 200,
 			setup: func(e *env) map[string]string {
 				_, _, err := e.mini.create(context.Background(), group.Request{From: "+15550100000", Text: "x",
@@ -536,51 +631,6 @@ func TestReports(t *testing.T) {
 					t.Errorf("row %q: number must keep its +, the name must be defused", rows[1])
 				}
 			})},
-		{name: "summary", setup: seedReports, method: "GET", path: "/v1/reports/summary", key: "read", status: 200,
-			check: func(t *testing.T, e *env, _ *http.Response, b []byte) {
-				s := decode[summaryJSON](t, b)
-				if s.Total != 4 || s.ByStatus["delivered"] != 2 || s.ByStatus["failed"] != 1 || s.ByStatus["pending"] != 1 {
-					t.Errorf("summary %+v", s)
-				}
-				if s.DeliveryRate != 0.5 || s.MedianToDeliveredMS != 2000 || s.P95ToDeliveredMS != 2000 {
-					t.Errorf("rate/latency %+v", s)
-				}
-				if len(s.TopErrorCodes) != 1 || s.TopErrorCodes[0].Code != "40300" || s.TopErrorCodes[0].Count != 1 {
-					t.Errorf("codes %+v", s.TopErrorCodes)
-				}
-			}},
-		{name: "summary filtered", setup: seedReports, method: "GET", path: "/v1/reports/summary?group_id={g2}", key: "read", status: 200,
-			has: []string{`"total":1`, `"delivery_rate":1`}},
-		{name: "summary csv", setup: seedReports, method: "GET", path: "/v1/reports/summary?format=csv", key: "read", status: 200,
-			check: func(t *testing.T, e *env, _ *http.Response, b []byte) {
-				rows := readCSV(t, b)
-				m := map[string]string{}
-				for _, r := range rows[1:] {
-					m[r[0]] = r[1]
-				}
-				if !slices.Equal(rows[0], []string{"metric", "value"}) || m["total"] != "4" || m["status.delivered"] != "2" ||
-					m["delivery_rate"] != "0.5000" || m["error_code.40300"] != "1" {
-					t.Errorf("summary csv %v", rows)
-				}
-			}},
-		{name: "recipient history", setup: seedReports, method: "GET", path: "/v1/reports/recipients/%2B15550100001", key: "read", status: 200,
-			has: []string{`"number":"+15550100001"`, `"suppression":null`}, check: func(t *testing.T, e *env, _ *http.Response, b []byte) {
-				if r := decode[recipientReportJSON](t, b); len(r.Deliveries) != 2 {
-					t.Errorf("history %+v", r)
-				}
-			}},
-		{name: "recipient history shows suppression", setup: seedReports, method: "GET", path: "/v1/reports/recipients/+15550100003", key: "read", status: 200,
-			has: []string{`"reason":"stop"`}},
-		{name: "recipient history csv", setup: seedReports, method: "GET", path: "/v1/reports/recipients/%2B15550100001?format=csv", key: "read", status: 200,
-			check: csvRows(2, nil)},
-		{name: "recipient history bad number", method: "GET", path: "/v1/reports/recipients/nobody", key: "read", status: 400, fields: []string{"number"}},
-		{name: "replies", setup: seedReports, method: "GET", path: "/v1/replies", key: "read", status: 200,
-			has: []string{`"event_id":"in-1"`, `"event_id":"in-2"`}},
-		{name: "replies unmatched", setup: seedReports, method: "GET", path: "/v1/replies?unmatched=true", key: "read", status: 200,
-			has: []string{`"event_id":"in-2"`, `"group_id":""`}, hasNot: []string{`"in-1"`}},
-		{name: "replies by number", setup: seedReports, method: "GET", path: "/v1/replies?number=%2B15550100001", key: "read", status: 200,
-			has: []string{`"in-1"`}, hasNot: []string{`"in-2"`}},
-		{name: "replies bad flag", method: "GET", path: "/v1/replies?unmatched=perhaps", key: "read", status: 400, fields: []string{"unmatched"}},
 	})
 }
 
@@ -661,7 +711,7 @@ func TestKeys(t *testing.T) {
 }
 
 func TestOperationsRoutes(t *testing.T) {
-	runScenarios(t, []scenario{
+	runMixed(t, []scenario{
 		{name: "healthz", method: "GET", path: "/healthz", status: 200, has: []string{`"ok"`}},
 		{name: "readyz", method: "GET", path: "/readyz", status: 200, has: []string{`"engine":"sqlite"`}},
 		{name: "readyz old schema", mod: func(c *Config) { c.MinMigrationVersion = 1 << 40 }, method: "GET", path: "/readyz",
