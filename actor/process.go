@@ -108,6 +108,7 @@ type procExt struct {
 	failures []time.Time     // owned by the run goroutine
 	base     context.Context // guarded by process.mu
 	cancel   context.CancelFunc
+	forced   bool // Shutdown gave up: contexts are born cancelled
 	done     chan struct{} // guarded by process.mu
 }
 
@@ -785,7 +786,7 @@ func (p *process[M]) context() context.Context {
 	ext := p.extLocked()
 	if ext.base == nil {
 		ext.base, ext.cancel = context.WithCancel(context.Background())
-		if p.finished {
+		if p.finished || ext.forced {
 			ext.cancel()
 		}
 	}
@@ -859,8 +860,10 @@ func (p *process[M]) info() ActorInfo {
 
 func (p *process[M]) forceCancel() {
 	p.mu.Lock()
-	if p.ext != nil && p.ext.cancel != nil {
-		p.ext.cancel()
+	ext := p.extLocked()
+	ext.forced = true
+	if ext.cancel != nil {
+		ext.cancel()
 	}
 	p.mu.Unlock()
 }
