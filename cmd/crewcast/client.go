@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// The API client behind send, status and report: plain net/http and the
+// JSON shapes of the HTTP API (docs/openapi.yaml), nothing shared with the
+// server's code so that the CLI tests exercise the wire format.
+
+// clientFlags are the --server and --key flags every client command takes.
+type clientFlags struct {
+	server, key string
+}
+
+func bindClientFlags(fs *flag.FlagSet) *clientFlags {
+	f := &clientFlags{}
+	fs.StringVar(&f.server, "server", envOr("CREWCAST_SERVER", "http://127.0.0.1:8080"), "crewcast server URL (CREWCAST_SERVER)")
+	fs.StringVar(&f.key, "key", envOr("CREWCAST_KEY", ""), "API key (CREWCAST_KEY)")
+	return f
+}
+
+// client returns an API client for the flags, checking them first.
+func (f *clientFlags) client() (*apiClient, error) {
+	u, err := url.Parse(f.server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--server %q is not an http(s) URL", f.server)
+	}
+	if f.key == "" {
+		return nil, errors.New("an API key is required: --key or CREWCAST_KEY (create one with 'crewcast keys create')")
+	}
+	// No overall timeout: event streams are long-lived. Requests carry the
+	// command's context (Ctrl-C) instead.
+	return &apiClient{base: strings.TrimRight(f.server, "/"), key: f.key, http: &http.Client{}}, nil
+}
+
+type apiClient struct {
+	base, key string
+	http      *http.Client
+}
+
+// apiError is an error answer of the API.
+type apiError struct {
+	Status  int
+	Code    string
+	Message string
+	Fields  []struct{ Field, Message string }
+}
+
+func (e *apiError) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = http.StatusText(e.Status)
+	}
+	if e.Code != "" {
+		return fmt.Sprintf("%s (%s, HTTP %d)", msg, e.Code, e.Status)
+	}
+	return fmt.Sprintf("%s (HTTP %d)", msg, e.Status)
+}
+
+// request sends one API request; a non-2xx answer becomes an *apiError.
+func (c *apiClient) request(ctx context.Context, method, path string, body any, header http.Header) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		ae := &apiError{Status: resp.StatusCode}
+		var env struct {
+			Error struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+				Fields  []struct {
+					Field   string `json:"field"`
+					Message string `json:"message"`
+				} `json:"fields"`
+			} `json:"error"`
+		}
+		if b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10)); err == nil && json.Unmarshal(b, &env) == nil {
+			ae.Code, ae.Message = env.Error.Code, env.Error.Message
+			for _, f := range env.Error.Fields {
+				ae.Fields = append(ae.Fields, struct{ Field, Message string }{f.Field, f.Message})
+			}
+		}
+		return nil, ae
+	}
+	return resp, nil
+}
+
+// getJSON decodes a JSON answer into out.
+func (c *apiClient) doJSON(ctx context.Context, method, path string, body any, header http.Header, out any) (int, error) {
+	resp, err := c.request(ctx, method, path, body, header)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		return resp.StatusCode, nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return resp.StatusCode, fmt.Errorf("decode %s %s: %w", method, path, err)
+	}
+	return resp.StatusCode, nil
+}
+
+// ---- API shapes ----
+
+type groupView struct {
+	ID          string          `json:"id"`
+	Status      string          `json:"status"`
+	PauseReason string          `json:"pause_reason"`
+	Mode        string          `json:"mode"`
+	From        string          `json:"from"`
+	Text        string          `json:"text"`
+	CreatedAt   *time.Time      `json:"created_at"`
+	Seq         uint64          `json:"seq"`
+	Counts      map[string]int  `json:"counts"`
+	Recipients  []recipientView `json:"recipients"`
+}
+
+type recipientView struct {
+	GroupID           string     `json:"group_id"`
+	Number            string     `json:"number"`
+	Name              string     `json:"name"`
+	Status            string     `json:"status"`
+	Attempts          int        `json:"attempts"`
+	ProviderMessageID string     `json:"provider_message_id"`
+	ErrorCode         string     `json:"error_code"`
+	ErrorClass        string     `json:"error_class"`
+	SentAt            *time.Time `json:"sent_at"`
+	DeliveredAt       *time.Time `json:"delivered_at"`
+	RepliedAt         *time.Time `json:"replied_at"`
+	ReplyText         string     `json:"reply_text"`
+	Ack               string     `json:"ack"`
+	UpdatedAt         *time.Time `json:"updated_at"`
+}
+
+// finished reports whether a group will change no more without an
+// operator: complete or canceled.
+func (g groupView) finished() bool { return g.Status == "complete" || g.Status == "canceled" }
+
+// ---- event streams ----
+
+// streamEvent is one server-sent event.
+type streamEvent struct {
+	ID, Event, Data string
+}
+
+// stream reads a server-sent event stream, calling fn for each event (not
+// for comments) until the stream ends, ctx is done or fn fails.
+func (c *apiClient) stream(ctx context.Context, path, lastID string, fn func(streamEvent) error) error {
+	h := http.Header{"Accept": {"text/event-stream"}}
+	if lastID != "" {
+		h.Set("Last-Event-ID", lastID)
+	}
+	resp, err := c.request(ctx, "GET", path, nil, h)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20) // an event's data line may be long
+	var ev streamEvent
+	data := false
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			if data {
+				if err := fn(ev); err != nil {
+					return err
+				}
+			}
+			ev, data = streamEvent{}, false
+			continue
+		}
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "id":
+			ev.ID = value
+		case "event":
+			ev.Event = value
+		case "data":
+			ev.Data, data = value, true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	return io.EOF
+}
+
+// isTerminal reports whether w is a terminal, where progress is redrawn
+// in place instead of printed line by line.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// parseArgs parses flags that may come before or after positional
+// arguments ("status ID --key K" as well as "status --key K ID") and
+// returns the positionals.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, errUsage
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// wantArgs checks the number of positional arguments.
+func wantArgs(fs *flag.FlagSet, pos []string, n int, what string) error {
+	if len(pos) != n {
+		fmt.Fprintf(fs.Output(), "%s: want %s\n", fs.Name(), what)
+		return errUsage
+	}
+	return nil
+}
+
+// fmtTime shows a timestamp compactly in local time, or "-".
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"text/tabwriter"
+)
+
+func init() {
+	register(command{name: "status", summary: "show a group's counts and roster", run: runStatus})
+}
+
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("status", stderr)
+	cf := bindClientFlags(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(fs, pos, 1, "one group ID"); err != nil {
+		return err
+	}
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	var g groupView
+	if _, err := c.doJSON(ctx, "GET", "/v1/groups/"+url.PathEscape(pos[0]), nil, nil, &g); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "group   %s (%s, from %s, created %s)\n", g.ID, g.Mode, g.From, fmtTime(g.CreatedAt))
+	fmt.Fprintf(stdout, "text    %s\n", g.Text)
+	fmt.Fprintf(stdout, "status  %s\n\n", progressLine(g))
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NUMBER\tNAME\tSTATUS\tATTEMPTS\tSENT\tDELIVERED\tERROR\tACK\tREPLY")
+	for _, r := range g.Recipients {
+		errText := "-"
+		if r.ErrorCode != "" || r.ErrorClass != "" {
+			errText = r.ErrorCode + " " + r.ErrorClass
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Number, dash(r.Name), r.Status, r.Attempts,
+			fmtTime(r.SentAt), fmtTime(r.DeliveredAt), errText, dash(r.Ack), dash(oneLine(r.ReplyText, 40)))
+	}
+	return tw.Flush()
+}
+
+// oneLine shortens free text for a table cell.
+func oneLine(s string, max int) string {
+	r := []rune(s)
+	for i, c := range r {
+		if c == '\n' || c == '\r' || c == '\t' {
+			r[i] = ' '
+		}
+	}
+	if len(r) > max {
+		return string(r[:max-1]) + "…"
+	}
+	return string(r)
+}
