@@ -108,7 +108,7 @@ type procExt struct {
 	failures []time.Time     // owned by the run goroutine
 	base     context.Context // guarded by process.mu
 	cancel   context.CancelFunc
-	forced   bool // Shutdown gave up: contexts are born cancelled
+	forced   bool          // Shutdown gave up: contexts are born cancelled
 	done     chan struct{} // guarded by process.mu
 }
 
