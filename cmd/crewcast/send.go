@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -142,10 +143,12 @@ func follow(ctx context.Context, c *apiClient, g groupView, out io.Writer, tty b
 		return done(out, tty)
 	}
 	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait() // the reader leaves once cancel below has run
 	defer cancel()
 	changed := make(chan struct{}, 1)
 	streamErr := make(chan error, 1)
-	go func() {
+	wg.Go(func() {
 		lastID := strconv.FormatUint(g.Seq, 10)
 		failures := 0
 		for {
@@ -182,7 +185,7 @@ func follow(ctx context.Context, c *apiClient, g groupView, out io.Writer, tty b
 			case <-t.C:
 			}
 		}
-	}()
+	})
 	for {
 		select {
 		case <-ctx.Done():
