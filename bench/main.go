@@ -1,0 +1,216 @@
+// Command bench runs crewcast's service benchmarks in-process over
+// loopback HTTP and prints one "RESULT <name> <value> <unit>" line per
+// figure on stdout; progress goes to stderr.
+//
+//	go run ./bench                       # everything, as `make bench` runs it
+//	go run ./bench -run ingest,e2e       # some scenarios
+//	go run ./bench -scale-n 100000       # a quicker scale step
+//	go run ./bench -profile /tmp/prof    # CPU profiles of the measured windows
+//
+// Scenarios: ingest (signed webhooks, durably acknowledged, against a bare
+// net/http ceiling), e2e (webhook to event-stream latency at a fixed rate),
+// fanout (a 10,000-recipient group against the simulator, pacing off),
+// scale (hibernated groups seeded through the store API; routing latency
+// and memory at a small and a large group count; the database steps run
+// in child processes of this program so each one's memory is its own).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is every knob of a run.
+type config struct {
+	run     []string
+	profile string // directory for CPU profiles; "" = none
+	tmp     string // where databases go
+
+	ingestClients int
+	ingestWarmup  time.Duration
+	ingestWindow  time.Duration
+	ingestGroups  int
+	ingestSize    int
+	ingestMax     int
+
+	e2eRate  float64
+	e2eCount int
+
+	fanoutN        int
+	fanoutReceipts bool
+
+	scaleSmall    int
+	scaleN        int
+	scaleWebhooks int
+	scaleRate     float64
+	scaleBatch    int
+
+	// worker runs one scale step in a child process ("seed" or "run").
+	worker string
+	db     string
+	n      int
+}
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	runList := fs.String("run", "ingest,e2e,fanout,scale", "scenarios to run, comma-separated")
+	fs.StringVar(&c.profile, "profile", "", "write CPU profiles of the measured windows to this directory")
+	fs.StringVar(&c.tmp, "tmp", "", "directory for databases (default: a new temporary directory)")
+	fs.IntVar(&c.ingestClients, "ingest-clients", 128, "concurrent keep-alive webhook clients")
+	fs.DurationVar(&c.ingestWarmup, "ingest-warmup", time.Second, "unmeasured warm-up per side")
+	fs.DurationVar(&c.ingestWindow, "ingest-window", 10*time.Second, "measured window per side")
+	fs.IntVar(&c.ingestGroups, "ingest-groups", 20, "groups the ingest webhooks are about")
+	fs.IntVar(&c.ingestSize, "ingest-size", 500, "recipients per ingest group")
+	fs.IntVar(&c.ingestMax, "ingest-max", 150000, "signed webhooks prepared for the durable side (each event id is used once)")
+	fs.Float64Var(&c.e2eRate, "e2e-rate", 200, "webhooks per second in the end-to-end run")
+	fs.IntVar(&c.e2eCount, "e2e-count", 2000, "webhooks (and recipients) in the end-to-end run")
+	fs.IntVar(&c.fanoutN, "fanout-n", 10000, "recipients of the fan-out group")
+	fs.BoolVar(&c.fanoutReceipts, "fanout-receipts", false, "also wait for every delivery receipt of the fan-out group")
+	fs.IntVar(&c.scaleSmall, "scale-small", 10000, "hibernated groups in the small scale run")
+	fs.IntVar(&c.scaleN, "scale-n", envInt("CREWCAST_BENCH_SCALE_N", 1000000), "hibernated groups in the large scale run (env CREWCAST_BENCH_SCALE_N)")
+	fs.IntVar(&c.scaleWebhooks, "scale-webhooks", 5000, "webhooks per scale run, each to a different random group")
+	fs.Float64Var(&c.scaleRate, "scale-rate", 250, "webhooks per second in the scale runs")
+	fs.IntVar(&c.scaleBatch, "scale-batch", 5000, "groups per store commit when seeding")
+	fs.StringVar(&c.worker, "worker", "", "internal: run one scale step (seed|run) in this process")
+	fs.StringVar(&c.db, "db", "", "internal: the scale step's database")
+	fs.IntVar(&c.n, "n", 0, "internal: the scale step's group count")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	known := []string{"ingest", "e2e", "fanout", "scale"}
+	for _, s := range strings.Split(*runList, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !slices.Contains(known, s) {
+			return c, fmt.Errorf("unknown scenario %q (want %s)", s, strings.Join(known, ", "))
+		}
+		c.run = append(c.run, s)
+	}
+	return c, nil
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// reporter prints RESULT lines and progress.
+type reporter struct {
+	out, log io.Writer
+}
+
+func (r reporter) result(name string, value float64, unit string) {
+	fmt.Fprintf(r.out, "RESULT %s %s %s\n", name, strconv.FormatFloat(value, 'f', prec(value), 64), unit)
+}
+
+// prec keeps about three significant digits below 100 and none above.
+func prec(v float64) int {
+	switch a := max(v, -v); {
+	case a >= 100:
+		return 0
+	case a >= 10:
+		return 1
+	case a >= 1:
+		return 2
+	default:
+		return 3
+	}
+}
+
+func (r reporter) progress(format string, args ...any) {
+	fmt.Fprintf(r.log, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	c, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	rep := reporter{out: stdout, log: stderr}
+	switch c.worker {
+	case "seed":
+		return seedWorker(ctx, c, rep)
+	case "run":
+		return scaleRunWorker(ctx, c, rep)
+	case "":
+	default:
+		return fmt.Errorf("unknown worker %q", c.worker)
+	}
+	if c.tmp == "" {
+		dir, err := os.MkdirTemp("", "crewcast-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		c.tmp = dir
+	}
+	if c.profile != "" {
+		if err := os.MkdirAll(c.profile, 0o755); err != nil {
+			return err
+		}
+	}
+	for _, s := range c.run {
+		start := time.Now()
+		rep.progress("%s: start", s)
+		var err error
+		switch s {
+		case "ingest":
+			err = benchIngest(ctx, c, rep)
+		case "e2e":
+			err = benchE2E(ctx, c, rep)
+		case "fanout":
+			err = benchFanout(ctx, c, rep)
+		case "scale":
+			err = benchScale(ctx, c, rep)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+		rep.progress("%s: done in %s", s, time.Since(start).Round(time.Second))
+	}
+	return nil
+}
+
+// profiled runs fn under the CPU profiler when c.profile is set, writing
+// <profile>/<name>.pprof.
+func profiled(c config, name string, fn func() error) error {
+	if c.profile == "" {
+		return fn()
+	}
+	f, err := os.Create(filepath.Join(c.profile, name+".pprof"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	err = fn()
+	pprof.StopCPUProfile()
+	return err
+}

@@ -1,0 +1,445 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/bench/internal/harness"
+	"github.com/crewcast/crewcast/group"
+	"github.com/crewcast/crewcast/store"
+	"github.com/crewcast/crewcast/store/sqlite"
+)
+
+// benchScale seeds SQLite databases of scaleSmall and scaleN hibernated
+// groups through the store API, then runs crewcast on each and posts
+// status webhooks at a fixed rate, each to a different random group, all
+// hibernated when it arrives. It reports the routing latency (POST until
+// the group's change is committed and published: route lookup, activation
+// from the journal, apply, commit) at both sizes and crewcast's resident
+// memory while it works.
+//
+// Every step runs in a child process of this program, so the seeding's
+// memory does not count against the server's and each size is measured
+// from a fresh process.
+func benchScale(ctx context.Context, c config, rep reporter) error {
+	type sizeResult struct {
+		label string
+		seed  seedReport
+		run   runReport
+	}
+	var results []sizeResult
+	for _, n := range []int{c.scaleSmall, c.scaleN} {
+		label := sizeLabel(n)
+		db := filepath.Join(c.tmp, "scale-"+label+".db")
+		rep.progress("scale %s: seeding %d hibernated groups", label, n)
+		var sr seedReport
+		seedArgs := []string{"-worker", "seed", "-db", db, "-n", strconv.Itoa(n), "-scale-batch", strconv.Itoa(c.scaleBatch)}
+		if c.profile != "" {
+			seedArgs = append(seedArgs, "-profile", c.profile)
+		}
+		if err := child(ctx, c, rep, seedArgs, &sr); err != nil {
+			return fmt.Errorf("seed %s: %w", label, err)
+		}
+		rep.progress("scale %s: seeded in %.1fs, database %.0f MB", label, sr.Seconds, sr.DBMB)
+		var rr runReport
+		args := []string{"-worker", "run", "-db", db, "-n", strconv.Itoa(n),
+			"-scale-webhooks", strconv.Itoa(c.scaleWebhooks), "-scale-rate", strconv.FormatFloat(c.scaleRate, 'f', -1, 64)}
+		if c.profile != "" {
+			args = append(args, "-profile", c.profile)
+		}
+		rep.progress("scale %s: %d webhooks at %.0f/s to random groups", label, c.scaleWebhooks, c.scaleRate)
+		if err := child(ctx, c, rep, args, &rr); err != nil {
+			return fmt.Errorf("run %s: %w", label, err)
+		}
+		results = append(results, sizeResult{label, sr, rr})
+		_ = os.Remove(db)
+		_ = os.Remove(db + "-wal")
+		_ = os.Remove(db + "-shm")
+	}
+	small, large := results[0], results[1]
+	for _, r := range results {
+		rep.result("scale_seed_"+r.label, r.seed.Seconds, "s")
+		rep.result("scale_db_"+r.label, r.seed.DBMB, "MB")
+		rep.result("scale_open_"+r.label, r.run.OpenSeconds, "s")
+		rep.result("scale_route_p50_"+r.label, r.run.P50Ms, "ms")
+		rep.result("scale_route_p99_"+r.label, r.run.P99Ms, "ms")
+		rep.result("scale_rss_start_"+r.label, r.run.RSSStartMB, "MB")
+		rep.result("scale_rss_"+r.label, r.run.RSSMaxMB, "MB")
+	}
+	rep.result("scale_route_ratio_"+large.label+"_"+small.label, large.run.P50Ms/small.run.P50Ms, "ratio")
+	rep.result("scale_route_p99_ratio_"+large.label+"_"+small.label, large.run.P99Ms/small.run.P99Ms, "ratio")
+	return nil
+}
+
+// sizeLabel names a group count: 10000 → "10k", 1000000 → "1m".
+func sizeLabel(n int) string {
+	switch {
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return strconv.Itoa(n/1_000_000) + "m"
+	case n >= 1000 && n%1000 == 0:
+		return strconv.Itoa(n/1000) + "k"
+	}
+	return strconv.Itoa(n)
+}
+
+// childEnv marks a child process of child, so that a test binary standing
+// in for this program knows to run a step instead of its tests.
+const childEnv = "CREWCAST_BENCH_CHILD"
+
+// child runs this program with args and decodes the JSON object it prints
+// as its last stdout line into v; its stderr is passed through.
+func child(ctx context.Context, c config, rep reporter, args []string, v any) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	cmd.Stderr = rep.log
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	var last []byte
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		last = append(last[:0], sc.Bytes()...)
+	}
+	if err := cmd.Wait(); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(last, v); err != nil {
+		return fmt.Errorf("child output %q: %w", last, err)
+	}
+	return nil
+}
+
+// seedReport is what the seed step prints.
+type seedReport struct {
+	Seconds float64 `json:"seconds"`
+	DBMB    float64 `json:"db_mb"`
+}
+
+// Seeded groups check their recipients at the provider only after this
+// long, so no status lookup happens during a benchmark.
+const seedCheckAfter = 12 * time.Hour
+
+// seedWorker writes c.n hibernated groups into a new database at c.db,
+// scaleBatch groups per Commit (one transaction, one fsync): per group the
+// journal of a one-recipient group created, claimed and accepted by the
+// provider (group.created, send.claimed, send.outcomes — built by the
+// group package's own decisions), its group and delivery rows, its
+// provider-message and conversation routes, and its status-check
+// reminder: what the tracker itself commits for such a group. No snapshot
+// is written (a passivating group would save one; activation then replays
+// the three events instead).
+func seedWorker(ctx context.Context, c config, rep reporter) error {
+	start := time.Now()
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: c.db})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	at := time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
+	settings := group.Settings{CheckAfter: seedCheckAfter, Deadline: 4 * seedCheckAfter}.WithDefaults()
+	type batch struct {
+		units []actor.Unit
+		err   error
+	}
+	// Building units runs beside committing the previous batch.
+	batches := make(chan batch, 2)
+	go func() {
+		defer close(batches)
+		for lo := 0; lo < c.n; lo += c.scaleBatch {
+			hi := min(lo+c.scaleBatch, c.n)
+			units := make([]actor.Unit, 0, hi-lo)
+			for i := lo; i < hi; i++ {
+				u, err := seedUnit(i, settings, at)
+				if err != nil {
+					batches <- batch{err: err}
+					return
+				}
+				units = append(units, u)
+			}
+			select {
+			case batches <- batch{units: units}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	done, lastLog := 0, time.Now()
+	if err := profiled(c, "seed-"+sizeLabel(c.n), func() error {
+		for b := range batches {
+			if b.err != nil {
+				return b.err
+			}
+			res, err := st.Commit(ctx, b.units)
+			if err != nil {
+				return fmt.Errorf("commit seed batch: %w", err)
+			}
+			for i, e := range res {
+				if e != nil {
+					return fmt.Errorf("seed unit %s: %w", b.units[i].Key, e)
+				}
+			}
+			done += len(b.units)
+			if time.Since(lastLog) > 10*time.Second {
+				rep.progress("seed: %d of %d groups (%.0f/s)", done, c.n, float64(done)/time.Since(start).Seconds())
+				lastLog = time.Now()
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if done != c.n {
+		return fmt.Errorf("seeded %d groups, want %d", done, c.n)
+	}
+	if err := st.Close(); err != nil {
+		return err
+	}
+	var size int64
+	for _, suffix := range []string{"", "-wal"} {
+		if fi, err := os.Stat(c.db + suffix); err == nil {
+			size += fi.Size()
+		}
+	}
+	return json.NewEncoder(os.Stdout).Encode(seedReport{Seconds: time.Since(start).Seconds(), DBMB: float64(size) / (1 << 20)})
+}
+
+// Seeded group i: its id, recipient number and provider message id.
+func seedGroupID(i int) string   { return fmt.Sprintf("grp_seed%08d", i) }
+func seedNumber(i int) string    { return fmt.Sprintf("+1556%07d", i) }
+func seedMessageID(i int) string { return fmt.Sprintf("40385f64-5717-4562-b3fc-%012d", i) }
+
+// seedUnit builds group i's commit.
+func seedUnit(i int, settings group.Settings, at time.Time) (actor.Unit, error) {
+	id := seedGroupID(i)
+	created, ferrs := group.Plan(id, group.Request{From: harness.SenderNumber, To: []string{seedNumber(i)},
+		Text: harness.GroupText, Mode: crewcast.ModeIndividual}, settings, nil, at)
+	if len(ferrs) > 0 {
+		return actor.Unit{}, fmt.Errorf("seed group %d: %v", i, ferrs)
+	}
+	g := &group.Group{}
+	events := []group.Event{created}
+	if err := g.Apply(created); err != nil {
+		return actor.Unit{}, err
+	}
+	claimed, ok := g.Claim(at, 0)
+	if !ok {
+		return actor.Unit{}, errors.New("seed: nothing to claim")
+	}
+	if err := g.Apply(claimed); err != nil {
+		return actor.Unit{}, err
+	}
+	events = append(events, claimed)
+	out := group.Outcomes{At: at, Outcomes: []group.Outcome{
+		g.Outcome(claimed.Sends[0], crewcast.SendResult{MessageID: seedMessageID(i)}, nil, at)}}
+	if err := g.Apply(out); err != nil {
+		return actor.Unit{}, err
+	}
+	events = append(events, out)
+	u := actor.Unit{Key: id}
+	for k, e := range events {
+		typ, data, err := group.Encode(e)
+		if err != nil {
+			return actor.Unit{}, err
+		}
+		u.Events = append(u.Events, actor.Event{Seq: uint64(k + 1), Type: typ, Data: data, Time: at})
+	}
+	r := g.Recipients[0]
+	if r.Status != crewcast.StatusSent || r.NextCheckAt.IsZero() {
+		return actor.Unit{}, fmt.Errorf("seed group %d: recipient is %s, want sent with a check due", i, r.Status)
+	}
+	// The tracker names check reminders "c:<recipient index>" and routes
+	// "m:<provider>:<message id>" and "c:<our number>:<their number>".
+	u.Reminders = []actor.ReminderOp{{Name: "c:0", Due: r.NextCheckAt}}
+	u.Effects = []any{store.Effects{
+		Group: &store.GroupRow{ID: id, Status: g.Status, From: g.From, Mode: g.Mode, Text: g.Text,
+			CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt, Counts: g.Counts(), Seq: uint64(len(events))},
+		Deliveries: []store.DeliveryRow{{GroupID: id, Number: r.Number, Status: r.Status, Attempts: r.Attempts,
+			ProviderMessageID: r.MessageID, ClaimedAt: r.ClaimedAt, SentAt: r.SentAt, UpdatedAt: g.UpdatedAt}},
+		Routes: []store.Route{
+			{Key: "m:telnyx:" + r.MessageID, Value: id},
+			{Key: "c:" + g.From + ":" + r.Number, Value: id, ExpiresAt: at.Add(30 * 24 * time.Hour)},
+		},
+	}}
+	return u, nil
+}
+
+// runReport is what the run step prints.
+type runReport struct {
+	OpenSeconds float64 `json:"open_seconds"`
+	Webhooks    int     `json:"webhooks"`
+	P50Ms       float64 `json:"p50_ms"`
+	P99Ms       float64 `json:"p99_ms"`
+	RSSStartMB  float64 `json:"rss_start_mb"`
+	RSSMaxMB    float64 `json:"rss_max_mb"`
+	RSSEndMB    float64 `json:"rss_end_mb"`
+}
+
+// scaleRunWorker starts crewcast on the seeded database c.db and posts
+// scaleWebhooks message.finalized "delivered" webhooks at scaleRate, each
+// to a different random seeded group, measuring from each webhook's
+// scheduled time until the tracker publishes the group's committed change.
+// Resident memory is sampled every 100 ms from the start of the webhooks
+// until the last change.
+func scaleRunWorker(ctx context.Context, c config, rep reporter) error {
+	if c.scaleWebhooks > c.n {
+		return fmt.Errorf("%d webhooks need at least as many groups, have %d", c.scaleWebhooks, c.n)
+	}
+	signer, err := harness.NewSigner()
+	if err != nil {
+		return err
+	}
+	openStart := time.Now()
+	cc, err := harness.Start(ctx, harness.Options{DB: c.db, Signer: signer})
+	if err != nil {
+		return err
+	}
+	defer stopCrewcast(cc, rep)
+	open := time.Since(openStart)
+
+	rng := rand.New(rand.NewPCG(uint64(c.n), 7))
+	picked := make(map[int]bool, c.scaleWebhooks)
+	order := make([]int, 0, c.scaleWebhooks)
+	for len(order) < c.scaleWebhooks {
+		if i := rng.IntN(c.n); !picked[i] {
+			picked[i] = true
+			order = append(order, i)
+		}
+	}
+	now := time.Now()
+	hooks := make([]harness.Webhook, len(order))
+	slot := make(map[string]int, len(order))
+	for k, i := range order {
+		body, err := harness.StatusBody(harness.Status{EventID: fmt.Sprintf("scale-%08d", k), MessageID: seedMessageID(i),
+			From: harness.SenderNumber, To: seedNumber(i), Text: harness.GroupText, Status: "delivered", At: now})
+		if err != nil {
+			return err
+		}
+		hooks[k] = signer.Sign(body, now)
+		slot[seedGroupID(i)] = k
+	}
+
+	// Whatever the benchmark itself allocated so far is garbage now.
+	runtime.GC()
+	debug.FreeOSMemory()
+	rssStart, err := harness.RSSBytes()
+	if err != nil {
+		return err
+	}
+
+	sub := cc.Server.Tracker().Hub().Subscribe("")
+	defer sub.Close()
+	var (
+		mu     sync.Mutex
+		sentAt = make([]time.Time, len(hooks))
+		lat    harness.Samples
+		got    = make([]bool, len(hooks))
+		rssMax = rssStart
+	)
+	allDone := make(chan struct{})
+	stopSampling := make(chan struct{})
+	var sampling sync.WaitGroup
+	sampling.Add(1)
+	go func() {
+		defer sampling.Done()
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopSampling:
+				return
+			case <-t.C:
+				if v, err := harness.RSSBytes(); err == nil {
+					mu.Lock()
+					rssMax = max(rssMax, v)
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	go func() {
+		n := 0
+		for change := range sub.C {
+			t := time.Now()
+			k, ok := slot[change.GroupID]
+			if !ok {
+				continue
+			}
+			mu.Lock()
+			if !got[k] {
+				got[k] = true
+				lat = append(lat, t.Sub(sentAt[k]))
+				n++
+			}
+			mu.Unlock()
+			if n == len(hooks) {
+				close(allDone)
+				return
+			}
+		}
+	}()
+	client := harness.NewClient(64)
+	defer client.CloseIdleConnections()
+	var errs int
+	var first error
+	if err := profiled(c, "scale-"+sizeLabel(c.n), func() error {
+		errs, first = harness.Paced(ctx, len(hooks), c.scaleRate, func(k int, at time.Time) {
+			mu.Lock()
+			sentAt[k] = at
+			mu.Unlock()
+		}, func(ctx context.Context, k int) error {
+			return harness.PostWebhook(ctx, client, cc.WebhookURL(), hooks[k])
+		})
+		return nil
+	}); err != nil {
+		return err
+	}
+	if errs > 0 {
+		return fmt.Errorf("%d webhooks failed, first: %v", errs, first)
+	}
+	select {
+	case <-allDone:
+	case <-time.After(2 * time.Minute):
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Errorf("only %d of %d webhooks reached their groups within 2 minutes", len(lat), len(hooks))
+	}
+	close(stopSampling)
+	sampling.Wait()
+	rssEnd, err := harness.RSSBytes()
+	if err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
+	return json.NewEncoder(os.Stdout).Encode(runReport{
+		OpenSeconds: open.Seconds(), Webhooks: len(hooks),
+		P50Ms: harness.Ms(lat.Percentile(50)), P99Ms: harness.Ms(lat.Percentile(99)),
+		RSSStartMB: mb(rssStart), RSSMaxMB: mb(rssMax), RSSEndMB: mb(rssEnd),
+	})
+}
