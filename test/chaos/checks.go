@@ -222,6 +222,7 @@ func checkGroups(in checkInput) checkResult {
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
+		stuck := map[string]int{}
 		for _, rv := range in.groups[id].view.Recipients {
 			n := in.counts[id+"|"+rv.Number]
 			switch rv.Status {
@@ -235,10 +236,11 @@ func checkGroups(in checkInput) checkResult {
 					res.problems = append(res.problems, fmt.Sprintf("PHANTOM: %s in group %s is %s but the provider never accepted a send", rv.Number, id, rv.Status))
 				}
 			case "pending", "sending":
-				if in.drained {
-					res.problems = append(res.problems, fmt.Sprintf("STUCK: %s in group %s is still %s after the drain", rv.Number, id, rv.Status))
-				}
+				stuck[rv.Status]++
 			}
+		}
+		if in.drained && len(stuck) > 0 {
+			res.problems = append(res.problems, fmt.Sprintf("STUCK: group %s still has %d pending and %d sending recipients after the drain", id, stuck["pending"], stuck["sending"]))
 		}
 	}
 	return res

@@ -93,6 +93,14 @@ func runT1(ctx context.Context, h *harness) scenarioResult {
 // t1Iteration runs one kill: it returns the problems the checks found, the
 // groups it created, and an error when the iteration itself could not run.
 func t1Iteration(ctx context.Context, h *harness, srv *server, i int, kind killKind) ([]string, []string, error) {
+	// The first after-claim/before-call kill holds the groups' very first
+	// sends: nothing reaches the provider, so no webhook will come back to
+	// wake the groups after the restart — crewcast must resume them by
+	// itself.
+	fromStart := kind == killBeforeCall && i == 1
+	if fromStart {
+		h.gate.setMode(gateHoldBefore)
+	}
 	ngroups := h.randInt(1, 2)
 	var ids []string
 	largest := 0
@@ -116,7 +124,11 @@ func t1Iteration(ctx context.Context, h *harness, srv *server, i int, kind killK
 		}
 		srv.kill9()
 	default:
-		if err := sleep(ctx, h.randDur(0, fanout/2)); err != nil {
+		delay := h.randDur(0, fanout/2)
+		if fromStart {
+			delay = 0
+		}
+		if err := sleep(ctx, delay); err != nil {
 			return nil, ids, err
 		}
 		mode := gateHoldBefore
@@ -140,7 +152,7 @@ func t1Iteration(ctx context.Context, h *harness, srv *server, i int, kind killK
 	if err := srv.start(ctx); err != nil {
 		return nil, ids, fmt.Errorf("restart: %w", err)
 	}
-	views, derr := srv.drain(ctx, ids, 60*time.Second, false)
+	views, derr := srv.drain(ctx, ids, 30*time.Second, false)
 	// Orphan webhooks of sends accepted at the kill may still be on their
 	// way; they can turn unconfirmed recipients into sent ones.
 	h.quiesce(ctx, 2*time.Second, 30*time.Second)
@@ -185,7 +197,11 @@ func t1Iteration(ctx context.Context, h *harness, srv *server, i int, kind killK
 			}
 		}
 	}
+	label := kind.String()
+	if fromStart {
+		label += " (first sends)"
+	}
 	h.logf("T1 %d/%d kill=%s held=%d groups=%d acked=%d not-yet-reflected=%d [%s] problems=%d",
-		i+1, h.cfg.iterations, kind, len(held), len(ids), cr.acked, cr.lost, statusCounts(views), len(problems))
+		i+1, h.cfg.iterations, label, len(held), len(ids), cr.acked, cr.lost, statusCounts(views), len(problems))
 	return problems, ids, nil
 }
