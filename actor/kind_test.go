@@ -379,11 +379,13 @@ func TestKindPassivateErrorKeepsActorActive(t *testing.T) {
 		t.Fatal("actor left memory although Passivate failed")
 	}
 	// Retried at a later sweep; once the store works, it passivates.
+	settle(t, sys)
 	clk.Advance(10 * time.Second)
 	evs.wait(t, EventPassivationFailed, "x", 2)
 	h.mu.Lock()
 	h.passivateErr = nil
 	h.mu.Unlock()
+	settle(t, sys)
 	clk.Advance(10 * time.Second)
 	evs.wait(t, EventPassivated, "x", 1)
 	h.mu.Lock()

@@ -89,7 +89,8 @@ func TestReminderWakesPassivatedActor(t *testing.T) {
 	if rs := store.Reminders("g1"); len(rs) != 0 {
 		t.Fatalf("reminder not deleted by the actor's commit: %+v", rs)
 	}
-	if st := k.ReminderStats(); st.Delivered != 1 || st.Errors != 0 {
+	waitUntil(t, "delivery count", func() bool { return k.ReminderStats().Delivered == 1 })
+	if st := k.ReminderStats(); st.Errors != 0 {
 		t.Fatalf("stats = %+v", st)
 	}
 }
@@ -152,9 +153,7 @@ func TestReminderNotRefiredWithinRefireAfter(t *testing.T) {
 	}
 	clk.Advance(time.Second) // 10 s after the first delivery
 	recv(t, out)
-	if st := k.ReminderStats(); st.Delivered != 2 {
-		t.Fatalf("stats = %+v", st)
-	}
+	waitUntil(t, "delivery count", func() bool { return k.ReminderStats().Delivered == 2 })
 }
 
 func TestReminderNudge(t *testing.T) {
