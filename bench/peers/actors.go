@@ -35,17 +35,21 @@ type runtimeUnderTest struct {
 }
 
 var runtimes = map[string]runtimeUnderTest{
-	"ours":       {name: "crewcast actor", tell: tellOurs, idle: idleOurs},
-	"protoactor": {name: "protoactor-go", tell: tellProto, idle: idleProto},
+	"ours":          {name: "crewcast actor", tell: tellOurs, idle: idleOurs},
+	"ours-blocking": {name: "crewcast actor (TellBlocking, default mailbox)", tell: tellOursBlocking},
+	"protoactor":    {name: "protoactor-go", tell: tellProto, idle: idleProto},
 }
 
 // compareActors runs the same two measurements on crewcast's actor
 // runtime and on protoactor-go:
 //   - tell: N messages from one goroutine to one actor, no replies, until
 //     the actor has processed the last (best of tellRounds, after a
-//     warm-up round); also from 4 sending goroutines. crewcast's mailbox
-//     is sized to hold N (protoactor-go's default mailbox is unbounded),
-//     so neither side drops or blocks a sender.
+//     warm-up round); also from 4 sending goroutines. No message may be
+//     lost. protoactor-go: Send into its default (unbounded) mailbox.
+//     crewcast, the named figure: Tell (never blocks) into a mailbox
+//     allowed to grow to N, the same non-blocking, nothing-dropped
+//     contract; and, reported beside it, TellBlocking into the default
+//     1024-slot mailbox, crewcast's own way to let a fast sender wait.
 //   - idle bytes: heap retained per actor that has processed one message
 //     and sits idle (neither runtime parks a goroutine on an idle actor),
 //     each runtime measured in a fresh child process after two GCs. Lower
@@ -53,21 +57,30 @@ var runtimes = map[string]runtimeUnderTest{
 func compareActors(ctx context.Context, c config, rep reporter) error {
 	rates := map[string]map[int]float64{}
 	for _, senders := range []int{1, 4} {
-		for _, key := range []string{"ours", "protoactor"} {
+		for _, key := range []string{"ours", "ours-blocking", "protoactor"} {
 			rt := runtimes[key]
 			if _, err := rt.tell(c.tellN/4, senders); err != nil { // warm-up
 				return err
 			}
 			best := 0.0
-			for range c.tellRounds {
-				if err := ctx.Err(); err != nil {
-					return err
+			dir := c.profile
+			if senders != 1 {
+				dir = ""
+			}
+			if err := profiled(dir, "tell-"+key, func() error {
+				for range c.tellRounds {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+					d, err := rt.tell(c.tellN, senders)
+					if err != nil {
+						return fmt.Errorf("%s tell: %w", rt.name, err)
+					}
+					best = max(best, float64(c.tellN)/d.Seconds())
 				}
-				d, err := rt.tell(c.tellN, senders)
-				if err != nil {
-					return fmt.Errorf("%s tell: %w", rt.name, err)
-				}
-				best = max(best, float64(c.tellN)/d.Seconds())
+				return nil
+			}); err != nil {
+				return err
 			}
 			if rates[key] == nil {
 				rates[key] = map[int]float64{}
@@ -89,6 +102,9 @@ func compareActors(ctx context.Context, c config, rep reporter) error {
 	rep.result("peer_tell_protoactor", rates["protoactor"][1], "msg/s")
 	rep.result("peer_tell_ratio", rates["ours"][1]/rates["protoactor"][1], "ratio")
 	rep.result("peer_tell4_ratio", rates["ours"][4]/rates["protoactor"][4], "ratio")
+	rep.result("peer_tell_blocking_ours", rates["ours-blocking"][1], "msg/s")
+	rep.result("peer_tell_blocking_ratio", rates["ours-blocking"][1]/rates["protoactor"][1], "ratio")
+	rep.result("peer_tell4_blocking_ratio", rates["ours-blocking"][4]/rates["protoactor"][4], "ratio")
 	rep.result("peer_idle_bytes_ours", idle["ours"].BytesPerActor, "bytes")
 	rep.result("peer_idle_bytes_protoactor", idle["protoactor"].BytesPerActor, "bytes")
 	rep.result("peer_idle_bytes_ratio", idle["ours"].BytesPerActor/idle["protoactor"].BytesPerActor, "ratio")
@@ -139,6 +155,30 @@ func tellOurs(n, senders int) (time.Duration, error) {
 	}
 	start := time.Now()
 	if err := sendAll(n, senders, ref.Tell); err != nil {
+		return 0, err
+	}
+	<-done
+	return time.Since(start), nil
+}
+
+func tellOursBlocking(n, senders int) (time.Duration, error) {
+	sys := actor.NewSystem()
+	defer shutdownOurs(sys)
+	done := make(chan struct{})
+	count := 0
+	ref, err := actor.Spawn(sys, "sink", func() actor.Actor[msg] {
+		return actor.ActorFunc[msg](func(_ *actor.Context[msg], _ msg) {
+			if count++; count == n {
+				close(done)
+			}
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	ctx := context.Background()
+	start := time.Now()
+	if err := sendAll(n, senders, func(m msg) bool { return ref.TellBlocking(ctx, m) == nil }); err != nil {
 		return 0, err
 	}
 	<-done
@@ -217,7 +257,7 @@ func idleChild(ctx context.Context, key string, n int) (idleReport, error) {
 // idleWorker is the child process side of idleChild.
 func idleWorker(c config, stdout io.Writer) error {
 	rt, ok := runtimes[c.worker]
-	if !ok {
+	if !ok || rt.idle == nil {
 		return fmt.Errorf("unknown runtime %q", c.worker)
 	}
 	r, err := rt.idle(c.idleN)

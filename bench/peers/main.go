@@ -18,6 +18,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,7 +27,8 @@ import (
 )
 
 type config struct {
-	run []string
+	run     []string
+	profile string // directory for CPU profiles; "" = none
 
 	tellN      int
 	tellRounds int
@@ -52,6 +55,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("peers", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	runList := fs.String("run", "actors,river", "comparisons to run, comma-separated")
+	fs.StringVar(&c.profile, "profile", "", "write CPU profiles of each runtime's single-sender tell rounds to this directory")
 	fs.IntVar(&c.tellN, "tell-n", 2_000_000, "messages per tell round")
 	fs.IntVar(&c.tellRounds, "tell-rounds", 3, "tell rounds per runtime (the best counts)")
 	fs.IntVar(&c.idleN, "idle-n", 100_000, "idle actors whose memory is measured")
@@ -130,4 +134,26 @@ func run(args []string, stdout, stderr io.Writer) error {
 		rep.progress("%s: done in %s", s, time.Since(start).Round(time.Second))
 	}
 	return nil
+}
+
+// profiled runs fn under the CPU profiler when dir is set, writing
+// <dir>/<name>.pprof.
+func profiled(dir, name string, fn func() error) error {
+	if dir == "" {
+		return fn()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, name+".pprof"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	err = fn()
+	pprof.StopCPUProfile()
+	return err
 }

@@ -86,43 +86,68 @@ func StatusBody(s Status) ([]byte, error) {
 		event = "message.sent"
 	}
 	at := s.At.UTC().Format("2006-01-02T15:04:05.000+00:00")
-	type amount struct {
+	return json.Marshal(tnxEnvelope{
+		Data: tnxData{
+			EventType: event, ID: s.EventID, OccurredAt: at, RecordType: "event",
+			Payload: tnxPayload{
+				CC: []string{}, CompletedAt: at,
+				Cost: tnxAmount{0.0051, "USD"},
+				CostBreakdown: map[string]tnxAmount{
+					"carrier_fee": {"0.00100", "USD"},
+					"rate":        {"0.00400", "USD"},
+				},
+				Direction: "outbound", Errors: []string{},
+				From: tnxParty{Carrier: "Telnyx", LineType: "Wireless", PhoneNumber: s.From},
+				ID:   s.MessageID, Media: []string{}, Parts: 1, RecordType: "message", Text: s.Text,
+				To:   []tnxParty{{Carrier: "T-MOBILE USA, INC.", LineType: "Wireless", PhoneNumber: s.To, Status: s.Status}},
+				Type: "SMS",
+			},
+		},
+		Meta: tnxMeta{Attempt: 1, DeliveredTo: "http://127.0.0.1/webhooks/telnyx"},
+	})
+}
+
+// Telnyx's webhook JSON, as much of it as StatusBody fills in.
+type (
+	tnxEnvelope struct {
+		Data tnxData `json:"data"`
+		Meta tnxMeta `json:"meta"`
+	}
+	tnxData struct {
+		EventType  string     `json:"event_type"`
+		ID         string     `json:"id"`
+		OccurredAt string     `json:"occurred_at"`
+		Payload    tnxPayload `json:"payload"`
+		RecordType string     `json:"record_type"`
+	}
+	tnxMeta struct {
+		Attempt     int    `json:"attempt"`
+		DeliveredTo string `json:"delivered_to"`
+	}
+	tnxPayload struct {
+		CC            []string             `json:"cc"`
+		CompletedAt   string               `json:"completed_at"`
+		Cost          tnxAmount            `json:"cost"`
+		CostBreakdown map[string]tnxAmount `json:"cost_breakdown"`
+		Direction     string               `json:"direction"`
+		Errors        []string             `json:"errors"`
+		From          tnxParty             `json:"from"`
+		ID            string               `json:"id"`
+		Media         []string             `json:"media"`
+		Parts         int                  `json:"parts"`
+		RecordType    string               `json:"record_type"`
+		Text          string               `json:"text"`
+		To            []tnxParty           `json:"to"`
+		Type          string               `json:"type"`
+	}
+	tnxAmount struct {
 		Amount   any    `json:"amount"`
 		Currency string `json:"currency"`
 	}
-	type party struct {
+	tnxParty struct {
 		Carrier     string `json:"carrier"`
 		LineType    string `json:"line_type"`
 		PhoneNumber string `json:"phone_number"`
 		Status      string `json:"status,omitempty"`
 	}
-	payload := map[string]any{
-		"cc":           []any{},
-		"completed_at": at,
-		"cost":         amount{0.0051, "USD"},
-		"cost_breakdown": map[string]amount{
-			"carrier_fee": {"0.00100", "USD"},
-			"rate":        {"0.00400", "USD"},
-		},
-		"direction":   "outbound",
-		"errors":      []any{},
-		"from":        party{Carrier: "Telnyx", LineType: "Wireless", PhoneNumber: s.From},
-		"id":          s.MessageID,
-		"media":       []any{},
-		"parts":       1,
-		"record_type": "message",
-		"text":        s.Text,
-		"to":          []party{{Carrier: "T-MOBILE USA, INC.", LineType: "Wireless", PhoneNumber: s.To, Status: s.Status}},
-		"type":        "SMS",
-	}
-	return json.Marshal(map[string]any{
-		"data": map[string]any{
-			"event_type":  event,
-			"id":          s.EventID,
-			"occurred_at": at,
-			"payload":     payload,
-			"record_type": "event",
-		},
-		"meta": map[string]any{"attempt": 1, "delivered_to": "http://127.0.0.1/webhooks/telnyx"},
-	})
-}
+)
