@@ -11,7 +11,10 @@ import (
 // KindOptions configures a kind of virtual actors.
 type KindOptions struct {
 	// IdleTimeout passivates an actor that has processed nothing for this
-	// long; 0 keeps actors in memory until Shutdown or Ref.Stop.
+	// long; 0 keeps actors in memory until Shutdown or Ref.Stop. Pending
+	// in-memory timers (Context.Schedule) do not keep an actor active and
+	// die with it; use durable reminders for work that must outlive
+	// passivation.
 	IdleTimeout time.Duration
 	// SweepInterval is how often idle actors are looked for (default
 	// IdleTimeout/4, at least 1 ms), so an actor passivates between
