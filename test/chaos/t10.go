@@ -20,8 +20,9 @@ type soakSample struct {
 	fds        int
 	goroutines int64
 	walBytes   int64
-	acked      int   // webhooks acknowledged in the window
-	p99MS      int64 // their p99 acknowledgement latency
+	acked      int     // webhooks acknowledged in the window
+	p99MS      int64   // their p99 acknowledgement latency
+	load1      float64 // the machine's 1-minute load average (context for latency)
 }
 
 // soakBounds are what T10 holds the server to. Groups stay in memory
@@ -30,6 +31,7 @@ type soakSample struct {
 // of another order. Goroutines (idle actors hold none), descriptors and
 // the write-ahead log must stay flat.
 var soakBounds = struct {
+	windowP99MS      int64
 	p99MS            int64
 	rssFactor        float64
 	rssSlackKB       int64
@@ -38,13 +40,14 @@ var soakBounds = struct {
 	fdSlack          int
 	walBytes         int64
 	minWindowSamples int
-}{p99MS: 1000, rssFactor: 2, rssSlackKB: 96 << 10, goroutineFactor: 1.5, goroutineSlack: 50, fdSlack: 30, walBytes: 64 << 20, minWindowSamples: 3}
+}{windowP99MS: 2000, p99MS: 1000, rssFactor: 2, rssSlackKB: 96 << 10, goroutineFactor: 1.5, goroutineSlack: 50, fdSlack: 30, walBytes: 64 << 20, minWindowSamples: 3}
 
 // runT10 is testing.md T10: measure peak throughput with one unpaced
 // group, then for the soak duration send groups at half that rate,
 // sampling the server's RSS, threads, file descriptors, goroutines, WAL
 // size and p99 acknowledgement latency every 5 s; fail when any of them
-// grows past soakBounds or a window's p99 reaches 1 s.
+// grows past soakBounds, a window's p99 reaches the provider's 2 s
+// budget, or the whole soak's p99 reaches 1 s.
 func runT10(ctx context.Context, h *harness) scenarioResult {
 	res := scenarioResult{ran: true}
 	fail := func(format string, args ...any) scenarioResult {
@@ -82,6 +85,7 @@ func runT10(ctx context.Context, h *harness) scenarioResult {
 
 	ids := []string{gp.ID}
 	var samples []soakSample
+	var soakLat []time.Duration
 	begin := time.Now()
 	lastSample := begin
 	create := time.NewTicker(time.Second)
@@ -116,14 +120,20 @@ loop:
 				}
 			}
 			s.acked, s.p99MS = len(lat), percentileMS(lat, 99)
+			soakLat = append(soakLat, lat...)
 			lastSample = now
 			samples = append(samples, s)
-			h.logf("T10 %5.0fs rss=%dMB threads=%d fds=%d goroutines=%d wal=%dKB acked=%d p99=%dms",
-				s.at.Seconds(), s.rssKB>>10, s.threads, s.fds, s.goroutines, s.walBytes>>10, s.acked, s.p99MS)
+			h.logf("T10 %5.0fs rss=%dMB threads=%d fds=%d goroutines=%d wal=%dKB acked=%d p99=%dms load=%.1f",
+				s.at.Seconds(), s.rssKB>>10, s.threads, s.fds, s.goroutines, s.walBytes>>10, s.acked, s.p99MS, s.load1)
 		}
 	}
 	res.notes = append(res.notes, soakTable(samples)...)
 	res.problems = append(res.problems, judgeSoak(samples)...)
+	p99 := percentileMS(soakLat, 99)
+	res.notes = append(res.notes, fmt.Sprintf("soak p99 acknowledgement latency %d ms over %d webhooks", p99, len(soakLat)))
+	if p99 >= soakBounds.p99MS {
+		res.problems = append(res.problems, fmt.Sprintf("soak p99 acknowledgement latency %d ms (bound < %d ms)", p99, soakBounds.p99MS))
+	}
 	if _, err := srv.drain(ctx, ids, 90*time.Second, false); err != nil {
 		res.problems = append(res.problems, "after the soak: "+err.Error())
 	}
@@ -166,6 +176,11 @@ func measure(ctx context.Context, srv *server, db string) (soakSample, error) {
 	if fi, err := os.Stat(db + "-wal"); err == nil {
 		s.walBytes = fi.Size()
 	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			s.load1, _ = strconv.ParseFloat(f[0], 64)
+		}
+	}
 	return s, nil
 }
 
@@ -204,8 +219,8 @@ func judgeSoak(ss []soakSample) []string {
 		}
 	}
 	for _, x := range ss {
-		if x.p99MS >= b.p99MS {
-			problems = append(problems, fmt.Sprintf("p99 acknowledgement latency %d ms at %.0fs (bound < %d ms)", x.p99MS, x.at.Seconds(), b.p99MS))
+		if x.p99MS >= b.windowP99MS {
+			problems = append(problems, fmt.Sprintf("p99 acknowledgement latency %d ms at %.0fs (bound < %d ms in every window)", x.p99MS, x.at.Seconds(), b.windowP99MS))
 		}
 	}
 	return problems
@@ -213,10 +228,10 @@ func judgeSoak(ss []soakSample) []string {
 
 // soakTable renders the samples for the report.
 func soakTable(ss []soakSample) []string {
-	out := []string{"   t(s)  rss(MB)  threads  fds  goroutines  wal(KB)  acked  p99(ms)"}
+	out := []string{"   t(s)  rss(MB)  threads  fds  goroutines  wal(KB)  acked  p99(ms)  load"}
 	for _, s := range ss {
-		out = append(out, fmt.Sprintf("  %5.0f  %7d  %7d  %3d  %10d  %7d  %5d  %7d",
-			s.at.Seconds(), s.rssKB>>10, s.threads, s.fds, s.goroutines, s.walBytes>>10, s.acked, s.p99MS))
+		out = append(out, fmt.Sprintf("  %5.0f  %7d  %7d  %3d  %10d  %7d  %5d  %7d  %4.1f",
+			s.at.Seconds(), s.rssKB>>10, s.threads, s.fds, s.goroutines, s.walBytes>>10, s.acked, s.p99MS, s.load1))
 	}
 	return out
 }
