@@ -486,19 +486,19 @@ func TestWebhookTwilioURLFromRequest(t *testing.T) {
 func FuzzWebhookHandler(f *testing.F) {
 	f.Add([]byte(`{"data":{}}`), "1700000000", "c2ln")
 	f.Add([]byte(``), "", "")
+	var ingested atomic.Int64
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	tx, err := telnyx.New(telnyx.Config{APIKey: "k", PublicKey: base64.StdEncoding.EncodeToString(pub)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h, err := New(Config{Store: nopStore{}, Service: &fakeService{hub: tracker.NewHub(),
+		IngestFunc: func(context.Context, []crewcast.Event) (bool, error) { ingested.Add(1); return true, nil }},
+		Providers: map[string]crewcast.Provider{"telnyx": tx}})
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, body []byte, ts, sig string) {
-		var ingested atomic.Int64
-		pub, _, _ := ed25519.GenerateKey(rand.Reader)
-		tx, err := telnyx.New(telnyx.Config{APIKey: "k", PublicKey: base64.StdEncoding.EncodeToString(pub)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := New(Config{Store: nopStore{}, Service: &fakeService{hub: tracker.NewHub(),
-			IngestFunc: func(context.Context, []crewcast.Event) (bool, error) { ingested.Add(1); return true, nil }},
-			Providers: map[string]crewcast.Provider{"telnyx": tx}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		req := httptest.NewRequest("POST", "/webhooks/telnyx", bytes.NewReader(body))
 		req.Header.Set(telnyx.TimestampHeader, ts)
 		req.Header.Set(telnyx.SignatureHeader, sig)
