@@ -3,11 +3,18 @@ package main
 import (
 	"bytes"
 	"os"
+	"reflect"
 	"regexp"
 	"strconv"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/bench/internal/harness"
+	"github.com/crewcast/crewcast/group"
+	"github.com/crewcast/crewcast/store"
 )
 
 // TestMain lets this test binary stand in for the bench program when
@@ -79,5 +86,58 @@ func TestUnknownScenarioIsRejected(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("printed %q for a rejected run", out.String())
+	}
+}
+
+// The seeding builds group.created events itself; they must be exactly
+// what the group package plans for the same request.
+func TestSeedCreatedIsWhatPlanMakes(t *testing.T) {
+	at := time.Date(2026, 3, 1, 7, 0, 0, 0, time.UTC)
+	settings := group.Settings{CheckAfter: seedCheckAfter}.WithDefaults()
+	for _, i := range []int{0, 7, 999_999} {
+		want, errs := group.Plan(seedGroupID(i), group.Request{From: harness.SenderNumber, To: []string{seedNumber(i)},
+			Text: harness.GroupText, Mode: crewcast.ModeIndividual}, settings, nil, at)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		if got := seedCreated(i, settings, at); !reflect.DeepEqual(got, want) {
+			t.Errorf("seedCreated(%d) = %+v, want %+v", i, got, want)
+		}
+	}
+}
+
+// A seeded group is hibernated mid-flight: its one recipient sent, with a
+// status check due and the routes the tracker writes.
+func TestSeedUnit(t *testing.T) {
+	at := time.Date(2026, 3, 1, 7, 0, 0, 0, time.UTC)
+	u, err := seedUnit(42, group.Settings{CheckAfter: seedCheckAfter}.WithDefaults(), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Key != seedGroupID(42) || u.ExpectSeq != 0 || len(u.Events) != 3 {
+		t.Fatalf("unit %s expect %d with %d events", u.Key, u.ExpectSeq, len(u.Events))
+	}
+	g := &group.Group{}
+	for k, e := range u.Events {
+		if e.Seq != uint64(k+1) {
+			t.Errorf("event %d has seq %d", k, e.Seq)
+		}
+		ev, err := group.Decode(e.Type, e.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Apply(ev); err != nil {
+			t.Fatalf("replaying %s: %v", e.Type, err)
+		}
+	}
+	if r := g.Recipients[0]; r.Status != crewcast.StatusSent || r.MessageID != seedMessageID(42) || !r.NextCheckAt.Equal(at.Add(seedCheckAfter)) {
+		t.Errorf("replayed recipient %+v", r)
+	}
+	eff := u.Effects[0].(store.Effects)
+	if eff.Group.Seq != 3 || eff.Group.Status != crewcast.GroupAwaiting || len(eff.Deliveries) != 1 || len(eff.Routes) != 2 {
+		t.Errorf("effects %+v", eff)
+	}
+	if len(u.Reminders) != 1 || u.Reminders[0].Name != "c:0" {
+		t.Errorf("reminders %+v", u.Reminders)
 	}
 }
