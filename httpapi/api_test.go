@@ -57,13 +57,21 @@ func runScenarios(t *testing.T, scenarios []scenario) {
 
 // runShared runs read-only scenarios against one server prepared once by
 // setup (opening a store is the slow part of a scenario). Scenarios must
-// not have their own setup or mod, nor change what the others read.
+// not have their own setup or mod, nor change what the others read. Paths
+// and bodies may also name the env's keys as {key:read} and their ids as
+// {keyid:read}.
 func runShared(t *testing.T, setup func(e *env) map[string]string, scenarios []scenario) {
 	t.Helper()
 	shared := newEnv(t, nil)
 	vars := map[string]string{}
 	if setup != nil {
 		vars = setup(shared)
+	}
+	if vars == nil {
+		vars = map[string]string{}
+	}
+	for name, k := range shared.keys {
+		vars["key:"+name], vars["keyid:"+name] = k, shared.keyIDs[name]
 	}
 	for _, sc := range scenarios {
 		if sc.setup != nil || sc.mod != nil {
@@ -430,6 +438,28 @@ func TestGroupActions(t *testing.T) {
 		}
 	}
 	two := groupWith("+15550100001", "+15550100002")
+	runShared(t, func(e *env) map[string]string {
+		return map[string]string{"two": two(e)["id"], "unc": unconfirmed(e)["id"], "cf": carrierFailed(e)["id"]}
+	}, []scenario{
+		{name: "cancel unknown", method: "POST", path: "/v1/groups/nope/cancel", key: "send", status: 404, code: "not_found"},
+		{name: "read cannot cancel", method: "POST", path: "/v1/groups/{two}/cancel", key: "read", status: 403, code: "forbidden"},
+		{name: "resume a running group conflicts", method: "POST", path: "/v1/groups/{two}/resume", key: "send", status: 409, code: "conflict"},
+		{name: "read cannot resume", method: "POST", path: "/v1/groups/{two}/resume", key: "read", status: 403},
+		{name: "resolve bad outcome", method: "POST", path: "/v1/groups/{unc}/recipients/%2B15550100001/resolve",
+			body: `{"outcome":"maybe"}`, key: "send", status: 400, fields: []string{"outcome"}},
+		{name: "resolve pending recipient conflicts", method: "POST", path: "/v1/groups/{unc}/recipients/%2B15550100002/resolve",
+			body: `{"outcome":"delivered"}`, key: "send", status: 409},
+		{name: "resolve unknown recipient", method: "POST", path: "/v1/groups/{unc}/recipients/%2B15550100009/resolve",
+			body: `{"outcome":"delivered"}`, key: "send", status: 404, code: "not_found", has: []string{"recipient"}},
+		{name: "resolve bad number", method: "POST", path: "/v1/groups/{unc}/recipients/abc/resolve",
+			body: `{"outcome":"delivered"}`, key: "send", status: 400, fields: []string{"number"}},
+		{name: "read cannot resolve", method: "POST", path: "/v1/groups/{unc}/recipients/%2B15550100001/resolve",
+			body: `{"outcome":"delivered"}`, key: "read", status: 403},
+		{name: "retry pending conflicts", method: "POST", path: "/v1/groups/{cf}/recipients/%2B15550100002/retry",
+			key: "send", status: 409, has: []string{"only failed recipients"}},
+		{name: "read cannot retry", method: "POST", path: "/v1/groups/{cf}/recipients/%2B15550100001/retry",
+			key: "read", status: 403},
+	})
 	runScenarios(t, []scenario{
 		{name: "cancel", setup: two, method: "POST", path: "/v1/groups/{id}/cancel", key: "send", status: 200,
 			has: []string{`"status":"canceled"`, `"canceled":2`}},
@@ -439,32 +469,14 @@ func TestGroupActions(t *testing.T) {
 				e.apply(id, group.Canceled{At: e.clock.Now()})
 				return map[string]string{"id": id}
 			}, has: []string{"already canceled"}},
-		{name: "cancel unknown", method: "POST", path: "/v1/groups/nope/cancel", key: "send", status: 404, code: "not_found"},
-		{name: "read cannot cancel", setup: two, method: "POST", path: "/v1/groups/{id}/cancel", key: "read", status: 403, code: "forbidden"},
 		{name: "cancel outage", setup: failService(fmt.Errorf("%w: %v", tracker.ErrUnavailable, errDiskFull)),
 			method: "POST", path: "/v1/groups/{id}/cancel", key: "send", status: 503, hasNot: []string{"disk"}},
-		{name: "resume a running group conflicts", setup: two, method: "POST", path: "/v1/groups/{id}/resume", key: "send", status: 409, code: "conflict"},
-		{name: "read cannot resume", setup: two, method: "POST", path: "/v1/groups/{id}/resume", key: "read", status: 403},
 		{name: "resolve delivered (escaped plus)", setup: unconfirmed, method: "POST", path: "/v1/groups/{id}/recipients/%2B15550100001/resolve",
 			body: `{"outcome":"delivered"}`, key: "send", status: 200, check: recipient("+15550100001", "delivered")},
 		{name: "resolve not_delivered (literal +)", setup: unconfirmed, method: "POST", path: "/v1/groups/{id}/recipients/+15550100001/resolve",
 			body: `{"outcome":"not_delivered"}`, key: "send", status: 200, check: recipient("+15550100001", "pending")},
-		{name: "resolve bad outcome", setup: unconfirmed, method: "POST", path: "/v1/groups/{id}/recipients/%2B15550100001/resolve",
-			body: `{"outcome":"maybe"}`, key: "send", status: 400, fields: []string{"outcome"}},
-		{name: "resolve pending recipient conflicts", setup: unconfirmed, method: "POST", path: "/v1/groups/{id}/recipients/%2B15550100002/resolve",
-			body: `{"outcome":"delivered"}`, key: "send", status: 409},
-		{name: "resolve unknown recipient", setup: unconfirmed, method: "POST", path: "/v1/groups/{id}/recipients/%2B15550100009/resolve",
-			body: `{"outcome":"delivered"}`, key: "send", status: 404, code: "not_found", has: []string{"recipient"}},
-		{name: "resolve bad number", setup: unconfirmed, method: "POST", path: "/v1/groups/{id}/recipients/abc/resolve",
-			body: `{"outcome":"delivered"}`, key: "send", status: 400, fields: []string{"number"}},
-		{name: "read cannot resolve", setup: unconfirmed, method: "POST", path: "/v1/groups/{id}/recipients/%2B15550100001/resolve",
-			body: `{"outcome":"delivered"}`, key: "read", status: 403},
 		{name: "retry carrier failure", setup: carrierFailed, method: "POST", path: "/v1/groups/{id}/recipients/%2B15550100001/retry",
 			key: "send", status: 200, check: recipient("+15550100001", "pending")},
-		{name: "retry pending conflicts", setup: carrierFailed, method: "POST", path: "/v1/groups/{id}/recipients/%2B15550100002/retry",
-			key: "send", status: 409, has: []string{"only failed recipients"}},
-		{name: "read cannot retry", setup: carrierFailed, method: "POST", path: "/v1/groups/{id}/recipients/%2B15550100001/retry",
-			key: "read", status: 403},
 	})
 }
 
@@ -667,7 +679,7 @@ func TestSuppressions(t *testing.T) {
 }
 
 func TestKeys(t *testing.T) {
-	runScenarios(t, []scenario{
+	runShared(t, nil, []scenario{
 		{name: "list never shows secrets", method: "GET", path: "/v1/keys", key: "admin", status: 200,
 			has: []string{`"name":"admin"`, `"revoked_at":"20`, `"prefix":`},
 			check: func(t *testing.T, e *env, _ *http.Response, b []byte) {
@@ -697,6 +709,10 @@ func TestKeys(t *testing.T) {
 		{name: "create needs scopes", method: "POST", path: "/v1/keys", body: `{"name":"x"}`, key: "admin", status: 400, fields: []string{"scopes"}},
 		{name: "create bad scope", method: "POST", path: "/v1/keys", body: `{"scopes":["root"]}`, key: "admin", status: 400, fields: []string{"scopes"}},
 		{name: "create long name", method: "POST", path: "/v1/keys", body: `{"scopes":["read"],"name":"` + strings.Repeat("n", 101) + `"}`, key: "admin", status: 400, fields: []string{"name"}},
+		{name: "revoke unknown", method: "DELETE", path: "/v1/keys/key_nope", key: "admin", status: 404, code: "not_found"},
+		{name: "send cannot revoke", method: "DELETE", path: "/v1/keys/{keyid:read}", key: "send", status: 403},
+	})
+	runScenarios(t, []scenario{
 		{name: "revoke", method: "DELETE", path: "/v1/keys/{id}", key: "admin", status: 204,
 			setup: func(e *env) map[string]string { return map[string]string{"id": e.keyIDs["read"]} },
 			check: func(t *testing.T, e *env, _ *http.Response, _ []byte) {
@@ -704,9 +720,6 @@ func TestKeys(t *testing.T) {
 					t.Errorf("revoked key still works: %d", r.StatusCode)
 				}
 			}},
-		{name: "revoke unknown", method: "DELETE", path: "/v1/keys/key_nope", key: "admin", status: 404, code: "not_found"},
-		{name: "send cannot revoke", method: "DELETE", path: "/v1/keys/{id}", key: "send", status: 403,
-			setup: func(e *env) map[string]string { return map[string]string{"id": e.keyIDs["read"]} }},
 	})
 }
 
