@@ -63,7 +63,9 @@ type groupActor struct {
 	g        *group.Group // nil until created or loaded
 	seq      uint64       // journal sequence of the last committed event
 	snapSeq  uint64       // sequence of the last snapshot
-	broken   bool         // a commit failed: in-memory state is ahead of the store
+	broken   bool         // a commit or load failed: in-memory state is not the store's
+	failures int          // consecutive store failures, for the reload backoff
+	retired  bool         // retention rewrote the store under this instance
 	statuses []crewcast.Status
 	rem      map[string]time.Time // reminders as committed
 	looking  map[int]bool         // lookups queued
@@ -71,16 +73,29 @@ type groupActor struct {
 	pending []group.Event
 	eff     store.Effects
 	sends   []group.Send
-	adopt   []string // message ids routed by this commit
+	adopt   []string // message ids routed by the commit being built
+	adopted []string // message ids routed by committed commits, to adopt
 }
 
 // ---- lifecycle ----
 
 // Activate loads the group from its latest snapshot and later events, then
 // marks sends that were in flight when a previous process died as
-// unconfirmed.
+// unconfirmed. It never fails the activation: a store that cannot be read
+// puts the actor in broken mode, which answers "unavailable" and reloads
+// with backoff, so queued work is kept rather than dead-lettered.
 func (a *groupActor) Activate(c *actor.Context[groupMsg]) error {
+	if err := a.load(c); err != nil {
+		a.enterBroken(c, err)
+	}
+	return nil
+}
+
+// load (re)builds the in-memory group from the store and resumes its work.
+func (a *groupActor) load(c *actor.Context[groupMsg]) error {
 	ctx := c.Context()
+	a.g, a.seq, a.snapSeq = nil, 0, 0
+	a.pending, a.eff, a.sends, a.adopt = nil, store.Effects{}, nil, nil
 	res, err := actor.Recover(ctx, a.t.st, a.t.st, a.key, decodeSnapshot, applyEvent)
 	if err != nil {
 		return fmt.Errorf("recover group %s: %w", a.key, err)
@@ -107,6 +122,9 @@ func (a *groupActor) Activate(c *actor.Context[groupMsg]) error {
 	a.t.mu.Lock()
 	w := a.t.work[a.key]
 	hasWork := w != nil && (len(w.results) > 0 || len(w.lookups) > 0 || len(w.entries) > 0)
+	if hasWork {
+		w.signaled = true
+	}
 	a.t.mu.Unlock()
 	if hasWork {
 		c.Self().Tell(msgWork{})
@@ -114,10 +132,42 @@ func (a *groupActor) Activate(c *actor.Context[groupMsg]) error {
 	return nil
 }
 
+// msgReload asks a broken actor to reload from the store.
+type msgReload struct{}
+
+func (msgReload) isGroupMsg() {}
+
+// reloadBackoff is the wait before the n-th reload attempt: 100 ms doubling
+// to 10 s, so a store outage is not hammered.
+func reloadBackoff(n int) time.Duration {
+	d := 100 * time.Millisecond << min(n-1, 7)
+	return min(d, 10*time.Second)
+}
+
+// enterBroken puts the actor in broken mode after a failed commit or load:
+// its in-memory state cannot be trusted, so it refuses work and reloads
+// from the store after a backoff.
+func (a *groupActor) enterBroken(c *actor.Context[groupMsg], err error) {
+	a.broken = true
+	a.failures++
+	a.pending, a.eff, a.sends, a.adopt = nil, store.Effects{}, nil, nil
+	if a.failures&(a.failures-1) == 0 { // log the 1st, 2nd, 4th, 8th… failure
+		c.Logger().Error("group store failure; reloading with backoff", "err", err, "failures", a.failures)
+	}
+	// A sequence conflict means another writer moved the journal on: the
+	// store is healthy, so reload at once (twice); anything else is an
+	// outage to back off from.
+	if errors.Is(err, actor.ErrConflict) && a.failures <= 2 {
+		c.Self().Tell(msgReload{})
+		return
+	}
+	c.Schedule(reloadBackoff(a.failures), msgReload{})
+}
+
 // Passivate refuses while sends, results or webhooks are in flight, and
 // otherwise saves a final snapshot before the group leaves memory.
 func (a *groupActor) Passivate(c *actor.Context[groupMsg]) error {
-	if a.g == nil || a.broken {
+	if a.g == nil || a.broken || a.retired {
 		return nil
 	}
 	busy := a.busy()
@@ -126,7 +176,7 @@ func (a *groupActor) Passivate(c *actor.Context[groupMsg]) error {
 		// already has its answer queued here. Commit them now.
 		for range 3 {
 			a.doWork(c)
-			if busy = a.busy(); !busy || a.broken {
+			if busy = a.busy(); !busy || a.broken || a.retired {
 				break
 			}
 		}
@@ -218,12 +268,31 @@ func wantedReminders(r *group.Recipient) (check, retry time.Time) {
 // ahead of the store, so the actor stops itself; the next message brings a
 // fresh instance that recovers from what is durable.
 func (a *groupActor) Receive(c *actor.Context[groupMsg], m groupMsg) {
-	if a.broken {
-		if r, ok := m.(interface{ replyErr(error) }); ok {
-			r.replyErr(ErrUnavailable)
+	if a.retired || a.broken {
+		switch m.(type) {
+		case msgReload:
+			if a.retired {
+				return
+			}
+			a.broken = false
+			if err := a.load(c); err != nil {
+				a.enterBroken(c, err)
+			}
+		case msgWork:
+			// The work stays queued; load re-signals it.
+			a.t.mu.Lock()
+			if w := a.t.work[a.key]; w != nil {
+				w.signaled = false
+			}
+			a.t.mu.Unlock()
+		default:
+			if r, ok := m.(interface{ replyErr(error) }); ok {
+				r.replyErr(ErrUnavailable)
+			}
 		}
 		return
 	}
+	defer a.adoptParked()
 	switch m := m.(type) {
 	case msgCreate:
 		m.reply.Send(a.create(c, m))
@@ -251,6 +320,16 @@ func (a *groupActor) Receive(c *actor.Context[groupMsg], m groupMsg) {
 		a.reminder(c, m.r)
 	case msgRetention:
 		m.reply.Send(a.retain(c, m))
+	}
+}
+
+// adoptParked hands parked webhooks of newly routed message ids back to the
+// router. It runs at the end of a turn, after doWork cleared the routing
+// marks of entries it could not apply, so those are routed again too.
+func (a *groupActor) adoptParked() {
+	if len(a.adopted) > 0 {
+		a.t.adoptParked(a.adopted)
+		a.adopted = nil
 	}
 }
 
@@ -425,7 +504,7 @@ func (a *groupActor) applyEntry(e routed, now time.Time) bool {
 				a.eff.Unsuppress = append(a.eff.Unsuppress, ev.From)
 			}
 		default:
-			if e.orphan {
+			if e.orphan && !a.knownMessage(ev) {
 				o, ok := a.g.Reconcile(ev, now)
 				if !ok {
 					done = false
@@ -442,6 +521,14 @@ func (a *groupActor) applyEntry(e routed, now time.Time) bool {
 		}
 	}
 	return done
+}
+
+// knownMessage reports whether ev's message id is its recipient's current
+// one: an entry routed as an orphan before its send result committed (the
+// webhook beat the result) is then an ordinary observation.
+func (a *groupActor) knownMessage(ev crewcast.Event) bool {
+	r := a.g.Recipient(ev.To)
+	return r != nil && ev.MessageID != "" && (r.MessageID == ev.MessageID || r.GroupMessageID == ev.MessageID)
 }
 
 func (a *groupActor) ackOrphaned(c *actor.Context[groupMsg], entries []routed) {
@@ -575,6 +662,7 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 		return err
 	}
 	a.seq += uint64(len(u.Events))
+	a.failures = 0
 	for _, op := range u.Reminders {
 		if op.Delete {
 			delete(a.rem, op.Name)
@@ -608,9 +696,9 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	if len(views) > 0 {
 		t.hub.Publish(Change{GroupID: a.key, Seq: a.seq, Events: views})
 	}
-	if len(adopt) > 0 {
-		t.adoptParked(adopt)
-	}
+	// Parked webhooks of the message ids just routed are adopted by the
+	// caller once this turn's routing marks are cleared (see doWork).
+	a.adopted = append(a.adopted, adopt...)
 	if a.seq-a.snapSeq >= uint64(t.cfg.SnapshotEvery) || (a.g.Status == crewcast.GroupComplete && a.seq != a.snapSeq) {
 		if err := a.snapshot(c); err != nil {
 			// A snapshot is an optimisation: the journal has everything.
@@ -641,17 +729,18 @@ func earliestSet(ops []actor.ReminderOp) time.Time {
 	return t
 }
 
-// fail marks the instance broken after a failed commit and stops it, so the
-// next message recovers the durable state.
+// fail handles a failed commit: the in-memory state is ahead of the store.
+// Fenced means another node owns the group: stop, never send. Anything else
+// reloads from the store after a backoff.
 func (a *groupActor) fail(c *actor.Context[groupMsg], err error) {
-	a.broken = true
-	a.pending, a.eff, a.sends, a.adopt = nil, store.Effects{}, nil, nil
 	if errors.Is(err, actor.ErrFenced) {
+		a.retired = true
+		a.pending, a.eff, a.sends, a.adopt = nil, store.Effects{}, nil, nil
 		c.Logger().Error("group fenced: another node owns it; stopping without sending", "err", err)
-	} else {
-		c.Logger().Error("group commit failed; reloading from the store", "err", err)
+		c.Stop()
+		return
 	}
-	c.Stop()
+	a.enterBroken(c, err)
 }
 
 // queueSends registers committed claims as in flight and hands them to the

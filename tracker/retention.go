@@ -230,7 +230,7 @@ func (a *groupActor) retain(c *actor.Context[groupMsg], m msgRetention) retentio
 		return retentionResult{err: err}
 	}
 	// The in-memory state still holds what was just removed: drop it.
-	a.broken = true
+	a.retired = true
 	c.Stop()
 	return retentionResult{done: true}
 }

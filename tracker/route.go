@@ -44,6 +44,7 @@ func (t *Tracker) router() {
 // parked ones whose route may now exist.
 func (t *Tracker) sweeper() {
 	defer t.wg.Done()
+	resumed := false
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -55,11 +56,40 @@ func (t *Tracker) sweeper() {
 		case <-timer.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if !resumed {
+			if err := t.ResumeGroups(ctx); err != nil {
+				t.log.Warn("resume groups after start; will retry", "err", err)
+			} else {
+				resumed = true
+			}
+		}
 		if err := t.Sweep(ctx); err != nil {
 			t.log.Warn("inbox sweep", "err", err)
 		}
 		cancel()
 		timer.Reset(t.cfg.SweepInterval)
+	}
+}
+
+// ResumeGroups wakes every group that still has recipients to send to (or
+// sends whose outcome a previous process never recorded): activation
+// recovers it — crashed sends become unconfirmed — and claiming resumes.
+// Start runs it once; groups waiting only for receipts are woken by their
+// durable reminders instead.
+func (t *Tracker) ResumeGroups(ctx context.Context) error {
+	cursor := ""
+	for {
+		rows, next, err := t.st.ListGroups(ctx, store.GroupQuery{Status: crewcast.GroupSending, Cursor: cursor, Limit: 1000})
+		if err != nil {
+			return fmt.Errorf("list sending groups: %w", err)
+		}
+		for _, g := range rows {
+			t.groups.Tell(g.ID, msgKick{})
+		}
+		if next == "" || len(rows) == 0 {
+			return nil
+		}
+		cursor = next
 	}
 }
 
@@ -139,21 +169,25 @@ func (t *Tracker) routeEntry(ctx context.Context, ref store.InboxRef, events []c
 	if ev.GroupMessageID != "" {
 		keys = append(keys, msgKey(ev.Provider, ev.GroupMessageID))
 	}
+	// Mark the message id parked before looking for its route: a send
+	// result committing in between then finds the mark and adopts it.
+	t.mu.Lock()
+	t.parked[keys[0]] = struct{}{}
+	t.mu.Unlock()
 	id, err := t.lookupRoute(ctx, keys...)
 	if err != nil {
 		return err
 	}
 	if id != "" {
+		t.mu.Lock()
+		delete(t.parked, keys[0])
+		t.mu.Unlock()
 		t.deliver(id, routed{ref: ref, events: events})
 		return nil
 	}
 	// Parked: the send result that writes the route may not be committed
-	// yet (the webhook beat it), or the send's outcome was lost. Remember
-	// the message id for adoption, and offer it for reconciliation to the
-	// group last sent to that recipient.
-	t.mu.Lock()
-	t.parked[msgKey(ev.Provider, ev.MessageID)] = struct{}{}
-	t.mu.Unlock()
+	// yet (the webhook beat it), or the send's outcome was lost. Offer it
+	// for reconciliation to the group last sent to that recipient.
 	id, err = t.lookupRoute(ctx, convKey(ev.From, ev.To))
 	if err != nil || id == "" {
 		return err

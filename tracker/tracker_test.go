@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -391,13 +392,23 @@ func TestRecoveryMarksCrashedSendsUnconfirmed(t *testing.T) {
 	if err := tr2.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	// Any message activates the group in the new process.
-	if err := tr2.Cancel(context.Background(), id, "op"); !errors.Is(err, group.ErrState) && err != nil {
-		t.Fatalf("cancel: %v", err)
-	}
-	g, err := st2.GetGroup(context.Background(), id)
-	if err != nil || g.Counts["unconfirmed"] != 3 {
-		t.Fatalf("after recovery: %+v %v", g, err)
+	// Nothing is sent to the group: the new process wakes every group still
+	// sending at start, and recovery marks the crashed sends.
+	sub := tr2.Hub().Subscribe(id)
+	defer sub.Close()
+	for deadline := time.After(10 * time.Second); ; {
+		g, err := st2.GetGroup(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Counts["unconfirmed"] == 3 {
+			break
+		}
+		select {
+		case <-sub.C:
+		case <-deadline:
+			t.Fatalf("after recovery: %+v", g)
+		}
 	}
 	if len(prov2.sent()) != 0 {
 		t.Fatal("the recovering process sent")
@@ -515,5 +526,67 @@ func TestOrphanWebhookResolvesUnconfirmed(t *testing.T) {
 	_, rows := e.waitGroup(id, "reconciled", allStatus(crewcast.StatusDelivered))
 	if rows[0].ProviderMessageID != "orphan-1" {
 		t.Fatalf("row %+v", rows[0])
+	}
+}
+
+// flakyStore fails Commit while failing is set, counting the attempts.
+type flakyStore struct {
+	store.Store
+	failing  atomic.Bool
+	attempts atomic.Int64
+}
+
+func (s *flakyStore) Commit(ctx context.Context, units []actor.Unit) ([]error, error) {
+	if s.failing.Load() {
+		s.attempts.Add(1)
+		return nil, errors.New("disk I/O error (injected)")
+	}
+	return s.Store.Commit(ctx, units)
+}
+
+func TestCommitFailureReloadsWithBackoffAndLosesNothing(t *testing.T) {
+	e := &env{t: t, path: filepath.Join(t.TempDir(), "crewcast.db"), prov: &fakeProvider{}}
+	e.clk = actor.NewManualClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	base := openStore(t, e.path, e.clk.Now)
+	t.Cleanup(func() { _ = base.Close() })
+	fs := &flakyStore{Store: base}
+	e.st = fs
+	// The store fails from the moment the provider accepts: the outcomes
+	// cannot be recorded.
+	var once sync.Once
+	e.prov.sendFn = func(req crewcast.SendRequest, id string) (crewcast.SendResult, error) {
+		once.Do(func() { fs.failing.Store(true) })
+		return crewcast.SendResult{MessageID: id}, nil
+	}
+	// Backoff timers run on the tracker's clock: a real one here.
+	e.tr = e.start(func(c *Config) { c.Clock = actor.RealClock() })
+	id := e.create(3, crewcast.ModeIndividual)
+	// Let the failure persist for a while of real time: the actor must back
+	// off (100 ms, 200 ms, 400 ms…), not spin.
+	for deadline := time.Now().Add(10 * time.Second); fs.attempts.Load() < 3; {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d commit attempts while failing", fs.attempts.Load())
+		}
+		time.Sleep(5 * time.Millisecond) // waiting on the actor's backoff timers, which run on real time
+	}
+	start, n0 := time.Now(), fs.attempts.Load()
+	time.Sleep(time.Second)
+	if got := fs.attempts.Load() - n0; got > 6 {
+		t.Fatalf("%d commit attempts in %s while the store fails: no backoff", got, time.Since(start))
+	}
+	if g, err := base.GetGroup(context.Background(), id); err != nil || g.Counts["sent"] != 0 {
+		t.Fatalf("outcomes recorded while the store failed? %+v %v", g, err)
+	}
+	fs.failing.Store(false)
+	_, rows := e.waitGroup(id, "recovered: all sent", allStatus(crewcast.StatusSent))
+	for n, c := range e.prov.sentTo() {
+		if c != 1 {
+			t.Fatalf("%s sent %d times", n, c)
+		}
+	}
+	for _, r := range rows {
+		if r.Attempts != 1 {
+			t.Fatalf("row %+v", r)
+		}
 	}
 }
