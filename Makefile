@@ -6,8 +6,9 @@ GO ?= go
 demo:
 	$(GO) run ./cmd/crewcast demo
 
-# Everything CI checks: vet, the race-enabled test suite, short fuzz runs.
-test: vet unit fuzz
+# Everything CI checks: vet, the race-enabled test suite, short fuzz runs,
+# and the short reliability harness.
+test: vet unit fuzz chaos
 
 vet:
 	$(GO) vet ./...
