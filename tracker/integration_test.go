@@ -20,6 +20,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -139,12 +141,30 @@ type itHarness struct {
 // and a webhook endpoint. wrap, if not nil, wraps the adapter's transport.
 func newHarness(t *testing.T, faults sim.Faults, wrap func(http.RoundTripper) http.RoundTripper) *itHarness {
 	t.Helper()
+	return newHarnessWith(t, itOptions{faults: faults, wrap: wrap})
+}
+
+// itOptions configure a harness beyond newHarness's arguments.
+type itOptions struct {
+	faults sim.Faults
+	wrap   func(http.RoundTripper) http.RoundTripper
+	// acceptTimeoutHold is sim.Config.AcceptTimeoutHold: hold the
+	// ambiguous send longer than the tracker's SendTimeout so the adapter
+	// sees a timeout, not http.Transport's replay of an Idempotency-Key
+	// request (which would get the recorded message back).
+	acceptTimeoutHold time.Duration
+}
+
+// newHarnessWith is newHarness with every option.
+func newHarnessWith(t *testing.T, o itOptions) *itHarness {
+	t.Helper()
+	faults, wrap := o.faults, o.wrap
 	h := &itHarness{transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64}}
 	hook := httptest.NewServer(http.HandlerFunc(h.webhook))
 	t.Cleanup(hook.Close)
 	seed := int64(1)
 	sm, err := sim.New(sim.Config{Faults: faults, Seed: &seed, TelnyxWebhookURL: hook.URL + "/webhooks/telnyx",
-		RetryBackoff: 20 * time.Millisecond})
+		RetryBackoff: 20 * time.Millisecond, AcceptTimeoutHold: o.acceptTimeoutHold})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,12 +174,15 @@ func newHarness(t *testing.T, faults sim.Faults, wrap func(http.RoundTripper) ht
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// Close the adapter's idle connections first: http.Server.Shutdown
+		// counts a connection that never carried a request (one the
+		// transport dialled but did not need) as busy for its first 5 s.
+		h.transport.CloseIdleConnections()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := sm.Stop(ctx); err != nil {
 			t.Errorf("stop simulator: %v", err)
 		}
-		h.transport.CloseIdleConnections()
 	})
 	h.keys = sm.Keys()
 	var rt http.RoundTripper = h.transport
@@ -524,23 +547,7 @@ func TestIntegrationWebhookBeatsSendResultIsAdopted(t *testing.T) {
 		// The group completes on the last "delivered"; a "sent" of another
 		// recipient may still be on its way through the actor. Every entry
 		// must be acknowledged well before the 15 s sweep could help.
-		sub := tr.Hub().Subscribe(id)
-		defer sub.Close()
-		for deadline := time.After(3 * time.Second); ; {
-			pending, err := st.PendingInbox(ctx, store.InboxRef{}, 100)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(pending) == 0 {
-				break
-			}
-			select {
-			case <-sub.C:
-			case <-time.After(20 * time.Millisecond): // acks of no-op events publish nothing
-			case <-deadline:
-				t.Fatalf("inbox entries left unprocessed: %d", len(pending))
-			}
-		}
+		awaitInboxDrained(t, tr, st, id, 3*time.Second)
 		obs := observations(t, st, id)
 		if len(obs) != 2*n {
 			t.Errorf("%d webhook observations in the journal, want %d (sent and finalized per recipient)", len(obs), 2*n)
@@ -555,6 +562,33 @@ func TestIntegrationWebhookBeatsSendResultIsAdopted(t *testing.T) {
 			t.Errorf("simulator ledger holds %d recipients, want %d", len(sent), n)
 		}
 	})
+}
+
+// awaitInboxDrained waits until the inbox holds no unprocessed entry. Acks
+// of webhooks that change nothing publish nothing, so besides the group's
+// changes it looks again every 20 ms.
+func awaitInboxDrained(t *testing.T, tr *Tracker, st store.Store, id string, timeout time.Duration) {
+	t.Helper()
+	sub := tr.Hub().Subscribe(id)
+	defer sub.Close()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		pending, err := st.PendingInbox(context.Background(), store.InboxRef{}, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) == 0 {
+			return
+		}
+		select {
+		case <-sub.C:
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline.C:
+			dumpInbox(t, tr, st)
+			t.Fatalf("inbox entries left unprocessed after %s: %d", timeout, len(pending))
+		}
+	}
 }
 
 // observations counts the journal's webhook observations per event id.
@@ -595,4 +629,573 @@ func dumpInbox(t *testing.T, tr *Tracker, st store.Store) {
 		tr.mu.Unlock()
 		t.Logf("unprocessed inbox entry %s/%s message %s target %q: routing mark %v, parked %v", e.Provider, e.EventID, e.MessageID, e.Target, routing, parked)
 	}
+}
+
+// ---- classification, rate limits, ambiguous sends, duplicates ----
+
+// itRank orders recipient statuses the way design.md §3 lets them move:
+// within one attempt a status is only ever followed by one of equal or
+// higher rank. (Rate-limit requeues and operator decisions start a new
+// attempt and are checked separately.)
+func itRank(s crewcast.Status) int {
+	switch s {
+	case crewcast.StatusPending:
+		return 0
+	case crewcast.StatusSending:
+		return 1
+	case crewcast.StatusUnconfirmed:
+		return 2
+	case crewcast.StatusSent:
+		return 3
+	case crewcast.StatusUnknown:
+		return 4
+	case crewcast.StatusDelivered, crewcast.StatusFailed:
+		return 5
+	case crewcast.StatusOptedOut, crewcast.StatusCanceled:
+		return 6
+	}
+	return -1
+}
+
+// statusStep is a recipient's status after one journal event changed it.
+type statusStep struct {
+	seq    uint64
+	typ    string
+	status crewcast.Status
+}
+
+// itReplay replays a group's journal in order through group.Apply, as
+// recovery does, and returns the resulting state, the events, and each
+// recipient's status history by number (one step per event that changed
+// it, starting with the status group.created gave it).
+func itReplay(t *testing.T, st store.Store, id string) (*group.Group, []group.Event, map[string][]statusStep) {
+	t.Helper()
+	g := &group.Group{}
+	var events []group.Event
+	hist := map[string][]statusStep{}
+	err := st.Load(context.Background(), id, 0, func(e actor.Event) error {
+		ev, err := group.Decode(e.Type, e.Data)
+		if err != nil {
+			return err
+		}
+		if err := g.Apply(ev); err != nil {
+			return fmt.Errorf("replay seq %d: %w", e.Seq, err)
+		}
+		events = append(events, ev)
+		for _, r := range g.Recipients {
+			h := hist[r.Number]
+			if len(h) == 0 || h[len(h)-1].status != r.Status {
+				hist[r.Number] = append(h, statusStep{seq: e.Seq, typ: e.Type, status: r.Status})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, events, hist
+}
+
+// checkForwardOnly fails the test for every recipient whose journal shows
+// its status moving to a lower rank.
+func checkForwardOnly(t *testing.T, hist map[string][]statusStep) {
+	t.Helper()
+	for num, h := range hist {
+		for i := 1; i < len(h); i++ {
+			if itRank(h[i].status) < itRank(h[i-1].status) {
+				t.Errorf("%s moved backwards: %s → %s at journal seq %d (%s); history %v", num, h[i-1].status, h[i].status, h[i].seq, h[i].typ, h)
+			}
+		}
+	}
+}
+
+// replies counts the journal's reply events per event id.
+func replies(events []group.Event) map[string]int {
+	out := map[string]int{}
+	for _, e := range events {
+		if r, ok := e.(group.Replied); ok {
+			out[r.EventID]++
+		}
+	}
+	return out
+}
+
+// TestIntegrationFailuresAreClassified scripts delivery failures with real
+// Telnyx codes: each recipient must end failed with its code and the class
+// providers.md §1.10 gives that code (an unlisted code reported after
+// acceptance is a carrier failure). A send refused with 40300 — the
+// recipient texted STOP to the provider while we were not listening — must
+// end opted_out with a suppression that keeps the number out of the next
+// group, and no failed recipient may be resent.
+func TestIntegrationFailuresAreClassified(t *testing.T) {
+	itEngines(t, func(t *testing.T, eng itEngine) {
+		want := []struct {
+			script string
+			status crewcast.Status
+			code   string
+			class  crewcast.ErrorClass
+		}{
+			{"fail:40001", crewcast.StatusFailed, "40001", crewcast.ClassRecipient}, // not routable
+			{"fail:40006", crewcast.StatusFailed, "40006", crewcast.ClassCarrier},   // recipient carrier down
+			{"fail:40008", crewcast.StatusFailed, "40008", crewcast.ClassCarrier},   // undeliverable
+			{"fail:40005", crewcast.StatusFailed, "40005", crewcast.ClassUncertain}, // expired after leaving Telnyx
+			{"fail:49999", crewcast.StatusFailed, "49999", crewcast.ClassCarrier},   // not in the table
+			{"deliver", crewcast.StatusDelivered, "", crewcast.ClassNone},
+			{"", crewcast.StatusOptedOut, "40300", crewcast.ClassRecipient}, // blocked at send: STOP
+		}
+		numbers := itNumbers(len(want))
+		optedOut := numbers[len(numbers)-1]
+		script := map[string]string{}
+		for i, w := range want {
+			if w.script != "" {
+				script[numbers[i]] = w.script
+			}
+		}
+		h := newHarness(t, sim.Faults{Script: script}, nil)
+		ctx := context.Background()
+		// No tracker is attached yet: the STOP webhook is refused until the
+		// simulator gives up, so only the provider knows of the opt-out.
+		if _, err := h.sim.Inbound(ctx, optedOut, itFrom, "STOP"); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.sim.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		st := eng.open(t)
+		tr := h.startTracker(t, st, nil)
+		id := itCreate(t, tr, numbers)
+		g := awaitGroup(t, tr, st, id, 20*time.Second, "complete", func(g store.GroupRow) bool { return g.Status == crewcast.GroupComplete })
+		if g.Counts["failed"] != 5 || g.Counts["delivered"] != 1 || g.Counts["opted_out"] != 1 {
+			t.Errorf("counts %v, want 5 failed, 1 delivered, 1 opted_out", g.Counts)
+		}
+		rows := itDeliveries(t, st, id)
+		for i, w := range want {
+			d := rows[numbers[i]]
+			if d.Status != w.status || d.ErrorCode != w.code || d.ErrorClass != w.class || d.Attempts != 1 {
+				t.Errorf("script %q: status %s code %q class %q attempts %d; want %s %q %q after 1 attempt",
+					w.script, d.Status, d.ErrorCode, d.ErrorClass, d.Attempts, w.status, w.code, w.class)
+			}
+		}
+		sup, err := st.Suppressed(ctx, numbers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sup) != 1 || sup[optedOut].Reason != "provider_opt_out" {
+			t.Errorf("suppressions %+v, want one provider_opt_out for the blocked recipient", sup)
+		}
+		// A permanent failure is not retryable, even by an operator.
+		if err := tr.Retry(ctx, id, numbers[0], "test"); !errors.Is(err, group.ErrState) {
+			t.Errorf("retry of a 40001 failure: %v, want ErrState", err)
+		}
+		_, _, hist := itReplay(t, st, id)
+		checkForwardOnly(t, hist)
+
+		// The next group skips the suppressed number without a provider call.
+		id2, _, err := tr.Create(ctx, group.Request{From: itFrom, To: []string{optedOut, numbers[5]}, Text: itText + " (moved to 8:00)",
+			Mode: crewcast.ModeIndividual}, CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		awaitGroup(t, tr, st, id2, 20*time.Second, "second group complete", func(g store.GroupRow) bool { return g.Status == crewcast.GroupComplete })
+		rows2 := itDeliveries(t, st, id2)
+		if d := rows2[optedOut]; d.Status != crewcast.StatusOptedOut || d.Attempts != 0 {
+			t.Errorf("suppressed recipient in the next group: status %s attempts %d, want opted_out after 0 attempts", d.Status, d.Attempts)
+		}
+		if d := rows2[numbers[5]]; d.Status != crewcast.StatusDelivered {
+			t.Errorf("other recipient of the next group: %s, want delivered", d.Status)
+		}
+		if err := h.sim.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		sent := checkLedger(t, h.sim)
+		for i, num := range numbers {
+			wantSends := 1
+			switch {
+			case num == optedOut:
+				wantSends = 0 // refused with 40300: nothing was accepted
+			case i == 5:
+				wantSends = 2 // once per group, with different texts
+			}
+			if sent[num] != wantSends {
+				t.Errorf("%s (script %q) accepted %d times by the simulator, want %d", num, want[i].script, sent[num], wantSends)
+			}
+		}
+	})
+}
+
+// TestIntegrationRateLimitedSendsAreRequeued answers a share of sends with
+// 429 (Telnyx 10011, Retry-After 1 s): each refused send must be requeued
+// after the wait without spending the attempt budget, every recipient must
+// be sent exactly once in the end, and the journal must record each 429 as
+// a rate-limited outcome.
+func TestIntegrationRateLimitedSendsAreRequeued(t *testing.T) {
+	itEngines(t, func(t *testing.T, eng itEngine) {
+		const n = 12
+		numbers := itNumbers(n)
+		var mu sync.Mutex
+		limited := map[string]int{} // recipient → 429 answers
+		h := newHarness(t, sim.Faults{RateLimitRate: 0.4}, func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				if r.Method != http.MethodPost || r.URL.Path != "/v2/messages" {
+					return rt.RoundTrip(r)
+				}
+				body, err := io.ReadAll(r.Body)
+				_ = r.Body.Close()
+				if err != nil {
+					return nil, err
+				}
+				var req struct {
+					To string `json:"to"`
+				}
+				if err := json.Unmarshal(body, &req); err != nil {
+					return nil, err
+				}
+				r2 := r.Clone(r.Context())
+				r2.Body = io.NopCloser(bytes.NewReader(body))
+				resp, err := rt.RoundTrip(r2)
+				if err == nil && resp.StatusCode == http.StatusTooManyRequests {
+					mu.Lock()
+					limited[req.To]++
+					mu.Unlock()
+				}
+				return resp, err
+			})
+		})
+		st := eng.open(t)
+		tr := h.startTracker(t, st, nil)
+		id := itCreate(t, tr, numbers)
+		awaitGroup(t, tr, st, id, 60*time.Second, "every recipient delivered", func(g store.GroupRow) bool { return g.Counts["delivered"] == n })
+		mu.Lock()
+		total := 0
+		for _, c := range limited {
+			total += c
+		}
+		mu.Unlock()
+		// The simulator's draws are seeded and every request draws the
+		// same number of values, so the count is the same on every run.
+		if total == 0 {
+			t.Fatal("the simulator answered no send with 429; the test exercised nothing")
+		}
+		t.Logf("%d sends answered 429, across %d recipients", total, len(limited))
+		for num, d := range itDeliveries(t, st, id) {
+			if d.Attempts != 1 {
+				t.Errorf("%s: %d attempts after %d rate-limited sends, want 1", num, d.Attempts, limited[num])
+			}
+		}
+		sent := checkLedger(t, h.sim)
+		for _, num := range numbers {
+			if sent[num] != 1 {
+				t.Errorf("%s accepted %d times by the simulator, want 1", num, sent[num])
+			}
+		}
+		g, events, _ := itReplay(t, st, id)
+		recorded := map[string]int{}
+		for _, e := range events {
+			if o, ok := e.(group.Outcomes); ok {
+				for _, oc := range o.Outcomes {
+					if oc.Result != group.ResultRateLimited {
+						continue
+					}
+					if oc.Code != "10011" || oc.Class != crewcast.ClassNotSent {
+						t.Errorf("rate-limited outcome with code %q class %q, want 10011 not_sent", oc.Code, oc.Class)
+					}
+					for _, i := range oc.Indices {
+						recorded[g.Recipients[i].Number]++
+					}
+				}
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, num := range numbers {
+			if recorded[num] != limited[num] {
+				t.Errorf("%s: %d rate-limited outcomes in the journal, %d 429 answers", num, recorded[num], limited[num])
+			}
+		}
+	})
+}
+
+// TestIntegrationSilentAcceptTimeoutNeedsAnOperator: the provider accepts
+// the send but the answer never comes and no webhook ever follows
+// ("accept_timeout:silent"). The recipient must become unconfirmed and
+// stay so — across a restart, never resent, not retryable — until an
+// operator resolves it not_delivered, which allows exactly one new send.
+func TestIntegrationSilentAcceptTimeoutNeedsAnOperator(t *testing.T) {
+	itEngines(t, func(t *testing.T, eng itEngine) {
+		numbers := itNumbers(2)
+		silent, other := numbers[0], numbers[1]
+		h := newHarnessWith(t, itOptions{faults: sim.Faults{Script: map[string]string{silent: "accept_timeout:silent"}}, acceptTimeoutHold: time.Minute})
+		short := func(c *Config) { c.SendTimeout = 2 * time.Second }
+		st1 := eng.open(t)
+		tr1 := h.startTracker(t, st1, short)
+		id := itCreate(t, tr1, numbers)
+		awaitGroup(t, tr1, st1, id, 20*time.Second, "complete", func(g store.GroupRow) bool { return g.Status == crewcast.GroupComplete })
+		ctx := context.Background()
+		if err := h.sim.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		rows := itDeliveries(t, st1, id)
+		if d := rows[silent]; d.Status != crewcast.StatusUnconfirmed || d.Attempts != 1 || d.ProviderMessageID != "" || d.ErrorClass != crewcast.ClassUncertain {
+			t.Fatalf("silent accept timeout: %+v, want unconfirmed, uncertain, 1 attempt, no message id", d)
+		}
+		if d := rows[other]; d.Status != crewcast.StatusDelivered {
+			t.Fatalf("other recipient %s, want delivered", d.Status)
+		}
+		itStop(t, h, tr1)
+		_ = st1.Close()
+
+		// A new process: recovery and the start-up sweep must leave the
+		// unconfirmed recipient alone.
+		st2 := eng.open(t)
+		tr2 := h.startTracker(t, st2, short)
+		if err := tr2.ResumeGroups(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := tr2.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := tr2.Retry(ctx, id, silent, "test"); !errors.Is(err, group.ErrState) {
+			t.Errorf("retry of an unconfirmed recipient: %v, want ErrState (only an operator's resolve may resend)", err)
+		}
+		if err := tr2.Resolve(ctx, id, other, group.ResolveNotDelivered, "test"); !errors.Is(err, group.ErrState) {
+			t.Errorf("resolve of a delivered recipient: %v, want ErrState", err)
+		}
+		if d := itDeliveries(t, st2, id)[silent]; d.Status != crewcast.StatusUnconfirmed || d.Attempts != 1 {
+			t.Fatalf("after a restart: %s after %d attempts, want still unconfirmed after 1", d.Status, d.Attempts)
+		}
+		sent := checkLedger(t, h.sim)
+		if sent[silent] != 1 || sent[other] != 1 || len(sent) != 2 {
+			t.Fatalf("simulator ledger %v before the operator decided, want each recipient once", sent)
+		}
+
+		// The operator says it did not arrive: one new attempt, which the
+		// provider now answers. The ledger starts afresh so the check below
+		// sees only what the decision caused.
+		h.sim.Reset()
+		if err := h.sim.SetFaults(sim.Faults{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tr2.Resolve(ctx, id, silent, group.ResolveNotDelivered, "operator"); err != nil {
+			t.Fatal(err)
+		}
+		awaitGroup(t, tr2, st2, id, 20*time.Second, "the resent recipient delivered", func(g store.GroupRow) bool { return g.Counts["delivered"] == 2 })
+		if d := itDeliveries(t, st2, id)[silent]; d.Attempts != 2 || d.ProviderMessageID == "" {
+			t.Errorf("after resolve not_delivered: %d attempts, message %q; want 2 attempts and a message id", d.Attempts, d.ProviderMessageID)
+		}
+		if err := tr2.Resolve(ctx, id, silent, group.ResolveNotDelivered, "operator"); !errors.Is(err, group.ErrState) {
+			t.Errorf("a second resolve of a delivered recipient: %v, want ErrState", err)
+		}
+		if err := h.sim.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		sent = checkLedger(t, h.sim)
+		if sent[silent] != 1 || len(sent) != 1 {
+			t.Errorf("sends after the operator's decision %v, want exactly one, to %s", sent, silent)
+		}
+	})
+}
+
+// TestIntegrationAcceptTimeoutReconciledByWebhooks: the provider accepts
+// the send and its webhooks flow, but the answer to the send is lost. The
+// recipient becomes unconfirmed, and the webhooks — whether they arrive
+// while the send is still hanging or after it timed out — prove the send
+// went out: the recipient is reconciled to delivered with the evidence in
+// the journal, and never resent.
+func TestIntegrationAcceptTimeoutReconciledByWebhooks(t *testing.T) {
+	itEngines(t, func(t *testing.T, eng itEngine) {
+		numbers := itNumbers(2)
+		early, late := numbers[0], numbers[1]
+		script := map[string]string{early: "accept_timeout", late: "accept_timeout"}
+		h := newHarnessWith(t, itOptions{faults: sim.Faults{Script: script}, acceptTimeoutHold: time.Minute})
+		st := eng.open(t)
+		tr := h.startTracker(t, st, func(c *Config) { c.SendTimeout = time.Second })
+		ctx := context.Background()
+		t.Cleanup(func() {
+			if t.Failed() {
+				dumpInbox(t, tr, st)
+			}
+		})
+		for _, c := range []struct {
+			num   string
+			delay int
+			what  string
+		}{
+			{early, 0, "webhooks before the send times out"},
+			{late, 1500, "webhooks after the send timed out"},
+		} {
+			if err := h.sim.SetFaults(sim.Faults{Script: script, DelayMS: [2]int{c.delay, c.delay}}); err != nil {
+				t.Fatal(err)
+			}
+			id := itCreate(t, tr, []string{c.num})
+			awaitGroup(t, tr, st, id, 20*time.Second, c.what+": delivered", func(g store.GroupRow) bool { return g.Counts["delivered"] == 1 })
+			if err := h.sim.WaitIdle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			awaitInboxDrained(t, tr, st, id, 5*time.Second)
+			var messageID string
+			for _, s := range h.sim.Ledger() {
+				if s.To == c.num {
+					messageID = s.ID
+				}
+			}
+			d := itDeliveries(t, st, id)[c.num]
+			if d.Attempts != 1 || d.ProviderMessageID != messageID || messageID == "" {
+				t.Errorf("%s: attempts %d, message %q; want 1 attempt and the accepted message %q", c.what, d.Attempts, d.ProviderMessageID, messageID)
+			}
+			_, events, hist := itReplay(t, st, id)
+			checkForwardOnly(t, hist)
+			// The journal tells the story: the answer was lost (uncertain →
+			// unconfirmed), then provider evidence reconciled it.
+			uncertainAt, reconciledAt := -1, -1
+			for i, e := range events {
+				switch v := e.(type) {
+				case group.Outcomes:
+					for _, o := range v.Outcomes {
+						if o.Result == group.ResultUncertain {
+							uncertainAt = i
+						}
+					}
+				case group.Observed:
+					if v.Source == group.SourceReconcile && reconciledAt < 0 {
+						reconciledAt = i
+						if v.MessageID != messageID || !strings.Contains(v.Evidence, messageID) {
+							t.Errorf("%s: reconciled with message %q, evidence %q; want the accepted message %q", c.what, v.MessageID, v.Evidence, messageID)
+						}
+					}
+				}
+			}
+			if uncertainAt < 0 || reconciledAt < uncertainAt {
+				t.Errorf("%s: journal has the uncertain outcome at %d and the reconciliation at %d; want an uncertain outcome followed by a reconciliation", c.what, uncertainAt, reconciledAt)
+			}
+			var path []crewcast.Status
+			for _, s := range hist[c.num] {
+				path = append(path, s.status)
+			}
+			if !slices.Contains(path, crewcast.StatusUnconfirmed) {
+				t.Errorf("%s: status history %v never shows unconfirmed", c.what, path)
+			}
+			for ev, n := range observations(t, st, id) {
+				if n != 1 {
+					t.Errorf("%s: event %s observed %d times", c.what, ev, n)
+				}
+			}
+		}
+		sent := checkLedger(t, h.sim)
+		if sent[early] != 1 || sent[late] != 1 {
+			t.Errorf("simulator ledger %v, want each recipient once", sent)
+		}
+	})
+}
+
+// TestIntegrationDuplicateAndReorderedWebhooksAreHarmless posts every
+// webhook twice and lets final receipts overtake "sent" ones: the final
+// statuses must be those the simulator reported, each event must be
+// observed once, replies counted once, and no recipient's status may ever
+// move backwards in the journal.
+func TestIntegrationDuplicateAndReorderedWebhooksAreHarmless(t *testing.T) {
+	itEngines(t, func(t *testing.T, eng itEngine) {
+		fates := []struct {
+			script string
+			status crewcast.Status
+			ack    crewcast.Ack
+		}{
+			{"deliver", crewcast.StatusDelivered, crewcast.AckNone},
+			{"deliver", crewcast.StatusDelivered, crewcast.AckNone},
+			{"deliver", crewcast.StatusDelivered, crewcast.AckNone},
+			{"deliver", crewcast.StatusDelivered, crewcast.AckNone},
+			{"fail:40001", crewcast.StatusFailed, crewcast.AckNone},
+			{"fail:40006", crewcast.StatusFailed, crewcast.AckNone},
+			{"unknown", crewcast.StatusUnknown, crewcast.AckNone},
+			{"unknown", crewcast.StatusUnknown, crewcast.AckNone},
+			{"reply:YES", crewcast.StatusDelivered, crewcast.AckYes},
+			{"reply:NO", crewcast.StatusDelivered, crewcast.AckNo},
+		}
+		numbers := itNumbers(len(fates))
+		script := map[string]string{}
+		for i, f := range fates {
+			script[numbers[i]] = f.script
+		}
+		h := newHarness(t, sim.Faults{Script: script, DuplicateRate: 1, Reorder: true, DelayMS: [2]int{0, 20}}, nil)
+		var mu sync.Mutex
+		posts := map[string]int{}                    // event id → webhooks ingested (copies included)
+		firstKind := map[string]crewcast.EventKind{} // message id → kind of its first status webhook
+		note := func(events []crewcast.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			e := events[0]
+			posts[e.EventID]++
+			if _, ok := firstKind[e.MessageID]; !ok && e.Kind != crewcast.KindInbound {
+				firstKind[e.MessageID] = e.Kind
+			}
+		}
+		h.onIngest.Store(&note)
+		st := eng.open(t)
+		tr := h.startTracker(t, st, nil)
+		t.Cleanup(func() {
+			if t.Failed() {
+				dumpInbox(t, tr, st)
+			}
+		})
+		id := itCreate(t, tr, numbers)
+		awaitGroup(t, tr, st, id, 20*time.Second, "complete with both replies", func(g store.GroupRow) bool {
+			return g.Status == crewcast.GroupComplete && g.Counts["replied"] == 2
+		})
+		ctx := context.Background()
+		if err := h.sim.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		awaitInboxDrained(t, tr, st, id, 5*time.Second)
+		rows := itDeliveries(t, st, id)
+		for i, f := range fates {
+			d := rows[numbers[i]]
+			if d.Status != f.status || d.Ack != f.ack || d.Attempts != 1 {
+				t.Errorf("script %q: status %s ack %q attempts %d; want %s ack %q after 1 attempt", f.script, d.Status, d.Ack, d.Attempts, f.status, f.ack)
+			}
+		}
+		mu.Lock()
+		reordered := 0
+		for _, k := range firstKind {
+			if k == crewcast.KindStatus {
+				reordered++
+			}
+		}
+		for ev, n := range posts {
+			if n < 2 {
+				t.Errorf("event %s was ingested %d times; duplicate_rate=1 should post every webhook twice", ev, n)
+			}
+		}
+		mu.Unlock()
+		// Seeded: the same recipients are reordered on every run.
+		if reordered == 0 {
+			t.Error("no final receipt overtook its sent event; the test exercised no reordering")
+		}
+		t.Logf("%d of %d recipients had their final receipt first; %d distinct events ingested", reordered, len(fates), len(posts))
+		obs := observations(t, st, id)
+		// Sent and final per recipient; replies are counted apart.
+		if len(obs) != 2*len(fates) {
+			t.Errorf("%d distinct events observed in the journal, want %d", len(obs), 2*len(fates))
+		}
+		for ev, n := range obs {
+			if n != 1 {
+				t.Errorf("event %s observed %d times in the journal", ev, n)
+			}
+		}
+		_, events, hist := itReplay(t, st, id)
+		rep := replies(events)
+		if len(rep) != 2 {
+			t.Errorf("%d distinct replies in the journal, want 2", len(rep))
+		}
+		for ev, n := range rep {
+			if n != 1 {
+				t.Errorf("reply %s recorded %d times", ev, n)
+			}
+		}
+		checkForwardOnly(t, hist)
+		sent := checkLedger(t, h.sim)
+		for _, num := range numbers {
+			if sent[num] != 1 {
+				t.Errorf("%s accepted %d times by the simulator, want 1", num, sent[num])
+			}
+		}
+	})
 }
