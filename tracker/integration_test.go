@@ -823,6 +823,35 @@ func TestIntegrationFailuresAreClassified(t *testing.T) {
 	})
 }
 
+// TestIntegrationOptOutInReceiptIsSuppressed: a delivery receipt that fails
+// with 40300 (blocked due to STOP) is an opt-out as much as a refused send
+// is: the recipient ends opted_out and a suppression is recorded, so the
+// next group does not send to that number (design.md §4: "opt-out also
+// records a suppression").
+func TestIntegrationOptOutInReceiptIsSuppressed(t *testing.T) {
+	itEngines(t, func(t *testing.T, eng itEngine) {
+		numbers := itNumbers(2)
+		blocked := numbers[0]
+		h := newHarness(t, sim.Faults{Script: map[string]string{blocked: "fail:40300"}}, nil)
+		st := eng.open(t)
+		tr := h.startTracker(t, st, nil)
+		id := itCreate(t, tr, numbers)
+		awaitGroup(t, tr, st, id, 20*time.Second, "complete", func(g store.GroupRow) bool { return g.Status == crewcast.GroupComplete })
+		d := itDeliveries(t, st, id)[blocked]
+		if d.Status != crewcast.StatusOptedOut || d.ErrorCode != "40300" || d.ErrorClass != crewcast.ClassRecipient {
+			t.Errorf("receipt with 40300: status %s code %q class %q, want opted_out 40300 recipient", d.Status, d.ErrorCode, d.ErrorClass)
+		}
+		sup, err := st.Suppressed(context.Background(), []string{blocked})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := sup[blocked]; !ok {
+			t.Errorf("no suppression recorded for a recipient the provider reports as opted out (40300 in message.finalized)")
+		}
+		checkLedger(t, h.sim)
+	})
+}
+
 // TestIntegrationRateLimitedSendsAreRequeued answers a share of sends with
 // 429 (Telnyx 10011, Retry-After 1 s): each refused send must be requeued
 // after the wait without spending the attempt budget, every recipient must
