@@ -24,12 +24,13 @@ fuzz:
 # Every benchmark, printing RESULT lines: the actor runtime's own, the
 # service's (bench/: ingest, end to end, fan-out, 1 M hibernated groups;
 # CREWCAST_BENCH_SCALE_N=100000 for a quicker run), and the comparisons
-# with protoactor-go and River (bench/peers, its own module), which need
-# PostgreSQL. About 15 minutes on 2 cores.
+# with protoactor-go and River (bench/peers, its own module, which follows
+# crewcast's go.mod through a replace: hence -mod=mod), which need
+# PostgreSQL. About 10 minutes on 2 cores.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./actor/
 	$(GO) run ./bench
-	cd bench/peers && CREWCAST_TEST_POSTGRES="$${CREWCAST_TEST_POSTGRES:-postgres://root@127.0.0.1:5432/test?sslmode=disable}" $(GO) run .
+	cd bench/peers && CREWCAST_TEST_POSTGRES="$${CREWCAST_TEST_POSTGRES:-postgres://root@127.0.0.1:5432/test?sslmode=disable}" $(GO) run -mod=mod .
 
 # Reliability harness (docs/reliability.md): kill -9, duplicate webhooks,
 # corrupt snapshots, disk full, PostgreSQL backend loss, soak. This is the
