@@ -463,6 +463,8 @@ func scaleRunWorker(ctx context.Context, c config, rep reporter) error {
 	if err != nil {
 		return err
 	}
+	rep.progress("scale %s: %d actors in memory after the webhooks, RSS %.0f MB (max %.0f MB, %.0f MB before the webhooks)",
+		sizeLabel(c.n), len(cc.Server.Tracker().System().Actors()), float64(rssEnd)/(1<<20), float64(rssMax)/(1<<20), float64(rssStart)/(1<<20))
 	mu.Lock()
 	defer mu.Unlock()
 	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
