@@ -591,6 +591,12 @@ func (a *groupActor) reminder(c *actor.Context[groupMsg], r actor.Reminder) {
 // ---- committing ----
 
 func (a *groupActor) emit(e group.Event) {
+	if o, ok := e.(group.Observed); ok && o.OptOut {
+		// The provider says the recipient opted out (Telnyx 40300 in a
+		// delivery report, Twilio 21610): never send to them again.
+		a.eff.Suppress = append(a.eff.Suppress, store.Suppression{Number: a.g.Recipients[o.Index].Number,
+			Reason: "provider_opt_out", CreatedAt: o.At})
+	}
 	if err := a.g.Apply(e); err != nil {
 		// Decisions come from the same state Apply checks: an error here is
 		// a bug, not bad input. Do not persist what cannot be replayed.
