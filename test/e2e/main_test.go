@@ -1,0 +1,461 @@
+// Package e2e runs the crewcast binary as real processes — `crewcast sim`,
+// `crewcast serve --provider telnyx`, `crewcast demo` — on loopback and
+// checks what a user or a crash would see: kill -9 in the middle of a
+// fan-out, live mode against the simulator, and the demo's example group.
+//
+// TestMain builds the binary once into a temporary directory. Every
+// process runs in its own process group, is killed (SIGKILL to the group)
+// when its test ends, and dies with the test binary (Pdeathsig), so a
+// failed or interrupted run leaves nothing behind. Waiting on another
+// process polls with a deadline; everything in this process is awaited
+// through channels.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// crewcastBin is the binary TestMain built.
+var crewcastBin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "crewcast-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	crewcastBin = filepath.Join(dir, "crewcast")
+	// go test puts its own toolchain first in PATH, so "go" is the same Go.
+	build := exec.Command("go", "build", "-o", crewcastBin, "github.com/crewcast/crewcast/cmd/crewcast")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	began := time.Now()
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: build crewcast:", err)
+		_ = os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	if testing.Verbose() {
+		fmt.Fprintf(os.Stderr, "e2e: built crewcast in %s\n", time.Since(began).Round(time.Millisecond))
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: leaked goroutines:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// adminKey is the bootstrap admin key given to every crewcast serve.
+const adminKey = "e2e-admin-key-0123456789abcdef"
+
+// from is the sender number of the test groups.
+const from = "+15550100000"
+
+// numbers returns n distinct fictional recipient numbers.
+func numbers(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("+1555%07d", 400001+i)
+	}
+	return out
+}
+
+// proc is one crewcast process a test started.
+type proc struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{} // closed once it has exited and its output is read
+	err     error         // cmd.Wait's result, set before done closes
+
+	mu    sync.Mutex
+	lines []string      // stdout so far
+	more  chan struct{} // closed and replaced when a line arrives or it exits
+}
+
+// startProc runs the crewcast binary with args, with env added to this
+// process's environment minus every CREWCAST_ variable (so only what the
+// test sets configures it). Stdout and stderr go to a log file that is
+// shown when the test fails; the process is killed at cleanup.
+func startProc(t *testing.T, name string, env []string, args ...string) *proc {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), name+".log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(crewcastBin, args...)
+	cmd.Env = append(cleanEnv(os.Environ()), env...)
+	cmd.Stderr = logf
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		_ = logf.Close()
+		t.Fatal(err)
+	}
+	// Its own group, so that kill reaches anything it forks; SIGKILL if
+	// the test binary dies first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
+		t.Fatalf("start %s: %v", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{}), more: make(chan struct{})}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			fmt.Fprintln(logf, sc.Text())
+			p.mu.Lock()
+			p.lines = append(p.lines, sc.Text())
+			close(p.more)
+			p.more = make(chan struct{})
+			p.mu.Unlock()
+		}
+		p.err = cmd.Wait()
+		_ = logf.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("%s (%s) exited with %v; last lines of its output:\n%s", name, strings.Join(args, " "), p.err, tail(logPath, 40))
+		}
+	})
+	return p
+}
+
+// cleanEnv drops the CREWCAST_ variables from env.
+func cleanEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "CREWCAST_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// waitLine waits for a stdout line starting with prefix (after leading
+// blanks) and returns the rest of it, trimmed.
+func (p *proc) waitLine(t *testing.T, prefix string, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	seen := 0
+	for {
+		p.mu.Lock()
+		lines, more := p.lines, p.more
+		p.mu.Unlock()
+		for ; seen < len(lines); seen++ {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(lines[seen]), prefix); ok {
+				return strings.TrimSpace(rest)
+			}
+		}
+		select {
+		case <-more:
+		case <-p.done:
+			p.mu.Lock()
+			n := len(p.lines)
+			p.mu.Unlock()
+			if seen == n {
+				t.Fatalf("%s exited (%v) before printing %q", p.name, p.err, prefix)
+			}
+		case <-deadline.C:
+			t.Fatalf("%s printed no %q line within %s", p.name, prefix, timeout)
+		}
+	}
+}
+
+// announcedURL waits for the line that starts with prefix and returns the
+// URL that follows it, e.g. "crewcast serving on http://127.0.0.1:41234 (…".
+func (p *proc) announcedURL(t *testing.T, prefix string) string {
+	t.Helper()
+	rest := p.waitLine(t, prefix, 60*time.Second)
+	u, _, _ := strings.Cut(rest, " ")
+	if !strings.HasPrefix(u, "http://127.0.0.1:") {
+		t.Fatalf("%s announced %q, want a loopback http URL", p.name, rest)
+	}
+	return u
+}
+
+// kill sends SIGKILL to the process group and waits for the exit. It is a
+// no-op once the process has exited.
+func (p *proc) kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// killedBySIGKILL reports whether the process died of SIGKILL.
+func (p *proc) killedBySIGKILL() bool {
+	var ee *exec.ExitError
+	if !errors.As(p.err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+// terminate sends SIGTERM and waits up to grace for the exit, killing the
+// process after that. It returns the exit error (nil for exit status 0).
+func (p *proc) terminate(t *testing.T, grace time.Duration) error {
+	t.Helper()
+	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGTERM)
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-p.done:
+		return p.err
+	case <-timer.C:
+		p.kill()
+		return fmt.Errorf("%s did not exit within %s of SIGTERM; killed", p.name, grace)
+	}
+}
+
+// tail returns the last n lines of a file.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ---- HTTP ----
+
+// client talks to the processes; every call is bounded.
+var client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil}}
+
+// call makes one request and decodes a JSON answer into out (when not
+// nil). It returns the status code; err is set for transport and decoding
+// failures and for answers other than want.
+func call(method, url, key string, body, out any, want int) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return 0, err
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return resp.StatusCode, err
+	}
+	if resp.StatusCode != want {
+		return resp.StatusCode, fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("%s %s: decode %s: %w", method, url, b, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// simKeys are the credentials GET /sim/keys returns.
+type simKeys struct {
+	TelnyxPublicKey string `json:"telnyx_public_key"`
+	TelnyxAPIKey    string `json:"telnyx_api_key"`
+}
+
+// ledgerRow is one accepted send in GET /sim/ledger.
+type ledgerRow struct {
+	ID   string `json:"id"`
+	From string `json:"from"`
+	To   string `json:"to"`
+	Text string `json:"text"`
+}
+
+// duplicate is one entry of GET /sim/ledger/duplicates.
+type duplicate struct {
+	From  string `json:"from"`
+	To    string `json:"to"`
+	Count int    `json:"count"`
+}
+
+// groupView is GET /v1/groups/{id}.
+type groupView struct {
+	ID         string          `json:"id"`
+	Status     string          `json:"status"`
+	Counts     map[string]int  `json:"counts"`
+	Recipients []recipientView `json:"recipients"`
+}
+
+// recipientView is one recipient of GET /v1/groups/{id}.
+type recipientView struct {
+	Number            string `json:"number"`
+	Status            string `json:"status"`
+	Attempts          int    `json:"attempts"`
+	ProviderMessageID string `json:"provider_message_id"`
+	ErrorCode         string `json:"error_code"`
+	ErrorClass        string `json:"error_class"`
+	ReplyText         string `json:"reply_text"`
+	Ack               string `json:"ack"`
+}
+
+// finalStatuses are the recipient statuses nothing moves on by itself.
+var finalStatuses = map[string]bool{
+	"delivered": true, "failed": true, "unknown": true, "opted_out": true, "canceled": true, "unconfirmed": true,
+}
+
+// startSim runs `crewcast sim` on a free loopback port with extra flags
+// and returns the process and its base URL.
+func startSim(t *testing.T, flags ...string) (*proc, string) {
+	t.Helper()
+	p := startProc(t, "sim", nil, append([]string{"sim", "--addr", "127.0.0.1:0"}, flags...)...)
+	return p, p.announcedURL(t, "crewcast sim listening on ")
+}
+
+// serveEnv is the environment of `crewcast serve --provider telnyx`
+// against a simulator whose provider API is at apiBase.
+func serveEnv(t *testing.T, simURL, apiBase string) []string {
+	t.Helper()
+	var k simKeys
+	if _, err := call(http.MethodGet, simURL+"/sim/keys", "", nil, &k, http.StatusOK); err != nil {
+		t.Fatal(err)
+	}
+	if k.TelnyxAPIKey == "" || k.TelnyxPublicKey == "" {
+		t.Fatalf("GET /sim/keys gave %+v", k)
+	}
+	return []string{
+		"CREWCAST_TELNYX_API_KEY=" + k.TelnyxAPIKey,
+		"CREWCAST_TELNYX_PUBLIC_KEY=" + k.TelnyxPublicKey,
+		"CREWCAST_TELNYX_API_BASE=" + apiBase,
+		"CREWCAST_ADMIN_KEY=" + adminKey,
+		// A resend would reach the simulator as a new message and show in
+		// its ledger as a duplicate, rather than be deduplicated by key.
+		"CREWCAST_TELNYX_IDEMPOTENCY_KEYS=false",
+	}
+}
+
+// startServe runs `crewcast serve` with args after "serve" and returns
+// the process and its base URL.
+func startServe(t *testing.T, name string, env []string, args ...string) (*proc, string) {
+	t.Helper()
+	p := startProc(t, name, env, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-level", "warn"}, args...)...)
+	return p, p.announcedURL(t, "crewcast serving on ")
+}
+
+// createGroup posts a group and returns its id.
+func createGroup(t *testing.T, base string, to []string, text string) string {
+	t.Helper()
+	var out struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	}
+	body := map[string]any{"from": from, "to": to, "text": text, "mode": "individual"}
+	if _, err := call(http.MethodPost, base+"/v1/groups", adminKey, body, &out, http.StatusCreated); err != nil {
+		t.Fatal(err)
+	}
+	if out.ID == "" || out.Status != "sending" {
+		t.Fatalf("POST /v1/groups answered id %q status %q", out.ID, out.Status)
+	}
+	return out.ID
+}
+
+// pollGroup reads GET /v1/groups/{id} every 200 ms until cond holds or
+// timeout passes (the server is another process: nothing to wait on but
+// its answers).
+func pollGroup(t *testing.T, base, key, id string, timeout time.Duration, what string, cond func(groupView) bool) groupView {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var g groupView
+	var lastErr error
+	for {
+		g = groupView{}
+		_, lastErr = call(http.MethodGet, base+"/v1/groups/"+id, key, nil, &g, http.StatusOK)
+		if lastErr == nil && cond(g) {
+			return g
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s: status %q counts %v (last error: %v)", timeout, what, g.Status, g.Counts, lastErr)
+		}
+		<-tick.C
+	}
+}
+
+// ledger reads the simulator's ledger and its duplicates.
+func ledger(t *testing.T, simURL string) ([]ledgerRow, []duplicate) {
+	t.Helper()
+	var l struct {
+		Sends []ledgerRow `json:"sends"`
+	}
+	if _, err := call(http.MethodGet, simURL+"/sim/ledger", "", nil, &l, http.StatusOK); err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Duplicates []duplicate `json:"duplicates"`
+	}
+	if _, err := call(http.MethodGet, simURL+"/sim/ledger/duplicates", "", nil, &d, http.StatusOK); err != nil {
+		t.Fatal(err)
+	}
+	return l.Sends, d.Duplicates
+}
+
+// ledgerCounts asserts that the simulator accepted no message twice —
+// neither a (from, to, text) in /sim/ledger/duplicates nor a number twice
+// in /sim/ledger — and returns the accepted message id per number.
+func ledgerCounts(t *testing.T, simURL string) map[string]string {
+	t.Helper()
+	sends, dups := ledger(t, simURL)
+	if len(dups) != 0 {
+		t.Errorf("GET /sim/ledger/duplicates: %+v; the simulator accepted the same message more than once", dups)
+	}
+	out := map[string]string{}
+	for _, s := range sends {
+		if _, twice := out[s.To]; twice {
+			t.Errorf("%s appears more than once in /sim/ledger", s.To)
+		}
+		out[s.To] = s.ID
+	}
+	return out
+}
