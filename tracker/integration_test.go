@@ -1228,3 +1228,80 @@ func TestIntegrationDuplicateAndReorderedWebhooksAreHarmless(t *testing.T) {
 		}
 	})
 }
+
+// TestIntegrationRerouteOfAppliedWebhookIsNotJournaledTwice: routing reads
+// the inbox and hands entries to groups without a transaction around both
+// (adoptParked's InboxByMessageID, the Sweep's PendingInbox), and the
+// routing mark that stops a second hand-over is cleared once the group's
+// commit acknowledged the entry. A reader that read the entry just before
+// that commit therefore routes it again just after. The group must treat
+// an event it has already applied as done — acknowledge it, journal
+// nothing — or the audit trail shows one webhook twice (seen with
+// duplicated and reordered webhooks through the HTTP endpoint, server
+// TestWebhooksReplayedAfterRestartAreHarmless, about one run in ten). The
+// test routes an applied entry again directly, as that stale reader would.
+func TestIntegrationRerouteOfAppliedWebhookIsNotJournaledTwice(t *testing.T) {
+	itEngines(t, func(t *testing.T, eng itEngine) {
+		h := newHarness(t, sim.Faults{}, nil)
+		var mu sync.Mutex
+		var finals [][]crewcast.Event
+		note := func(events []crewcast.Event) {
+			if events[0].Kind == crewcast.KindStatus {
+				mu.Lock()
+				finals = append(finals, events)
+				mu.Unlock()
+			}
+		}
+		h.onIngest.Store(&note)
+		st := eng.open(t)
+		tr := h.startTracker(t, st, nil)
+		id := itCreate(t, tr, itNumbers(1))
+		awaitGroup(t, tr, st, id, 20*time.Second, "complete", func(g store.GroupRow) bool { return g.Status == crewcast.GroupComplete })
+		ctx := context.Background()
+		if err := h.sim.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		awaitInboxDrained(t, tr, st, id, 5*time.Second)
+		mu.Lock()
+		if len(finals) != 1 {
+			mu.Unlock()
+			t.Fatalf("%d final receipts ingested, want 1", len(finals))
+		}
+		events := finals[0]
+		mu.Unlock()
+		ev := events[0]
+		before, err := st.GetGroup(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A command asked of the group is handled after the turn in progress
+		// and after anything told to it earlier by this goroutine: resolving
+		// a delivered recipient (refused, changing nothing) is a barrier.
+		barrier := func() {
+			t.Helper()
+			if err := tr.Resolve(ctx, id, ev.To, group.ResolveDelivered, "barrier"); !errors.Is(err, group.ErrState) {
+				t.Fatalf("resolve of a delivered recipient (a barrier): %v, want ErrState", err)
+			}
+		}
+		// The turn that acknowledged the receipt clears its routing mark
+		// after the commit the inbox shows: let it finish.
+		barrier()
+		// The stale reader's hand-over of the already acknowledged entry;
+		// routeEntry tells the group before it returns.
+		if err := tr.routeEntry(ctx, store.InboxRef{Provider: ev.Provider, EventID: ev.EventID}, events); err != nil {
+			t.Fatal(err)
+		}
+		barrier()
+		if n := observations(t, st, id)[ev.EventID]; n != 1 {
+			t.Errorf("final receipt %s observed %d times in the journal after being routed again, want 1", ev.EventID, n)
+		}
+		after, err := st.GetGroup(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Seq != before.Seq {
+			t.Errorf("journal moved from seq %d to %d on an event already applied", before.Seq, after.Seq)
+		}
+		checkLedger(t, h.sim)
+	})
+}
