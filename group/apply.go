@@ -57,7 +57,15 @@ func (g *Group) Apply(e Event) error {
 			}
 			g.remember(v.EventID + "#" + fmt.Sprint(v.Index))
 		}
-		g.underOptOut(g.Recipients[v.Index], func() { g.applyObserved(v) })
+		r := g.Recipients[v.Index]
+		before := *r
+		g.underOptOut(r, func() { g.applyObserved(v) })
+		if *r != before {
+			// Only a real change rewrites the projection row: a "sent"
+			// webhook for a recipient already sent is journaled, not
+			// projected again.
+			g.markDirty(v.Index)
+		}
 		g.touch(v.At)
 	case Replied:
 		if err := g.checkIndices(v.Type(), []int{v.Index}); err != nil {
@@ -318,7 +326,6 @@ func (g *Group) applyObserved(v Observed) {
 	if r.GroupMessageID == "" {
 		r.GroupMessageID = v.GroupMessageID
 	}
-	g.markDirty(v.Index)
 	target := v.Status
 	if v.OptOut && target == crewcast.StatusFailed {
 		target = crewcast.StatusOptedOut

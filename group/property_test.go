@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nyaruka/phonenumbers"
 	"pgregory.net/rapid"
 
 	"github.com/crewcast/crewcast"
@@ -285,4 +286,27 @@ func TestPropertyNeverSendsTwiceAndStatusesMoveForward(t *testing.T) {
 			rt.Fatalf("replay differs:\n%s\n%s", a, b)
 		}
 	})
+}
+
+// TestNormalizeFastPathMatchesLibphonenumber: the E.164 fast path returns
+// exactly what the full parser returns.
+func TestNormalizeFastPathMatchesLibphonenumber(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		n := "+1" + rapid.StringMatching(`[2-9][0-9]{9}`).Draw(rt, "national")
+		if !isNANPE164(n) {
+			rt.Fatalf("%s not recognised", n)
+		}
+		p, err := phonenumbers.Parse(n, DefaultRegion)
+		if err != nil || !phonenumbers.IsPossibleNumber(p) {
+			rt.Fatalf("libphonenumber rejects %s: %v", n, err)
+		}
+		if got := phonenumbers.Format(p, phonenumbers.E164); got != n {
+			rt.Fatalf("libphonenumber formats %s as %s", n, got)
+		}
+	})
+	for _, n := range []string{"+10123456789", "+11234567890", "+1555010000", "+155501000011", "+1555O100001", "15550100001", "+44207946000"} {
+		if isNANPE164(n) {
+			t.Errorf("%s taken by the fast path", n)
+		}
+	}
 }

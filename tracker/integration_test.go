@@ -1305,3 +1305,132 @@ func TestIntegrationRerouteOfAppliedWebhookIsNotJournaledTwice(t *testing.T) {
 		checkLedger(t, h.sim)
 	})
 }
+
+// gatedStore holds the tracker's InboxByMessageID calls — the first store
+// call of a goroutine that adopts parked webhooks — until leave is closed.
+type gatedStore struct {
+	store.Store
+	entered chan struct{} // closed at the first call
+	once    sync.Once
+	leave   chan struct{}
+}
+
+func (g *gatedStore) InboxByMessageID(ctx context.Context, provider, messageID string) ([]store.InboxEntry, error) {
+	g.once.Do(func() { close(g.entered) })
+	select {
+	case <-g.leave:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return g.Store.InboxByMessageID(ctx, provider, messageID)
+}
+
+// TestIntegrationStopWhileAdoptingParkedWebhooks stops the tracker while a
+// send is in flight whose webhooks are already parked: the send's answer
+// arrives during Stop, its commit adopts the parked webhooks, and
+// Tracker.adoptParked starts a goroutine (t.wg.Add(1)) while Stop is about
+// to call, or has passed, t.wg.Wait(). Stop must either not start that
+// work or wait for it: it must not return while a tracker goroutine is
+// still inside the store, and (under -race) an Add from zero must not race
+// with Wait.
+func TestIntegrationStopWhileAdoptingParkedWebhooks(t *testing.T) {
+	itEngines(t, func(t *testing.T, eng itEngine) {
+		release := make(chan struct{})
+		var releaseOnce sync.Once
+		free := func() { releaseOnce.Do(func() { close(release) }) }
+		accepted := make(chan string, 1)
+		h := newHarness(t, sim.Faults{}, func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				resp, err := rt.RoundTrip(r)
+				if err != nil || r.Method != http.MethodPost || resp.StatusCode != http.StatusOK {
+					return resp, err
+				}
+				body, err := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				if err != nil {
+					return nil, err
+				}
+				var msg struct {
+					Data struct {
+						ID string `json:"id"`
+					} `json:"data"`
+				}
+				if err := json.Unmarshal(body, &msg); err != nil {
+					return nil, err
+				}
+				accepted <- msg.Data.ID
+				<-release // the answer waits until Stop is under way
+				resp.Body = io.NopCloser(bytes.NewReader(body))
+				return resp, nil
+			})
+		})
+		t.Cleanup(free)
+		gs := &gatedStore{Store: eng.open(t), entered: make(chan struct{}), leave: make(chan struct{})}
+		var leaveOnce sync.Once
+		leave := func() { leaveOnce.Do(func() { close(gs.leave) }) }
+		t.Cleanup(leave)
+		tr := h.startTracker(t, gs, nil)
+		itCreate(t, tr, itNumbers(1))
+		var messageID string
+		select {
+		case messageID = <-accepted:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the send never reached the simulator")
+		}
+		// Internal states without a signal to wait on: look every 2 ms.
+		poll := func(what string, cond func() bool) {
+			t.Helper()
+			deadline := time.Now().Add(10 * time.Second)
+			for !cond() {
+				if time.Now().After(deadline) {
+					t.Fatalf("timed out waiting for %s", what)
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		}
+		poll("the webhooks parked", func() bool {
+			tr.mu.Lock()
+			defer tr.mu.Unlock()
+			_, ok := tr.parked[msgKey(telnyx.ProviderName, messageID)]
+			return ok
+		})
+		stopped := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			stopped <- tr.Stop(ctx)
+		}()
+		poll("Stop waiting for the send in flight", func() bool {
+			tr.pool.mu.Lock()
+			defer tr.pool.mu.Unlock()
+			return tr.pool.closed
+		})
+		free()
+		select {
+		case err := <-stopped:
+			// Stop started no adoption, or finished before starting it;
+			// in the latter case the goroutine now runs after Stop.
+			select {
+			case <-gs.entered:
+				t.Fatal("Stop returned while the adoption goroutine it let start was inside the store")
+			default:
+			}
+			if err != nil {
+				t.Fatalf("stop: %v", err)
+			}
+		case <-gs.entered:
+			// Adoption began during Stop: Stop must wait for it. One second
+			// is far longer than Stop needs to return when it does not.
+			select {
+			case <-stopped:
+				t.Fatal("Stop returned while the adoption goroutine it let start was inside the store")
+			case <-time.After(time.Second):
+			}
+			leave()
+			if err := <-stopped; err != nil {
+				t.Fatalf("stop: %v", err)
+			}
+		}
+		checkLedger(t, h.sim)
+	})
+}

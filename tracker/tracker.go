@@ -396,14 +396,28 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 			return id, false, err
 		}
 	}
+	// Normalize every number once: for the suppression lookup and for Plan.
+	type norm struct {
+		e164 string
+		err  error
+	}
+	memo := make(map[string]norm, len(req.To)+len(req.Recipients)+1)
+	normalize := func(n string) (string, error) {
+		if v, ok := memo[n]; ok {
+			return v.e164, v.err
+		}
+		e, err := group.NormalizeNumber(n)
+		memo[n] = norm{e, err}
+		return e, err
+	}
 	var nums []string
 	for _, n := range req.To {
-		if e, err := group.NormalizeNumber(n); err == nil {
+		if e, err := normalize(n); err == nil {
 			nums = append(nums, e)
 		}
 	}
 	for _, r := range req.Recipients {
-		if e, err := group.NormalizeNumber(r.Number); err == nil {
+		if e, err := normalize(r.Number); err == nil {
 			nums = append(nums, e)
 		}
 	}
@@ -420,7 +434,7 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 		settings.CheckAfter = opts.CheckAfter
 	}
 	id := t.cfg.NewID()
-	created, ferrs := group.Plan(id, req, settings, suppressed, t.cfg.Clock.Now())
+	created, ferrs := group.PlanWith(id, req, settings, suppressed, t.cfg.Clock.Now(), normalize)
 	if len(ferrs) > 0 {
 		return "", false, &ValidationError{Fields: ferrs}
 	}
