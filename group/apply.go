@@ -2,6 +2,8 @@ package group
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/crewcast/crewcast"
@@ -52,10 +54,11 @@ func (g *Group) Apply(e Event) error {
 			return err
 		}
 		if v.EventID != "" {
-			if _, dup := g.Seen[v.EventID+"#"+fmt.Sprint(v.Index)]; dup {
+			key := observedKey(v.EventID, v.Index)
+			if g.seen(key) {
 				return nil
 			}
-			g.remember(v.EventID + "#" + fmt.Sprint(v.Index))
+			g.remember(key)
 		}
 		r := g.Recipients[v.Index]
 		before := *r
@@ -72,7 +75,7 @@ func (g *Group) Apply(e Event) error {
 			return err
 		}
 		if v.EventID != "" {
-			if _, dup := g.Seen[v.EventID]; dup {
+			if g.seen(v.EventID) {
 				return nil
 			}
 			g.remember(v.EventID)
@@ -419,6 +422,22 @@ func (g *Group) checkIndices(typ string, idx []int) error {
 // maxSeen bounds the remembered event ids. Providers retry within minutes
 // to hours; a group sees at most a few events per recipient.
 const maxSeen = 200000
+
+// observedKey names one recipient's observation of a provider event (one
+// webhook may report several recipients).
+func observedKey(eventID string, index int) string {
+	return eventID + "#" + strconv.Itoa(index)
+}
+
+// seen reports whether a provider event (by key) was already applied; ""
+// (an event without id) never counts as seen.
+func (g *Group) seen(key string) bool {
+	if key == "" || strings.HasPrefix(key, "#") {
+		return false
+	}
+	_, ok := g.Seen[key]
+	return ok
+}
 
 func (g *Group) remember(id string) {
 	if g.Seen == nil {

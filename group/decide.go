@@ -137,7 +137,7 @@ func (g *Group) Observe(ev crewcast.Event, now time.Time) (Observed, bool) {
 		return Observed{}, false
 	}
 	r := g.Recipient(ev.To)
-	if r == nil {
+	if r == nil || g.seen(observedKey(ev.EventID, r.Index)) {
 		return Observed{}, false
 	}
 	st := ev.Status
@@ -167,7 +167,8 @@ func (g *Group) Reconcile(ev crewcast.Event, now time.Time) (Observed, bool) {
 		return Observed{}, false
 	}
 	r := g.Recipient(ev.To)
-	if r == nil || r.Status != crewcast.StatusUnconfirmed || ev.From != g.From || ev.MessageID == "" {
+	if r == nil || r.Status != crewcast.StatusUnconfirmed || ev.From != g.From || ev.MessageID == "" ||
+		g.seen(observedKey(ev.EventID, r.Index)) {
 		return Observed{}, false
 	}
 	if ev.Text == "" || TextHash(ev.Text) != TextHash(g.Text) {
@@ -200,7 +201,7 @@ func (g *Group) Reply(ev crewcast.Event, now time.Time) (Replied, bool) {
 		return Replied{}, false
 	}
 	r := g.Recipient(ev.From)
-	if r == nil {
+	if r == nil || g.seen(ev.EventID) {
 		return Replied{}, false
 	}
 	kw := ParseKeyword(ev.Text)

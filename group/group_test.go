@@ -342,8 +342,15 @@ func TestObservedForwardOnlyAndDuplicates(t *testing.T) {
 	if h.status(0) != crewcast.StatusDelivered {
 		t.Fatalf("failed overwrote delivered: %s", h.status(0))
 	}
+	// A duplicate is recognised before it becomes a journal event, and
+	// applying it anyway (a replayed journal) changes nothing.
+	if _, ok := h.g.Observe(crewcast.Event{Provider: "telnyx", EventID: "e1", Kind: crewcast.KindStatus, MessageID: "m1", From: sender, To: num, Status: crewcast.StatusDelivered}, t0); ok {
+		t.Fatal("a duplicate webhook produced a new observation")
+	}
 	before, _ := json.Marshal(h.g)
-	h.apply(ev("e1", crewcast.StatusDelivered, "m1"))
+	if err := h.g.Apply(Observed{At: t0, EventID: "e1", Source: SourceWebhook, Index: 0, MessageID: "m1", Status: crewcast.StatusFailed}); err != nil {
+		t.Fatal(err)
+	}
 	after, _ := json.Marshal(h.g)
 	if string(before) != string(after) {
 		t.Fatal("duplicate event changed state")
@@ -514,7 +521,12 @@ func TestRepliesAcksAndKeywords(t *testing.T) {
 	if r := h.g.Recipients[0]; r.Ack != crewcast.AckYes || r.LastReply != "Yes!" || r.Replies != 1 {
 		t.Fatalf("ack: %+v", r)
 	}
-	reply("r1", n0, "Yes!") // duplicate delivery
+	if _, ok := h.g.Reply(crewcast.Event{EventID: "r1", Kind: crewcast.KindInbound, From: n0, To: sender, Text: "Yes!"}, t0); ok {
+		t.Fatal("a duplicate reply produced a new event")
+	}
+	if err := h.g.Apply(Replied{At: t0, EventID: "r1", Index: 0, Text: "Yes!", Ack: crewcast.AckYes}); err != nil {
+		t.Fatal(err)
+	}
 	if h.g.Recipients[0].Replies != 1 {
 		t.Fatal("duplicate reply counted twice")
 	}
