@@ -71,7 +71,7 @@ type Config struct {
 	AdminKey string
 	// SendRate is messages per second per sender number; 0 = no pacing.
 	SendRate float64
-	// SendWorkers bounds concurrent provider calls (tracker default 32).
+	// SendWorkers bounds concurrent provider calls (tracker default 64).
 	SendWorkers int
 	// Settings are the policies of new groups (group.DefaultSettings).
 	Settings group.Settings
@@ -264,6 +264,21 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	return nil
 }
 
+// providerClient is the HTTP client for provider API calls: bounded by the
+// provider timeout, and keeping as many idle connections per host as there
+// are send workers (Go's default keeps 2, so a busy fan-out would open a new
+// connection for nearly every send).
+func (s *Server) providerClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	workers := s.cfg.SendWorkers
+	if workers <= 0 {
+		workers = 64
+	}
+	tr.MaxIdleConns = 4 * workers
+	tr.MaxIdleConnsPerHost = workers
+	return &http.Client{Timeout: s.cfg.ProviderTimeout, Transport: tr}
+}
+
 // provider builds the sending provider and the webhook verifiers.
 func (s *Server) provider(ctx context.Context, public string) (crewcast.Provider, map[string]crewcast.Provider, error) {
 	cfg := s.cfg
@@ -289,7 +304,7 @@ func (s *Server) provider(ctx context.Context, public string) (crewcast.Provider
 		// The demo goes through the real Telnyx adapter both ways: sends
 		// over HTTP to the simulator, signed webhooks back to our endpoint.
 		c, err := telnyx.New(telnyx.Config{APIKey: k.TelnyxAPIKey, PublicKey: k.TelnyxPublicKey, APIBase: simURL,
-			SendIdempotencyKey: true, Logger: cfg.Logger, HTTPClient: &http.Client{Timeout: cfg.ProviderTimeout}})
+			SendIdempotencyKey: true, Logger: cfg.Logger, HTTPClient: s.providerClient()})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -297,7 +312,7 @@ func (s *Server) provider(ctx context.Context, public string) (crewcast.Provider
 	case ProviderTelnyx:
 		c, err := telnyx.New(telnyx.Config{APIKey: cfg.TelnyxAPIKey, PublicKey: cfg.TelnyxPublicKey, APIBase: cfg.TelnyxAPIBase,
 			MessagingProfileID: cfg.TelnyxMessagingProfileID, SendIdempotencyKey: cfg.TelnyxIdempotencyKeys, Logger: cfg.Logger,
-			HTTPClient: &http.Client{Timeout: cfg.ProviderTimeout}})
+			HTTPClient: s.providerClient()})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -305,7 +320,7 @@ func (s *Server) provider(ctx context.Context, public string) (crewcast.Provider
 	default:
 		c, err := twilio.New(twilio.Config{AccountSID: cfg.TwilioAccountSID, AuthToken: cfg.TwilioAuthToken, APIBase: cfg.TwilioAPIBase,
 			StatusCallbackURL: public + "/webhooks/twilio", PublicURL: public, Logger: cfg.Logger,
-			HTTPClient: &http.Client{Timeout: cfg.ProviderTimeout}})
+			HTTPClient: s.providerClient()})
 		if err != nil {
 			return nil, nil, err
 		}

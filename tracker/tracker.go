@@ -60,7 +60,7 @@ type Config struct {
 	SendRate float64
 	// SendBurst is the pacer's burst; default max(1, SendRate).
 	SendBurst int
-	// SendWorkers bounds concurrent provider calls. Default 32.
+	// SendWorkers bounds concurrent provider calls. Default 64.
 	SendWorkers int
 	// SendTimeout bounds one provider call. Default 30s.
 	SendTimeout time.Duration
@@ -104,7 +104,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	c.Settings = c.Settings.WithDefaults()
 	if c.SendWorkers <= 0 {
-		c.SendWorkers = 32
+		c.SendWorkers = 64
 	}
 	if c.SendTimeout <= 0 {
 		c.SendTimeout = 30 * time.Second

@@ -52,7 +52,7 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.StringVar(&f.twilioBase, "twilio-api-base", envOr("CREWCAST_TWILIO_API_BASE", ""), "Twilio API origin (CREWCAST_TWILIO_API_BASE)")
 	fs.StringVar(&f.adminKey, "admin-key", envOr("CREWCAST_ADMIN_KEY", ""), "register this admin API key at start (CREWCAST_ADMIN_KEY)")
 	fs.Float64Var(&f.sendRate, "send-rate", envFloat("CREWCAST_SEND_RATE", 10), "messages per second per sender number; 0 = no pacing (CREWCAST_SEND_RATE)")
-	fs.IntVar(&f.sendWorkers, "send-workers", envInt("CREWCAST_SEND_WORKERS", 32), "concurrent provider calls (CREWCAST_SEND_WORKERS)")
+	fs.IntVar(&f.sendWorkers, "send-workers", envInt("CREWCAST_SEND_WORKERS", 64), "concurrent provider calls (CREWCAST_SEND_WORKERS)")
 	d := group.DefaultSettings()
 	fs.DurationVar(&f.checkAfter, "check-after", envDuration("CREWCAST_CHECK_AFTER", d.CheckAfter), "first provider status check of a sent recipient (CREWCAST_CHECK_AFTER)")
 	fs.DurationVar(&f.deadline, "check-deadline", envDuration("CREWCAST_CHECK_DEADLINE", d.Deadline), "mark a sent recipient unknown after this long without a final receipt (CREWCAST_CHECK_DEADLINE)")
