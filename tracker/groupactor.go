@@ -66,9 +66,12 @@ type groupActor struct {
 	broken   bool         // a commit or load failed: in-memory state is not the store's
 	failures int          // consecutive store failures, for the reload backoff
 	retired  bool         // retention rewrote the store under this instance
-	statuses []crewcast.Status
-	rem      map[string]time.Time // reminders as committed
-	looking  map[int]bool         // lookups queued
+	// lastStatus is the group status at the last commit, to take the final
+	// snapshot once when the group completes.
+	lastStatus crewcast.GroupStatus
+	statuses   []crewcast.Status
+	rem        map[string]time.Time // reminders as committed
+	looking    map[int]bool         // lookups queued
 
 	pending []group.Event
 	eff     store.Effects
@@ -110,6 +113,7 @@ func (a *groupActor) load(c *actor.Context[groupMsg]) error {
 	g := res.State
 	a.g = &g
 	a.g.TakeDirty()
+	a.lastStatus = a.g.Status
 	a.initTracking()
 	now := a.t.cfg.Clock.Now()
 	if u, ok := a.g.RecoverInFlight(now, a.t.inFlight(a.key)); ok {
@@ -705,7 +709,15 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	// Parked webhooks of the message ids just routed are adopted by the
 	// caller once this turn's routing marks are cleared (see doWork).
 	a.adopted = append(a.adopted, adopt...)
-	if a.seq-a.snapSeq >= uint64(t.cfg.SnapshotEvery) || (a.g.Status == crewcast.GroupComplete && a.seq != a.snapSeq) {
+	for _, id := range adopt {
+		t.routes.put(msgKey(t.cfg.Provider.Name(), id), a.key)
+	}
+	// Snapshot every SnapshotEvery events, and once when the group becomes
+	// complete (its final snapshot); a complete group's later events (late
+	// receipts, replies) wait for the next threshold or passivation.
+	becameComplete := a.g.Status == crewcast.GroupComplete && a.lastStatus != crewcast.GroupComplete
+	a.lastStatus = a.g.Status
+	if a.seq-a.snapSeq >= uint64(t.cfg.SnapshotEvery) || (becameComplete && a.seq != a.snapSeq) {
 		if err := a.snapshot(c); err != nil {
 			// A snapshot is an optimisation: the journal has everything.
 			c.Logger().Warn("snapshot failed", "err", err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -198,15 +199,62 @@ func (t *Tracker) routeEntry(ctx context.Context, ref store.InboxRef, events []c
 
 func (t *Tracker) lookupRoute(ctx context.Context, keys ...string) (string, error) {
 	for _, k := range keys {
+		if v, ok := t.routes.get(k); ok {
+			return v, nil
+		}
 		r, err := t.st.GetRoute(ctx, k)
 		switch {
 		case err == nil:
+			t.routes.put(k, r.Value)
 			return r.Value, nil
 		case !errors.Is(err, actor.ErrNotFound):
 			return "", fmt.Errorf("read route: %w", err)
 		}
 	}
 	return "", nil
+}
+
+// routeCache keeps message-id routes in memory: once written they never
+// change (retention deletes them only with their group, and a webhook for a
+// deleted group is acknowledged by its empty actor). Conversation routes
+// move to each new group, so they are always read from the store.
+type routeCache struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// routeCacheMax bounds the cache; past it, half the entries are dropped.
+const routeCacheMax = 100000
+
+func (c *routeCache) get(key string) (string, bool) {
+	if !strings.HasPrefix(key, "m:") {
+		return "", false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[key]
+	return v, ok
+}
+
+func (c *routeCache) put(key, value string) {
+	if !strings.HasPrefix(key, "m:") {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string]string)
+	}
+	if len(c.m) >= routeCacheMax {
+		n := 0
+		for k := range c.m { // map order is random: a random half goes
+			delete(c.m, k)
+			if n++; n >= routeCacheMax/2 {
+				break
+			}
+		}
+	}
+	c.m[key] = value
 }
 
 func (t *Tracker) deliver(id string, r routed) {

@@ -156,6 +156,7 @@ type Tracker struct {
 	work    map[string]*groupWork
 	routing map[inboxKey]struct{} // entries handed to a group and not yet acknowledged
 	parked  map[string]struct{}   // provider message ids with parked events (this process)
+	routes  routeCache
 	idle    chan struct{}
 
 	unmatched unmatchedLog

@@ -11,24 +11,28 @@ import (
 	"github.com/crewcast/crewcast/store"
 )
 
-// inboxReq is one InsertInbox call waiting for a group commit.
-type inboxReq struct {
+// writeReq is one write call waiting for a group commit: an InsertInbox
+// (entries) or a Commit (units).
+type writeReq struct {
 	entries []store.InboxEntry
 	isNew   []bool
+	units   []actor.Unit
+	results []error
 	err     error
 	done    chan struct{} // closed once a leader committed (or failed) it
 	lead    chan struct{} // receives when this call is to lead the next round
 }
 
-// inboxGroup coalesces concurrent InsertInbox calls into one transaction
-// (group commit): with synchronous=FULL every transaction costs an fsync,
-// so webhooks arriving together share one instead of queueing for one
-// each. No goroutine runs in the background: one waiting caller at a time
-// leads a round, committing every call queued so far (its own included),
-// then hands the lead to the first call queued behind it.
-type inboxGroup struct {
+// writeGroup coalesces concurrent writes — webhook inbox inserts and
+// actors' commit batches alike — into one transaction (group commit): with
+// synchronous=FULL every transaction costs an fsync, so writes arriving
+// together share one instead of queueing for one each. No goroutine runs in
+// the background: one waiting caller at a time leads a round, committing
+// every call queued so far (its own included), then hands the lead to the
+// first call queued behind it.
+type writeGroup struct {
 	mu      sync.Mutex
-	queue   []*inboxReq
+	queue   []*writeReq
 	leading bool
 	rounds  int // transactions committed or tried, for tests
 	// queued, when set (tests only), is called under mu after each enqueue
@@ -36,21 +40,12 @@ type inboxGroup struct {
 	queued func(n int)
 }
 
-// InsertInbox stores entries durably; isNew[i] is false when (Provider,
-// EventID) was already stored (that row is left untouched) or appears
-// earlier in the same commit. Concurrent calls may share one transaction;
-// a failed transaction fails every call in it, so none reports success for
-// what was not stored. Once queued, a call waits for its round even if ctx
+// write queues req for the next group-commit round and returns when it was
+// committed or failed. Once queued, a call waits for its round even if ctx
 // is canceled: the round is bounded by the busy timeout.
-func (s *Store) InsertInbox(ctx context.Context, entries []store.InboxEntry) ([]bool, error) {
-	if len(entries) == 0 {
-		return nil, nil
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: insert inbox: %w", err)
-	}
-	req := &inboxReq{entries: entries, done: make(chan struct{}), lead: make(chan struct{}, 1)}
-	g := &s.inbox
+func (s *Store) write(ctx context.Context, req *writeReq) {
+	req.done, req.lead = make(chan struct{}), make(chan struct{}, 1)
+	g := &s.writes
 	g.mu.Lock()
 	g.queue = append(g.queue, req)
 	if g.queued != nil {
@@ -63,7 +58,7 @@ func (s *Store) InsertInbox(ctx context.Context, entries []store.InboxEntry) ([]
 	g.mu.Unlock()
 	select {
 	case <-req.done:
-		return req.isNew, req.err
+		return
 	case <-req.lead:
 	}
 	g.mu.Lock()
@@ -73,10 +68,10 @@ func (s *Store) InsertInbox(ctx context.Context, entries []store.InboxEntry) ([]
 	g.mu.Unlock()
 	// The round serves other callers too: the leader's cancellation must
 	// not abort it.
-	err := s.insertInboxBatch(context.WithoutCancel(ctx), batch)
+	err := s.writeBatch(context.WithoutCancel(ctx), batch)
 	for _, r := range batch {
 		if err != nil {
-			r.isNew, r.err = nil, err
+			r.isNew, r.results, r.err = nil, nil, err
 		}
 		close(r.done)
 	}
@@ -87,27 +82,54 @@ func (s *Store) InsertInbox(ctx context.Context, entries []store.InboxEntry) ([]
 		g.leading = false
 	}
 	g.mu.Unlock()
+}
+
+// InsertInbox stores entries durably; isNew[i] is false when (Provider,
+// EventID) was already stored (that row is left untouched) or appears
+// earlier in the same commit. Concurrent calls (and commits) may share one
+// transaction; a failed transaction fails every call in it, so none
+// reports success for what was not stored.
+func (s *Store) InsertInbox(ctx context.Context, entries []store.InboxEntry) ([]bool, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: insert inbox: %w", err)
+	}
+	req := &writeReq{entries: entries}
+	s.write(ctx, req)
 	return req.isNew, req.err
 }
 
-// insertInboxBatch writes the entries of every request in one transaction
-// and fills each request's isNew.
-func (s *Store) insertInboxBatch(ctx context.Context, batch []*inboxReq) error {
+// writeBatch runs every request of a round in one transaction: inbox
+// entries are inserted, commit units applied each in its own savepoint,
+// and each request gets its own results.
+func (s *Store) writeBatch(ctx context.Context, batch []*writeReq) error {
 	now := s.now()
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("sqlite: insert inbox: begin: %w", err)
+		return fmt.Errorf("sqlite: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	ins := tx.StmtContext(ctx, s.st.insInbox)
+	ts := &txStmts{ctx: ctx, tx: tx, bound: map[*sql.Stmt]*sql.Stmt{}}
+	// The lease rows cannot change while this transaction holds the write
+	// lock, so each shard is checked once per round.
+	fenced := map[int]bool{}
 	for _, r := range batch {
+		if len(r.units) > 0 {
+			r.results, err = s.commitUnits(ts, r.units, fenced, now)
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		r.isNew = make([]bool, len(r.entries))
 		for i, e := range r.entries {
 			payload := e.Payload
 			if payload == nil {
 				payload = []byte{}
 			}
-			res, err := ins.ExecContext(ctx, e.Provider, e.EventID, e.MessageID, payload,
+			res, err := ts.exec(s.st.insInbox, e.Provider, e.EventID, e.MessageID, payload,
 				store.Nanos(orNow(e.ReceivedAt, now)), e.Target, store.Nanos(e.ProcessedAt))
 			if err != nil {
 				return fmt.Errorf("sqlite: insert inbox: %w", err)
@@ -120,7 +142,7 @@ func (s *Store) insertInboxBatch(ctx context.Context, batch []*inboxReq) error {
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: insert inbox: commit: %w", err)
+		return fmt.Errorf("sqlite: commit: %w", err)
 	}
 	return nil
 }

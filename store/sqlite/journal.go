@@ -118,22 +118,27 @@ func (t *txStmts) exec(s *sql.Stmt, args ...any) (sql.Result, error) {
 // Commit applies every unit in one transaction; each unit runs in its own
 // savepoint so that a unit that fails (sequence conflict, fenced,
 // idempotency clash, unknown effect) leaves no trace and the others
-// commit. Units may target the same key in sequence.
+// commit. Units may target the same key in sequence. Concurrent Commit and
+// InsertInbox calls share one transaction (see writeGroup).
 func (s *Store) Commit(ctx context.Context, units []actor.Unit) ([]error, error) {
 	if len(units) == 0 {
 		return nil, nil
 	}
-	results := make([]error, len(units))
-	now := s.now()
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: commit: begin: %w", err)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: commit: %w", err)
 	}
-	defer func() { _ = tx.Rollback() }()
-	ts := &txStmts{ctx: ctx, tx: tx, bound: map[*sql.Stmt]*sql.Stmt{}}
-	// The lease rows cannot change while this transaction holds the write
-	// lock, so each shard is checked once per batch.
-	fenced := map[int]bool{}
+	req := &writeReq{units: units}
+	s.write(ctx, req)
+	if req.err != nil {
+		return nil, req.err
+	}
+	return req.results, nil
+}
+
+// commitUnits applies units inside the round's transaction.
+func (s *Store) commitUnits(ts *txStmts, units []actor.Unit, fenced map[int]bool, now time.Time) ([]error, error) {
+	ctx := ts.ctx
+	results := make([]error, len(units))
 	for i := range units {
 		u := &units[i]
 		effs, uerr := unitEffects(u)
@@ -181,9 +186,6 @@ func (s *Store) Commit(ctx context.Context, units []actor.Unit) ([]error, error)
 		if _, err := ts.exec(s.st.release); err != nil {
 			return nil, fmt.Errorf("sqlite: commit: release: %w", err)
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("sqlite: commit: %w", err)
 	}
 	return results, nil
 }

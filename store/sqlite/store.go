@@ -90,7 +90,7 @@ type Store struct {
 	st  stmts
 	now func() time.Time
 
-	inbox inboxGroup // group commit of concurrent InsertInbox calls
+	writes writeGroup // group commit of concurrent InsertInbox and Commit calls
 
 	mu     sync.Mutex
 	epochs [store.NumShards]uint64 // epochs this instance holds; 0 = none

@@ -372,13 +372,13 @@ func TestInboxGroupCommit(t *testing.T) {
 	const calls = 5
 	allQueued := make(chan struct{})
 	enqueued := 0
-	s.inbox.mu.Lock()
-	s.inbox.queued = func(int) {
+	s.writes.mu.Lock()
+	s.writes.queued = func(int) {
 		if enqueued++; enqueued == calls {
 			close(allQueued)
 		}
 	}
-	s.inbox.mu.Unlock()
+	s.writes.mu.Unlock()
 	type answer struct {
 		isNew []bool
 		err   error
@@ -415,9 +415,9 @@ func TestInboxGroupCommit(t *testing.T) {
 	if newDup != 1 {
 		t.Fatalf("%d calls saw the shared event as new, want 1", newDup)
 	}
-	s.inbox.mu.Lock()
-	rounds := s.inbox.rounds
-	s.inbox.mu.Unlock()
+	s.writes.mu.Lock()
+	rounds := s.writes.rounds
+	s.writes.mu.Unlock()
 	if rounds > 2 {
 		t.Fatalf("%d transactions for %d calls, want at most 2 (the first round's, then one for all that queued behind it)", rounds, calls)
 	}
