@@ -151,6 +151,7 @@ type Server struct {
 	url     string
 	st      store.Store
 	sim     *sim.Sim
+	client  *http.Client // provider API calls
 	tr      *tracker.Tracker
 	reg     *metrics.Registry
 	http    *http.Server
@@ -276,7 +277,8 @@ func (s *Server) providerClient() *http.Client {
 	}
 	tr.MaxIdleConns = 4 * workers
 	tr.MaxIdleConnsPerHost = workers
-	return &http.Client{Timeout: s.cfg.ProviderTimeout, Transport: tr}
+	s.client = &http.Client{Timeout: s.cfg.ProviderTimeout, Transport: tr}
+	return s.client
 }
 
 // provider builds the sending provider and the webhook verifiers.
@@ -388,6 +390,11 @@ func (s *Server) Stop(ctx context.Context) error {
 		if err := s.tr.Stop(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if s.client != nil {
+		// Idle keep-alive connections would hold the simulator's
+		// Shutdown (and a real provider's) for nothing.
+		s.client.CloseIdleConnections()
 	}
 	if s.sim != nil {
 		if err := s.sim.Stop(ctx); err != nil {

@@ -286,7 +286,16 @@ func (t *Tracker) adoptParked(messageIDs []string) {
 	if len(found) == 0 {
 		return
 	}
+	// Stop waits for this goroutine; after Stop began, leave the parked
+	// entries to the next start's sweep (they are durable). The check and
+	// the Add happen under t.mu, which Stop takes before waiting.
+	t.mu.Lock()
+	if t.closing.Load() {
+		t.mu.Unlock()
+		return
+	}
 	t.wg.Add(1)
+	t.mu.Unlock()
 	go func() {
 		defer t.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

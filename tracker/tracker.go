@@ -269,6 +269,10 @@ func (t *Tracker) Stop(ctx context.Context) error {
 	if !t.started || t.closing.Swap(true) {
 		return nil
 	}
+	// A barrier: an adoption that checked closing before the swap has
+	// registered with t.wg by now, so wg.Wait below waits for it.
+	t.mu.Lock()
+	t.mu.Unlock()
 	close(t.stop)
 	t.pool.close()
 	var errs []error
