@@ -63,8 +63,10 @@ func newReceiver(t *testing.T, respond func(n int, r *http.Request, h hook) int)
 		if respond != nil {
 			h.status = respond(n, r, h)
 		}
-		w.WriteHeader(h.status)
+		// Record before answering: once the simulator has its answer it
+		// may post the next event, whose handler must not be recorded first.
 		rc.hooks <- h
+		w.WriteHeader(h.status)
 	}))
 	t.Cleanup(rc.srv.Close)
 	return rc
