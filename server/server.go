@@ -71,6 +71,8 @@ type Config struct {
 	AdminKey string
 	// SendRate is messages per second per sender number; 0 = no pacing.
 	SendRate float64
+	// SendRates overrides SendRate per sender number (E.164).
+	SendRates map[string]float64
 	// SendWorkers bounds concurrent provider calls (tracker default 64).
 	SendWorkers int
 	// Settings are the policies of new groups (group.DefaultSettings).
@@ -140,6 +142,11 @@ func (c Config) validate() error {
 	}
 	if c.SendRate < 0 {
 		return fmt.Errorf("send rate must be ≥ 0, got %v", c.SendRate)
+	}
+	for n, r := range c.SendRates {
+		if r < 0 {
+			return fmt.Errorf("send rate for %s must be ≥ 0, got %v", n, r)
+		}
 	}
 	return nil
 }
@@ -217,7 +224,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	s.tr, err = tracker.New(tracker.Config{
 		Store: s.st, Provider: prov, Logger: cfg.Logger, Clock: cfg.Clock,
 		Metrics: s.reg.Service(), RuntimeMetrics: s.reg.Runtime(),
-		Settings: cfg.Settings, SendRate: cfg.SendRate, SendWorkers: cfg.SendWorkers,
+		Settings: cfg.Settings, SendRate: cfg.SendRate, SendRates: cfg.SendRates, SendWorkers: cfg.SendWorkers,
 		IdleTimeout: cfg.IdleTimeout, SweepInterval: cfg.SweepInterval,
 	})
 	if err != nil {

@@ -555,7 +555,7 @@ func (a *groupActor) ackOrphaned(c *actor.Context[groupMsg], entries []routed) {
 func (a *groupActor) reminder(c *actor.Context[groupMsg], r actor.Reminder) {
 	if a.g == nil {
 		// The group is gone: drop its reminders.
-		_ = a.t.st.DeleteReminder(c.Context(), a.key, r.Name)
+		a.dropReminder(c, r.Name)
 		return
 	}
 	now := a.t.cfg.Clock.Now()
@@ -563,7 +563,7 @@ func (a *groupActor) reminder(c *actor.Context[groupMsg], r actor.Reminder) {
 	case strings.HasPrefix(r.Name, reminderCheck):
 		i, err := strconv.Atoi(strings.TrimPrefix(r.Name, reminderCheck))
 		if err != nil || i < 0 || i >= len(a.g.Recipients) {
-			_ = a.t.st.DeleteReminder(c.Context(), a.key, r.Name)
+			a.dropReminder(c, r.Name)
 			return
 		}
 		rc := a.g.Recipients[i]
@@ -577,18 +577,27 @@ func (a *groupActor) reminder(c *actor.Context[groupMsg], r actor.Reminder) {
 		// Stale: the committed reminder disagrees with the state; rewrite it.
 		delete(a.rem, r.Name)
 		a.g.MarkDirty(i)
-		_ = a.flush(c)
+		_ = a.flush(c) // a failure is handled (logged, reloaded) inside flush
 	case strings.HasPrefix(r.Name, reminderRetry):
 		a.kick(c)
 		if i, err := strconv.Atoi(strings.TrimPrefix(r.Name, reminderRetry)); err == nil && i >= 0 && i < len(a.g.Recipients) {
 			if rc := a.g.Recipients[i]; rc.Status != crewcast.StatusPending || rc.RetryAt.After(now) {
 				delete(a.rem, r.Name)
 				a.g.MarkDirty(i)
-				_ = a.flush(c)
+				_ = a.flush(c) // as above
 			}
 		}
 	default:
-		_ = a.t.st.DeleteReminder(c.Context(), a.key, r.Name)
+		a.dropReminder(c, r.Name)
+	}
+}
+
+// dropReminder deletes a reminder that refers to nothing (a deleted group,
+// a recipient index out of range, an unknown name). If the store fails,
+// the poller fires the reminder again later and it is dropped then.
+func (a *groupActor) dropReminder(c *actor.Context[groupMsg], name string) {
+	if err := a.t.st.DeleteReminder(c.Context(), a.key, name); err != nil {
+		c.Logger().Warn("delete stale reminder; it will fire again", "reminder", name, "err", err)
 	}
 }
 

@@ -398,7 +398,9 @@ func (u *unmatchedLog) record(ctx context.Context, ref store.InboxRef, events []
 		if errors.Is(err, actor.ErrConflict) {
 			// Someone else appended (another node): catch up, let the sweep retry.
 			u.seq = 0
-			_ = t.st.Load(ctx, unmatchedKey, 0, func(e actor.Event) error { u.seq = e.Seq; return nil })
+			if lerr := t.st.Load(ctx, unmatchedKey, 0, func(e actor.Event) error { u.seq = e.Seq; return nil }); lerr != nil {
+				err = errors.Join(err, lerr)
+			}
 		}
 		return fmt.Errorf("record unmatched reply: %w", err)
 	}

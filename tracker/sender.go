@@ -180,34 +180,50 @@ func (p *pool) close() {
 	p.wg.Wait()
 }
 
-// pacer limits sends per sender number (design.md §10 --send-rate).
+// pacer limits sends per sender number (design.md §10 --send-rate), with
+// per-number overrides.
 type pacer struct {
-	rate  rate.Limit
-	burst int
-	mu    sync.Mutex
-	lims  map[string]*rate.Limiter
+	rate      rate.Limit
+	burst     int
+	overrides map[string]float64
+	mu        sync.Mutex
+	lims      map[string]*rate.Limiter
 }
 
-func newPacer(perSecond float64, burst int) *pacer {
-	if burst <= 0 {
-		burst = max(1, int(perSecond))
+func newPacer(perSecond float64, burst int, overrides map[string]float64) *pacer {
+	return &pacer{rate: rate.Limit(perSecond), burst: burst, overrides: overrides, lims: make(map[string]*rate.Limiter)}
+}
+
+// limiter returns from's limiter, or nil when from is not paced.
+func (p *pacer) limiter(from string) *rate.Limiter {
+	r := p.rate
+	if o, ok := p.overrides[from]; ok {
+		r = rate.Limit(o)
 	}
-	return &pacer{rate: rate.Limit(perSecond), burst: burst, lims: make(map[string]*rate.Limiter)}
+	if r <= 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.lims[from]
+	if l == nil {
+		burst := p.burst
+		if burst <= 0 {
+			burst = max(1, int(r))
+		}
+		l = rate.NewLimiter(r, burst)
+		p.lims[from] = l
+	}
+	return l
 }
 
 // take grants up to want sends from `from` at now, and says how long to
 // wait before more tokens come when it granted fewer.
 func (p *pacer) take(from string, want int, now time.Time) (granted int, wait time.Duration) {
-	if p.rate <= 0 {
+	l := p.limiter(from)
+	if l == nil {
 		return want, 0
 	}
-	p.mu.Lock()
-	l := p.lims[from]
-	if l == nil {
-		l = rate.NewLimiter(p.rate, p.burst)
-		p.lims[from] = l
-	}
-	p.mu.Unlock()
 	for granted < want && l.AllowN(now, 1) {
 		granted++
 	}

@@ -58,6 +58,9 @@ type Config struct {
 	Settings group.Settings
 	// SendRate is messages per second per sender number; 0 = no pacing.
 	SendRate float64
+	// SendRates overrides SendRate for particular sender numbers (E.164):
+	// a toll-free or short code sends faster than a 10DLC long code.
+	SendRates map[string]float64
 	// SendBurst is the pacer's burst; default max(1, SendRate).
 	SendBurst int
 	// SendWorkers bounds concurrent provider calls. Default 64.
@@ -222,7 +225,7 @@ func New(cfg Config) (*Tracker, error) {
 		t.sys = actor.NewSystem(actor.WithLogger(cfg.Logger), actor.WithClock(cfg.Clock), actor.WithMetrics(cfg.RuntimeMetrics))
 		t.ownSys = true
 	}
-	t.pacer = newPacer(cfg.SendRate, cfg.SendBurst)
+	t.pacer = newPacer(cfg.SendRate, cfg.SendBurst, cfg.SendRates)
 	t.pool = newPool(cfg.Provider, cfg.SendWorkers, cfg.SendTimeout, cfg.Clock.Now, t.postResult, t.postLookup)
 	return t, nil
 }

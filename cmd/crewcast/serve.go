@@ -29,6 +29,7 @@ type serverFlags struct {
 	twilioSID, twilioToken, twilioBase              string
 	adminKey                                        string
 	sendRate                                        float64
+	sendRates                                       string
 	sendWorkers                                     int
 	checkAfter, deadline, providerTimeout           time.Duration
 	redactAfter, hashAfter, deleteAfter             time.Duration
@@ -52,6 +53,7 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.StringVar(&f.twilioBase, "twilio-api-base", envOr("CREWCAST_TWILIO_API_BASE", ""), "Twilio API origin (CREWCAST_TWILIO_API_BASE)")
 	fs.StringVar(&f.adminKey, "admin-key", envOr("CREWCAST_ADMIN_KEY", ""), "register this admin API key at start (CREWCAST_ADMIN_KEY)")
 	fs.Float64Var(&f.sendRate, "send-rate", envFloat("CREWCAST_SEND_RATE", 10), "messages per second per sender number; 0 = no pacing (CREWCAST_SEND_RATE)")
+	fs.StringVar(&f.sendRates, "send-rates", envOr("CREWCAST_SEND_RATES", ""), "per-sender overrides, e.g. +18005550100=20,+15550100000=0.5 (CREWCAST_SEND_RATES)")
 	fs.IntVar(&f.sendWorkers, "send-workers", envInt("CREWCAST_SEND_WORKERS", 64), "concurrent provider calls (CREWCAST_SEND_WORKERS)")
 	d := group.DefaultSettings()
 	fs.DurationVar(&f.checkAfter, "check-after", envDuration("CREWCAST_CHECK_AFTER", d.CheckAfter), "first provider status check of a sent recipient (CREWCAST_CHECK_AFTER)")
@@ -70,8 +72,13 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return server.Config{}, fmt.Errorf("--log-level: %w", err)
 	}
+	rates, err := parseSendRates(f.sendRates)
+	if err != nil {
+		return server.Config{}, fmt.Errorf("--send-rates: %w", err)
+	}
 	return server.Config{
-		Addr: f.addr, DB: f.db, Provider: f.provider, PublicURL: f.publicURL,
+		SendRates: rates,
+		Addr:      f.addr, DB: f.db, Provider: f.provider, PublicURL: f.publicURL,
 		TelnyxAPIKey: f.telnyxKey, TelnyxPublicKey: f.telnyxPub, TelnyxAPIBase: f.telnyxBase,
 		TelnyxMessagingProfileID: f.telnyxProfile, TelnyxIdempotencyKeys: f.telnyxIdem,
 		TwilioAccountSID: f.twilioSID, TwilioAuthToken: f.twilioToken, TwilioAPIBase: f.twilioBase,
@@ -139,4 +146,29 @@ func envDuration(name string, def time.Duration) time.Duration {
 		return v
 	}
 	return def
+}
+
+// parseSendRates reads "NUMBER=RATE,NUMBER=RATE" (numbers normalized to
+// E.164, rates in messages per second, 0 = unpaced).
+func parseSendRates(s string) (map[string]float64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	out := map[string]float64{}
+	for _, part := range strings.Split(s, ",") {
+		num, rate, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return nil, fmt.Errorf("%q: want NUMBER=RATE", part)
+		}
+		n, err := group.NormalizeNumber(num)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %v", num, err)
+		}
+		r, err := strconv.ParseFloat(strings.TrimSpace(rate), 64)
+		if err != nil || r < 0 {
+			return nil, fmt.Errorf("%q: rate must be a number ≥ 0", rate)
+		}
+		out[n] = r
+	}
+	return out, nil
 }
