@@ -124,6 +124,8 @@ func (s *Store) CreateKey(ctx context.Context, k store.APIKey) error {
 	return nil
 }
 
+type scanner interface{ Scan(dest ...any) error }
+
 const keyCols = `id, name, prefix, hash, scopes, created_at, last_used_at, revoked_at`
 
 func scanKey(sc scanner) (store.APIKey, error) {

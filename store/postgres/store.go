@@ -36,6 +36,7 @@ import (
 
 	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/store"
+	"github.com/crewcast/crewcast/store/sqlq"
 )
 
 //go:embed migrations/*.sql
@@ -90,6 +91,8 @@ func (c Config) validate() error {
 
 // Store is the PostgreSQL engine. It is safe for concurrent use.
 type Store struct {
+	queries // reads, retention and admin statements shared with store/sqlite
+
 	cfg   Config
 	pool  *pgxpool.Pool
 	sqldb *sql.DB // the pool seen through database/sql, for goose
@@ -132,6 +135,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
 	s := &Store{cfg: cfg, pool: pool, sqldb: stdlib.OpenDBFromPool(pool), now: cfg.Now}
+	s.queries = sqlq.New(sqlq.Conn{Engine: "postgres", Read: querier{pool}, Write: querier{pool},
+		ReadTx: s.readTx, WriteTx: nil, Now: cfg.Now})
 	if err := s.Migrate(ctx); err != nil {
 		_ = s.Close()
 		return nil, err

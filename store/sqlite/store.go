@@ -30,6 +30,7 @@ import (
 
 	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/store"
+	"github.com/crewcast/crewcast/store/sqlq"
 )
 
 //go:embed migrations/*.sql
@@ -84,6 +85,8 @@ func (c Config) validate() error {
 
 // Store is the SQLite engine. It is safe for concurrent use.
 type Store struct {
+	queries // reads, retention and admin statements shared with store/postgres
+
 	cfg Config
 	w   *sql.DB // exactly one connection: every write
 	r   *sql.DB // query_only pool: every read
@@ -147,6 +150,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	r.SetMaxOpenConns(cfg.ReadConns)
 	r.SetMaxIdleConns(cfg.ReadConns)
 	s.r = r
+	s.queries = sqlq.New(sqlq.Conn{Engine: "sqlite", Read: querier{r}, Write: querier{w},
+		ReadTx: s.readTx, WriteTx: nil, Now: cfg.Now})
 	if err := s.st.prepare(ctx, w); err != nil {
 		_ = s.Close()
 		return nil, err

@@ -1,0 +1,134 @@
+package sqlq
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/crewcast/crewcast/store"
+)
+
+func TestRebind(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{``, ``},
+		{`SELECT 1`, `SELECT 1`},
+		{`SELECT a FROM t WHERE b = ?`, `SELECT a FROM t WHERE b = $1`},
+		{`(a, b) < (?, ?) LIMIT ?`, `(a, b) < ($1, $2) LIMIT $3`},
+		{`?,?,?,?,?,?,?,?,?,?,?`, `$1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11`},
+		// Multi-byte text around placeholders survives unchanged.
+		{`text = 'é' AND x = ?`, `text = 'é' AND x = $1`},
+	} {
+		if got := Rebind(tc.in); got != tc.want {
+			t.Errorf("Rebind(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestWhere(t *testing.T) {
+	t.Parallel()
+	if got := where(nil); got != "" {
+		t.Errorf("where(nil) = %q, want empty", got)
+	}
+	if got := where([]string{"a = ?"}); got != " WHERE a = ?" {
+		t.Errorf("where(one) = %q", got)
+	}
+	if got := where([]string{"a = ?", "b < ?"}); got != " WHERE a = ? AND b < ?" {
+		t.Errorf("where(two) = %q", got)
+	}
+}
+
+func TestDeliveryFilter(t *testing.T) {
+	t.Parallel()
+	since := time.Unix(10, 0)
+	until := time.Unix(20, 0)
+	conds, args := deliveryFilter(store.DeliveryQuery{GroupID: "g", Number: "n", Status: "sent",
+		ErrorClass: "permanent", Since: since, Until: until, Cursor: "ignored", Limit: 7})
+	wantConds := []string{"group_id = ?", "number = ?", "status = ?", "error_class = ?", "updated_at >= ?", "updated_at < ?"}
+	wantArgs := []any{"g", "n", "sent", "permanent", since.UnixNano(), until.UnixNano()}
+	if !slices.Equal(conds, wantConds) || !slices.Equal(args, wantArgs) {
+		t.Errorf("deliveryFilter = %q %v, want %q %v", conds, args, wantConds, wantArgs)
+	}
+	if conds, args := deliveryFilter(store.DeliveryQuery{}); conds != nil || args != nil {
+		t.Errorf("deliveryFilter(empty) = %q %v, want none", conds, args)
+	}
+}
+
+func TestPage(t *testing.T) {
+	t.Parallel()
+	last := func(v int) string { return string(rune('a' + v)) }
+	if out, next := page([]int{0, 1}, 2, last); !slices.Equal(out, []int{0, 1}) || next != "" {
+		t.Errorf("page(full, no more) = %v %q", out, next)
+	}
+	if out, next := page([]int{0, 1, 2}, 2, last); !slices.Equal(out, []int{0, 1}) || next != "b" {
+		t.Errorf("page(one more) = %v %q, want [0 1] \"b\"", out, next)
+	}
+	if out, next := page[int](nil, 2, last); out != nil || next != "" {
+		t.Errorf("page(nil) = %v %q", out, next)
+	}
+}
+
+// fakeRows serves values one per row, then err from Err.
+type fakeRows struct {
+	vals   []string
+	i      int
+	err    error
+	closed bool
+}
+
+func (r *fakeRows) Next() bool { r.i++; return r.i <= len(r.vals) }
+func (r *fakeRows) Scan(dest ...any) error {
+	if r.vals[r.i-1] == "bad" {
+		return errors.New("scan failed")
+	}
+	*dest[0].(*string) = r.vals[r.i-1]
+	return nil
+}
+func (r *fakeRows) Err() error { return r.err }
+func (r *fakeRows) Close()     { r.closed = true }
+
+func TestCollect(t *testing.T) {
+	t.Parallel()
+	r := &fakeRows{vals: []string{"a", "b"}}
+	got, err := collect(r, scanString)
+	if err != nil || !slices.Equal(got, []string{"a", "b"}) || !r.closed {
+		t.Errorf("collect = %v, %v (closed %v)", got, err, r.closed)
+	}
+	r = &fakeRows{}
+	if got, err := collect(r, scanString); got != nil || err != nil || !r.closed {
+		t.Errorf("collect(empty) = %#v, %v (closed %v), want nil, nil", got, err, r.closed)
+	}
+	r = &fakeRows{vals: []string{"a", "bad", "c"}}
+	if got, err := collect(r, scanString); got != nil || err == nil || !r.closed {
+		t.Errorf("collect(scan error) = %v, %v (closed %v)", got, err, r.closed)
+	}
+	failed := errors.New("read failed")
+	r = &fakeRows{vals: []string{"a"}, err: failed}
+	if got, err := collect(r, scanString); got != nil || !errors.Is(err, failed) || !r.closed {
+		t.Errorf("collect(rows error) = %v, %v (closed %v)", got, err, r.closed)
+	}
+}
+
+func TestOrNowAndNonNil(t *testing.T) {
+	t.Parallel()
+	now, then := time.Unix(100, 0), time.Unix(50, 0)
+	if got := OrNow(time.Time{}, now); !got.Equal(now) {
+		t.Errorf("OrNow(zero) = %v", got)
+	}
+	if got := OrNow(then, now); !got.Equal(then) {
+		t.Errorf("OrNow(then) = %v", got)
+	}
+	if got := NonNilCounts(nil); got == nil || len(got) != 0 {
+		t.Errorf("NonNilCounts(nil) = %#v", got)
+	}
+	if m := map[string]int{"a": 1}; NonNilCounts(m)["a"] != 1 {
+		t.Error("NonNilCounts changed a non-nil map")
+	}
+	if got := NonNilStrings(nil); got == nil || len(got) != 0 {
+		t.Errorf("NonNilStrings(nil) = %#v", got)
+	}
+	if s := []string{"x"}; !slices.Equal(NonNilStrings(s), s) {
+		t.Error("NonNilStrings changed a non-nil slice")
+	}
+}
