@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 
@@ -54,4 +55,19 @@ func (s *Store) readTx(ctx context.Context, fn func(sqlq.Querier) error) error {
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	return fn(querier{tx})
+}
+
+// writeTx runs fn in one transaction.
+func (s *Store) writeTx(ctx context.Context, fn func(sqlq.Querier) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(querier{tx}); err != nil {
+		if rerr := tx.Rollback(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, pgx.ErrTxClosed) {
+			return errors.Join(err, rerr)
+		}
+		return err
+	}
+	return tx.Commit(ctx)
 }

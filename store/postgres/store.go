@@ -136,7 +136,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{cfg: cfg, pool: pool, sqldb: stdlib.OpenDBFromPool(pool), now: cfg.Now}
 	s.queries = sqlq.New(sqlq.Conn{Engine: "postgres", Read: querier{pool}, Write: querier{pool},
-		ReadTx: s.readTx, WriteTx: nil, Now: cfg.Now})
+		ReadTx: s.readTx, WriteTx: s.writeTx, Now: cfg.Now})
 	if err := s.Migrate(ctx); err != nil {
 		_ = s.Close()
 		return nil, err

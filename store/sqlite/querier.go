@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 
 	"github.com/crewcast/crewcast/store/sqlq"
 )
@@ -63,4 +64,23 @@ func (s *Store) readTx(ctx context.Context, fn func(sqlq.Querier) error) error {
 	}
 	defer func() { _ = tx.Rollback() }()
 	return fn(querier{tx})
+}
+
+// writeTx runs fn in one write transaction on the writer connection.
+func (s *Store) writeTx(ctx context.Context, fn func(sqlq.Querier) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(querier{tx}); err != nil {
+		return errors.Join(err, rollback(tx))
+	}
+	return tx.Commit()
+}
+
+func rollback(tx *sql.Tx) error {
+	if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+		return err
+	}
+	return nil
 }

@@ -151,7 +151,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	r.SetMaxIdleConns(cfg.ReadConns)
 	s.r = r
 	s.queries = sqlq.New(sqlq.Conn{Engine: "sqlite", Read: querier{r}, Write: querier{w},
-		ReadTx: s.readTx, WriteTx: nil, Now: cfg.Now})
+		ReadTx: s.readTx, WriteTx: s.writeTx, Now: cfg.Now})
 	if err := s.st.prepare(ctx, w); err != nil {
 		_ = s.Close()
 		return nil, err
