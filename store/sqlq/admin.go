@@ -1,0 +1,164 @@
+package sqlq
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/store"
+)
+
+// ---- suppressions ----
+
+// scanSuppression reads (number, reason, created_at).
+func scanSuppression(r Rows) (store.Suppression, error) {
+	var sp store.Suppression
+	var created int64
+	err := r.Scan(&sp.Number, &sp.Reason, &created)
+	sp.CreatedAt = store.FromNanos(created)
+	return sp, err
+}
+
+// Suppressed returns the suppressions among numbers, keyed by number.
+func (d DB) Suppressed(ctx context.Context, numbers []string) (map[string]store.Suppression, error) {
+	out := map[string]store.Suppression{}
+	const chunk = 500 // stays far below SQLite's bound-parameter limit
+	for len(numbers) > 0 {
+		n := min(chunk, len(numbers))
+		part := numbers[:n]
+		numbers = numbers[n:]
+		args := make([]any, len(part))
+		for i, v := range part {
+			args[i] = v
+		}
+		sps, err := queryAll(ctx, d.c.Read, scanSuppression, `SELECT number, reason, created_at FROM suppressions WHERE number IN (`+
+			strings.TrimSuffix(strings.Repeat("?,", len(part)), ",")+`)`, args...)
+		if err != nil {
+			return nil, d.errorf("suppressed: %w", err)
+		}
+		for _, sp := range sps {
+			out[sp.Number] = sp
+		}
+	}
+	return out, nil
+}
+
+// ListSuppressions returns suppressions ordered by number, one page at a
+// time.
+func (d DB) ListSuppressions(ctx context.Context, cursor string, limit int) ([]store.Suppression, string, error) {
+	limit = store.ClampLimit(limit, 100, 10000)
+	after := ""
+	if cursor != "" {
+		p, err := store.DecodeCursor(cursor, 1)
+		if err != nil {
+			return nil, "", err
+		}
+		after = p[0]
+	}
+	out, err := queryAll(ctx, d.c.Read, scanSuppression,
+		`SELECT number, reason, created_at FROM suppressions WHERE number > ? ORDER BY number LIMIT ?`, after, limit+1)
+	if err != nil {
+		return nil, "", d.errorf("list suppressions: %w", err)
+	}
+	out, next := page(out, limit, func(sp store.Suppression) string { return store.EncodeCursor(sp.Number) })
+	return out, next, nil
+}
+
+// ---- API keys ----
+
+// CreateKey stores a new API key; a duplicate id or prefix is an error.
+func (d DB) CreateKey(ctx context.Context, k store.APIKey) error {
+	scopes, err := json.Marshal(NonNilStrings(k.Scopes))
+	if err != nil {
+		return d.errorf("create key: %w", err)
+	}
+	hash := k.Hash
+	if hash == nil {
+		hash = []byte{}
+	}
+	_, err = d.c.Write.Exec(ctx, `INSERT INTO api_keys (id, name, prefix, hash, scopes, created_at, last_used_at, revoked_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, k.ID, k.Name, k.Prefix, hash, string(scopes),
+		store.Nanos(OrNow(k.CreatedAt, d.c.Now())), store.Nanos(k.LastUsedAt), store.Nanos(k.RevokedAt))
+	if err != nil {
+		return d.errorf("create key: %w", err)
+	}
+	return nil
+}
+
+const keyCols = `id, name, prefix, hash, scopes, created_at, last_used_at, revoked_at`
+
+// scanKey reads a row of keyCols.
+func scanKey(r Row) (store.APIKey, error) {
+	var k store.APIKey
+	var scopes string
+	var created, used, revoked int64
+	if err := r.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &scopes, &created, &used, &revoked); err != nil {
+		return store.APIKey{}, err
+	}
+	if err := json.Unmarshal([]byte(scopes), &k.Scopes); err != nil {
+		return store.APIKey{}, fmt.Errorf("key %q scopes: %w", k.ID, err)
+	}
+	k.CreatedAt, k.LastUsedAt, k.RevokedAt = store.FromNanos(created), store.FromNanos(used), store.FromNanos(revoked)
+	return k, nil
+}
+
+// KeyByPrefix returns the key with prefix or actor.ErrNotFound.
+func (d DB) KeyByPrefix(ctx context.Context, prefix string) (store.APIKey, error) {
+	k, err := scanKey(d.c.Read.QueryRow(ctx, `SELECT `+keyCols+` FROM api_keys WHERE prefix = ?`, prefix))
+	if err != nil {
+		return store.APIKey{}, d.errorf("key by prefix: %w", err)
+	}
+	return k, nil
+}
+
+// ListKeys returns every key (revoked ones too), oldest first.
+func (d DB) ListKeys(ctx context.Context) ([]store.APIKey, error) {
+	out, err := queryAll(ctx, d.c.Read, func(r Rows) (store.APIKey, error) { return scanKey(r) },
+		`SELECT `+keyCols+` FROM api_keys ORDER BY created_at, id`)
+	if err != nil {
+		return nil, d.errorf("list keys: %w", err)
+	}
+	return out, nil
+}
+
+// TouchKey records a use of the key; actor.ErrNotFound for an unknown id.
+func (d DB) TouchKey(ctx context.Context, id string, at time.Time) error {
+	return d.updateKey(ctx, "touch key", `UPDATE api_keys SET last_used_at = ? WHERE id = ?`, id, at)
+}
+
+// RevokeKey revokes the key (a second revoke keeps the first time);
+// actor.ErrNotFound for an unknown id.
+func (d DB) RevokeKey(ctx context.Context, id string, at time.Time) error {
+	return d.updateKey(ctx, "revoke key",
+		`UPDATE api_keys SET revoked_at = CASE WHEN revoked_at = 0 THEN ? ELSE revoked_at END WHERE id = ?`, id, at)
+}
+
+func (d DB) updateKey(ctx context.Context, what, q, id string, at time.Time) error {
+	n, err := d.c.Write.Exec(ctx, q, store.Nanos(OrNow(at, d.c.Now())), id)
+	if err != nil {
+		return d.errorf("%s: %w", what, err)
+	}
+	if n == 0 {
+		return d.errorf("%s %q: %w", what, id, actor.ErrNotFound)
+	}
+	return nil
+}
+
+// ---- idempotency ----
+
+// GetIdempotency returns a group-creation idempotency key or
+// actor.ErrNotFound.
+func (d DB) GetIdempotency(ctx context.Context, key string) (store.IdempotencyKey, error) {
+	k := store.IdempotencyKey{Key: key}
+	var created int64
+	err := d.c.Read.QueryRow(ctx, `SELECT request_hash, group_id, created_at FROM idempotency_keys WHERE key = ?`, key).
+		Scan(&k.RequestHash, &k.GroupID, &created)
+	if err != nil {
+		return store.IdempotencyKey{}, d.errorf("get idempotency: %w", err)
+	}
+	k.CreatedAt = store.FromNanos(created)
+	return k, nil
+}
