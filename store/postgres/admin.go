@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/crewcast/crewcast/store"
+	"github.com/crewcast/crewcast/store/sqlq"
 )
 
 // The other suppression, API key and idempotency statements are shared:
@@ -14,7 +15,7 @@ import (
 // AddSuppression creates or replaces a suppression (CreatedAt defaults to
 // now).
 func (s *Store) AddSuppression(ctx context.Context, sp store.Suppression) error {
-	if _, err := exec(ctx, s.pool, sqlSuppress, []string{sp.Number}, []string{sp.Reason}, []int64{store.Nanos(orNow(sp.CreatedAt, s.now()))}); err != nil {
+	if _, err := exec(ctx, s.pool, sqlSuppress, []string{sp.Number}, []string{sp.Reason}, []int64{store.Nanos(sqlq.OrNow(sp.CreatedAt, s.now()))}); err != nil {
 		return fmt.Errorf("postgres: add suppression: %w", err)
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/store"
+	"github.com/crewcast/crewcast/store/sqlq"
 )
 
 // Statements of the commit pipeline. Multi-row effects go through unnest so
@@ -87,7 +88,7 @@ func (s *Store) Commit(ctx context.Context, units []actor.Unit) ([]error, error)
 	effs := make([][]*store.Effects, len(units))
 	var pending []int
 	for i := range units {
-		e, err := unitEffects(&units[i])
+		e, err := sqlq.UnitEffects(&units[i])
 		if err != nil {
 			results[i] = err
 			continue
@@ -297,7 +298,7 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 				d = []byte{}
 			}
 			evData = append(evData, d)
-			evTimes = append(evTimes, store.Nanos(orNow(ev.Time, now)))
+			evTimes = append(evTimes, store.Nanos(sqlq.OrNow(ev.Time, now)))
 		}
 		for _, r := range u.Reminders {
 			k := [2]string{u.Key, r.Name}
@@ -327,7 +328,7 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 				if _, ok := sups[sp.Number]; !ok {
 					supOrder = append(supOrder, sp.Number)
 				}
-				sp.CreatedAt = orNow(sp.CreatedAt, now)
+				sp.CreatedAt = sqlq.OrNow(sp.CreatedAt, now)
 				sups[sp.Number] = supOp{sp: sp}
 			}
 			for _, n := range e.Unsuppress {
@@ -355,7 +356,7 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 		}
 	}
 	for _, g := range lastPerKey(groups, func(g *store.GroupRow) string { return g.ID }) {
-		counts, err := json.Marshal(nonNilCounts(g.Counts))
+		counts, err := json.Marshal(sqlq.NonNilCounts(g.Counts))
 		if err != nil {
 			return fmt.Errorf("postgres: commit: group counts: %w", err)
 		}
@@ -406,7 +407,7 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 		}
 	}
 	for _, ik := range idem {
-		b.Queue(sqlInsIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(orNow(ik.CreatedAt, now)))
+		b.Queue(sqlInsIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(sqlq.OrNow(ik.CreatedAt, now)))
 	}
 	return nil
 }
@@ -532,19 +533,6 @@ func idemClash(effs []*store.Effects, used map[string]bool) (string, bool) {
 	return "", false
 }
 
-// unitEffects resolves a unit's effect values before anything is written.
-func unitEffects(u *actor.Unit) ([]*store.Effects, error) {
-	var out []*store.Effects
-	for _, e := range u.Effects {
-		eff, err := store.EffectsOf(e)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, eff)
-	}
-	return out, nil
-}
-
 // lastPerKey keeps the last row for each key, in first-seen order: one
 // INSERT ... ON CONFLICT DO UPDATE may not touch a row twice.
 func lastPerKey[T any](rows []T, key func(*T) string) []T {
@@ -577,7 +565,7 @@ func queueUnit(b *pgx.Batch, u *actor.Unit, effs []*store.Effects, now time.Time
 			if data[j] == nil {
 				data[j] = []byte{}
 			}
-			times[j] = store.Nanos(orNow(ev.Time, now))
+			times[j] = store.Nanos(sqlq.OrNow(ev.Time, now))
 		}
 		b.Queue(sqlInsEvents, u.Key, seqs, types, data, times)
 	}
@@ -590,7 +578,7 @@ func queueUnit(b *pgx.Batch, u *actor.Unit, effs []*store.Effects, now time.Time
 	}
 	for _, e := range effs {
 		if g := e.Group; g != nil {
-			counts, err := json.Marshal(nonNilCounts(g.Counts))
+			counts, err := json.Marshal(sqlq.NonNilCounts(g.Counts))
 			if err != nil {
 				return fmt.Errorf("postgres: commit: group counts: %w", err)
 			}
@@ -615,7 +603,7 @@ func queueUnit(b *pgx.Batch, u *actor.Unit, effs []*store.Effects, now time.Time
 		if ss := lastPerKey(e.Suppress, func(s *store.Suppression) string { return s.Number }); len(ss) > 0 {
 			nums, reasons, created := make([]string, len(ss)), make([]string, len(ss)), make([]int64, len(ss))
 			for j, sp := range ss {
-				nums[j], reasons[j], created[j] = sp.Number, sp.Reason, store.Nanos(orNow(sp.CreatedAt, now))
+				nums[j], reasons[j], created[j] = sp.Number, sp.Reason, store.Nanos(sqlq.OrNow(sp.CreatedAt, now))
 			}
 			b.Queue(sqlSuppress, nums, reasons, created)
 		}
@@ -628,7 +616,7 @@ func queueUnit(b *pgx.Batch, u *actor.Unit, effs []*store.Effects, now time.Time
 			}
 		}
 		if ik := e.Idempotency; ik != nil {
-			b.Queue(sqlInsIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(orNow(ik.CreatedAt, now)))
+			b.Queue(sqlInsIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(sqlq.OrNow(ik.CreatedAt, now)))
 		}
 	}
 	return nil
@@ -642,13 +630,13 @@ func queueReplies(b *pgx.Batch, rs []store.Reply, now time.Time) error {
 	}
 	recv := make([]int64, n)
 	for j, r := range rs {
-		media, err := json.Marshal(nonNilStrings(r.Media))
+		media, err := json.Marshal(sqlq.NonNilStrings(r.Media))
 		if err != nil {
 			return fmt.Errorf("postgres: commit: reply media: %w", err)
 		}
 		cols[0][j], cols[1][j], cols[2][j], cols[3][j] = r.Provider, r.EventID, r.GroupID, r.Number
 		cols[4][j], cols[5][j], cols[6][j] = r.To, r.Text, string(media)
-		recv[j] = store.Nanos(orNow(r.ReceivedAt, now))
+		recv[j] = store.Nanos(sqlq.OrNow(r.ReceivedAt, now))
 	}
 	b.Queue(sqlInsReplies, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], recv)
 	return nil
@@ -676,109 +664,9 @@ func queueDeliveries(b *pgx.Batch, ds []store.DeliveryRow) {
 		num[1], num[2], num[3], num[4], num[5], txt[7], txt[8], num[6])
 }
 
-func orNow(t, now time.Time) time.Time {
-	if t.IsZero() {
-		return now
-	}
-	return t
-}
-
-func nonNilCounts(m map[string]int) map[string]int {
-	if m == nil {
-		return map[string]int{}
-	}
-	return m
-}
-
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-// Load calls fn for every event of key after afterSeq, in order, reading
-// in pages so that a slow fn holds no connection.
-func (s *Store) Load(ctx context.Context, key string, afterSeq uint64, fn func(actor.Event) error) error {
-	const page = 1000
-	for {
-		rows, err := s.pool.Query(ctx, `SELECT seq, type, data, time FROM journal WHERE key = $1 AND seq > $2
-			ORDER BY seq LIMIT $3`, key, int64(afterSeq), page)
-		if err != nil {
-			return fmt.Errorf("postgres: load %q: %w", key, err)
-		}
-		var evs []actor.Event
-		err = forEach(rows, func() error {
-			var e actor.Event
-			var seq, t int64
-			if err := rows.Scan(&seq, &e.Type, &e.Data, &t); err != nil {
-				return err
-			}
-			e.Seq, e.Time = uint64(seq), store.FromNanos(t)
-			evs = append(evs, e)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("postgres: load %q: %w", key, err)
-		}
-		for _, e := range evs {
-			if err := fn(e); err != nil {
-				return err
-			}
-			afterSeq = e.Seq
-		}
-		if len(evs) < page {
-			return nil
-		}
-	}
-}
-
-// ---- snapshots ----
-
-// SaveSnapshot replaces key's snapshot, with its checksum, atomically.
-func (s *Store) SaveSnapshot(ctx context.Context, sn actor.Snapshot) error {
-	state := sn.State
-	if state == nil {
-		state = []byte{}
-	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO snapshots (key, seq, state, checksum, time) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (key) DO UPDATE SET seq = excluded.seq, state = excluded.state,
-		checksum = excluded.checksum, time = excluded.time`,
-		sn.Key, int64(sn.Seq), state, store.SnapshotChecksum(sn.Key, sn.Seq, state), store.Nanos(orNow(sn.Time, s.now())))
-	if err != nil {
-		return fmt.Errorf("postgres: save snapshot %q: %w", sn.Key, err)
-	}
-	return nil
-}
-
-// LoadSnapshot returns key's snapshot, actor.ErrNotFound, or
-// actor.ErrCorruptSnapshot when its bytes do not match the checksum.
-func (s *Store) LoadSnapshot(ctx context.Context, key string) (actor.Snapshot, error) {
-	sn := actor.Snapshot{Key: key}
-	var seq, t int64
-	var sum []byte
-	err := s.pool.QueryRow(ctx, `SELECT seq, state, checksum, time FROM snapshots WHERE key = $1`, key).
-		Scan(&seq, &sn.State, &sum, &t)
-	if err != nil {
-		return actor.Snapshot{}, fmt.Errorf("postgres: load snapshot %q: %w", key, notFound(err))
-	}
-	sn.Seq = uint64(seq)
-	if string(sum) != string(store.SnapshotChecksum(key, sn.Seq, sn.State)) {
-		return actor.Snapshot{}, fmt.Errorf("postgres: load snapshot %q: %w", key, actor.ErrCorruptSnapshot)
-	}
-	sn.Time = store.FromNanos(t)
-	return sn, nil
-}
-
-// DeleteSnapshot removes key's snapshot; a missing one is not an error.
-func (s *Store) DeleteSnapshot(ctx context.Context, key string) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM snapshots WHERE key = $1`, key); err != nil {
-		return fmt.Errorf("postgres: delete snapshot %q: %w", key, err)
-	}
-	return nil
-}
-
 // ---- reminders ----
+
+// Load, the snapshot methods and DueReminders are shared: see sqlq.DB.
 
 // SetReminder creates or moves the reminder (Key, Name).
 func (s *Store) SetReminder(ctx context.Context, r actor.Reminder) error {
@@ -794,30 +682,4 @@ func (s *Store) DeleteReminder(ctx context.Context, key, name string) error {
 		return fmt.Errorf("postgres: delete reminder: %w", err)
 	}
 	return nil
-}
-
-// DueReminders returns up to limit reminders due at or before before,
-// earliest first.
-func (s *Store) DueReminders(ctx context.Context, before time.Time, limit int) ([]actor.Reminder, error) {
-	limit = store.ClampLimit(limit, 1000, 100000)
-	rows, err := s.pool.Query(ctx, `SELECT key, name, due FROM reminders WHERE due <= $1 ORDER BY due, key, name LIMIT $2`,
-		store.Nanos(before), limit)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: due reminders: %w", err)
-	}
-	var out []actor.Reminder
-	err = forEach(rows, func() error {
-		var r actor.Reminder
-		var due int64
-		if err := rows.Scan(&r.Key, &r.Name, &due); err != nil {
-			return err
-		}
-		r.Due = store.FromNanos(due)
-		out = append(out, r)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: due reminders: %w", err)
-	}
-	return out, nil
 }

@@ -300,29 +300,6 @@ func (s *Store) TakeShard(ctx context.Context, shard int, owner string) (uint64,
 	return uint64(epoch), nil
 }
 
-// ListLeases returns every shard lease, by shard.
-func (s *Store) ListLeases(ctx context.Context) ([]store.Lease, error) {
-	rows, err := s.pool.Query(ctx, `SELECT shard, owner, epoch FROM shard_leases ORDER BY shard`)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list leases: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Lease
-	for rows.Next() {
-		var l store.Lease
-		var shard, epoch int64
-		if err := rows.Scan(&shard, &l.Owner, &epoch); err != nil {
-			return nil, fmt.Errorf("postgres: list leases: %w", err)
-		}
-		l.Shard, l.Epoch = int(shard), uint64(epoch)
-		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: list leases: %w", err)
-	}
-	return out, nil
-}
-
 // notFound maps pgx.ErrNoRows to actor.ErrNotFound, in one place.
 func notFound(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {

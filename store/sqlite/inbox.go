@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/store"
+	"github.com/crewcast/crewcast/store/sqlq"
 )
 
 // writeReq is one write call waiting for a group commit: an InsertInbox
@@ -130,7 +130,7 @@ func (s *Store) writeBatch(ctx context.Context, batch []*writeReq) error {
 				payload = []byte{}
 			}
 			res, err := ts.exec(s.st.insInbox, e.Provider, e.EventID, e.MessageID, payload,
-				store.Nanos(orNow(e.ReceivedAt, now)), e.Target, store.Nanos(e.ProcessedAt))
+				store.Nanos(sqlq.OrNow(e.ReceivedAt, now)), e.Target, store.Nanos(e.ProcessedAt))
 			if err != nil {
 				return fmt.Errorf("sqlite: insert inbox: %w", err)
 			}
@@ -145,60 +145,6 @@ func (s *Store) writeBatch(ctx context.Context, batch []*writeReq) error {
 		return fmt.Errorf("sqlite: commit: %w", err)
 	}
 	return nil
-}
-
-const inboxCols = `provider, event_id, message_id, payload, received_at, target, processed_at`
-
-func scanInbox(rows *sql.Rows) ([]store.InboxEntry, error) {
-	defer rows.Close()
-	var out []store.InboxEntry
-	for rows.Next() {
-		var e store.InboxEntry
-		var recv, proc int64
-		if err := rows.Scan(&e.Provider, &e.EventID, &e.MessageID, &e.Payload, &recv, &e.Target, &proc); err != nil {
-			return nil, err
-		}
-		e.ReceivedAt, e.ProcessedAt = store.FromNanos(recv), store.FromNanos(proc)
-		out = append(out, e)
-	}
-	return out, rows.Err()
-}
-
-// PendingInbox returns up to limit unprocessed entries in arrival order,
-// after the given entry (zero value: from the start; an entry that no
-// longer exists also restarts from the start, which is safe because
-// processing is idempotent).
-func (s *Store) PendingInbox(ctx context.Context, after store.InboxRef, limit int) ([]store.InboxEntry, error) {
-	limit = store.ClampLimit(limit, 100, 10000)
-	rows, err := s.r.QueryContext(ctx, `SELECT `+inboxCols+` FROM inbox
-		WHERE processed_at = 0 AND id > COALESCE((SELECT id FROM inbox WHERE provider = ? AND event_id = ?), 0)
-		ORDER BY id LIMIT ?`, after.Provider, after.EventID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: pending inbox: %w", err)
-	}
-	out, err := scanInbox(rows)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: pending inbox: %w", err)
-	}
-	return out, nil
-}
-
-// InboxByMessageID returns the unprocessed entries for a provider message
-// id, in arrival order.
-func (s *Store) InboxByMessageID(ctx context.Context, provider, messageID string) ([]store.InboxEntry, error) {
-	if messageID == "" {
-		return nil, nil
-	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+inboxCols+` FROM inbox
-		WHERE provider = ? AND message_id = ? AND processed_at = 0 ORDER BY id`, provider, messageID)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: inbox by message id: %w", err)
-	}
-	out, err := scanInbox(rows)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: inbox by message id: %w", err)
-	}
-	return out, nil
 }
 
 // AckInbox marks entries processed (keeping an earlier processing time).
@@ -224,50 +170,15 @@ func (s *Store) AckInbox(ctx context.Context, refs []store.InboxRef) error {
 	return nil
 }
 
-// PurgeInbox deletes entries processed before t and returns how many.
-func (s *Store) PurgeInbox(ctx context.Context, processedBefore time.Time) (int, error) {
-	res, err := s.w.ExecContext(ctx, `DELETE FROM inbox WHERE processed_at <> 0 AND processed_at < ?`,
-		store.Nanos(processedBefore))
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: purge inbox: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: purge inbox: %w", err)
-	}
-	return int(n), nil
-}
-
 // ---- routes ----
+
+// PendingInbox, InboxByMessageID, PurgeInbox, GetRoute and DeleteRoute
+// are shared: see sqlq.DB.
 
 // PutRoute creates or replaces a route.
 func (s *Store) PutRoute(ctx context.Context, r store.Route) error {
 	if _, err := s.st.putRoute.ExecContext(ctx, r.Key, r.Value, store.Nanos(r.ExpiresAt)); err != nil {
 		return fmt.Errorf("sqlite: put route: %w", err)
-	}
-	return nil
-}
-
-// GetRoute returns the route for key, or actor.ErrNotFound when it is
-// missing or expired by the injected clock.
-func (s *Store) GetRoute(ctx context.Context, key string) (store.Route, error) {
-	r := store.Route{Key: key}
-	var exp int64
-	err := s.r.QueryRowContext(ctx, `SELECT value, expires_at FROM routes WHERE key = ?`, key).Scan(&r.Value, &exp)
-	if err != nil {
-		return store.Route{}, fmt.Errorf("sqlite: get route: %w", notFound(err))
-	}
-	r.ExpiresAt = store.FromNanos(exp)
-	if exp != 0 && !s.now().Before(r.ExpiresAt) {
-		return store.Route{}, fmt.Errorf("sqlite: get route: %w", actor.ErrNotFound)
-	}
-	return r, nil
-}
-
-// DeleteRoute removes a route; a missing one is not an error.
-func (s *Store) DeleteRoute(ctx context.Context, key string) error {
-	if _, err := s.w.ExecContext(ctx, `DELETE FROM routes WHERE key = ?`, key); err != nil {
-		return fmt.Errorf("sqlite: delete route: %w", err)
 	}
 	return nil
 }

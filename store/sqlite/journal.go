@@ -10,6 +10,7 @@ import (
 
 	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/store"
+	"github.com/crewcast/crewcast/store/sqlq"
 )
 
 // stmts are the writer's prepared statements for the hot write paths.
@@ -141,7 +142,7 @@ func (s *Store) commitUnits(ts *txStmts, units []actor.Unit, fenced map[int]bool
 	results := make([]error, len(units))
 	for i := range units {
 		u := &units[i]
-		effs, uerr := unitEffects(u)
+		effs, uerr := sqlq.UnitEffects(u)
 		if uerr != nil {
 			results[i] = uerr
 			continue
@@ -188,19 +189,6 @@ func (s *Store) commitUnits(ts *txStmts, units []actor.Unit, fenced map[int]bool
 		}
 	}
 	return results, nil
-}
-
-// unitEffects resolves a unit's effect values before anything is written.
-func unitEffects(u *actor.Unit) ([]*store.Effects, error) {
-	var out []*store.Effects
-	for _, e := range u.Effects {
-		eff, err := store.EffectsOf(e)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, eff)
-	}
-	return out, nil
 }
 
 // checkUnit runs the read-only checks of a unit: expected sequence and
@@ -257,7 +245,7 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, now
 	}
 	for _, e := range effs {
 		if g := e.Group; g != nil {
-			counts, err := json.Marshal(nonNilCounts(g.Counts))
+			counts, err := json.Marshal(sqlq.NonNilCounts(g.Counts))
 			if err != nil {
 				return nil, wrap("group counts", err)
 			}
@@ -286,7 +274,7 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, now
 			}
 		}
 		for _, sp := range e.Suppress {
-			if _, err := ts.exec(s.st.suppress, sp.Number, sp.Reason, store.Nanos(orNow(sp.CreatedAt, now))); err != nil {
+			if _, err := ts.exec(s.st.suppress, sp.Number, sp.Reason, store.Nanos(sqlq.OrNow(sp.CreatedAt, now))); err != nil {
 				return nil, wrap("suppress", err)
 			}
 		}
@@ -297,17 +285,17 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, now
 		}
 		for k := range e.Replies {
 			r := &e.Replies[k]
-			media, err := json.Marshal(nonNilStrings(r.Media))
+			media, err := json.Marshal(sqlq.NonNilStrings(r.Media))
 			if err != nil {
 				return nil, wrap("reply media", err)
 			}
 			if _, err := ts.exec(s.st.insReply, r.Provider, r.EventID, r.GroupID, r.Number, r.To, r.Text,
-				string(media), store.Nanos(orNow(r.ReceivedAt, now))); err != nil {
+				string(media), store.Nanos(sqlq.OrNow(r.ReceivedAt, now))); err != nil {
 				return nil, wrap("reply", err)
 			}
 		}
 		if ik := e.Idempotency; ik != nil {
-			res, err := ts.exec(s.st.insIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(orNow(ik.CreatedAt, now)))
+			res, err := ts.exec(s.st.insIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(sqlq.OrNow(ik.CreatedAt, now)))
 			if err != nil {
 				return nil, wrap("idempotency", err)
 			}
@@ -322,116 +310,9 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, now
 	return nil, nil
 }
 
-func orNow(t, now time.Time) time.Time {
-	if t.IsZero() {
-		return now
-	}
-	return t
-}
-
-func nonNilCounts(m map[string]int) map[string]int {
-	if m == nil {
-		return map[string]int{}
-	}
-	return m
-}
-
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-// Load calls fn for every event of key after afterSeq, in order. Events are
-// read in pages so that a slow fn does not pin one read transaction.
-func (s *Store) Load(ctx context.Context, key string, afterSeq uint64, fn func(actor.Event) error) error {
-	const page = 1000
-	for {
-		evs, err := s.loadPage(ctx, key, afterSeq, page)
-		if err != nil {
-			return err
-		}
-		for _, e := range evs {
-			if err := fn(e); err != nil {
-				return err
-			}
-			afterSeq = e.Seq
-		}
-		if len(evs) < page {
-			return nil
-		}
-	}
-}
-
-func (s *Store) loadPage(ctx context.Context, key string, afterSeq uint64, limit int) ([]actor.Event, error) {
-	rows, err := s.r.QueryContext(ctx,
-		`SELECT seq, type, data, time FROM journal WHERE key = ? AND seq > ? ORDER BY seq LIMIT ?`, key, afterSeq, limit)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: load %q: %w", key, err)
-	}
-	defer rows.Close()
-	var out []actor.Event
-	for rows.Next() {
-		var e actor.Event
-		var t int64
-		if err := rows.Scan(&e.Seq, &e.Type, &e.Data, &t); err != nil {
-			return nil, fmt.Errorf("sqlite: load %q: %w", key, err)
-		}
-		e.Time = store.FromNanos(t)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: load %q: %w", key, err)
-	}
-	return out, nil
-}
-
-// ---- snapshots ----
-
-// SaveSnapshot replaces key's snapshot, with its checksum, atomically.
-func (s *Store) SaveSnapshot(ctx context.Context, sn actor.Snapshot) error {
-	state := sn.State
-	if state == nil {
-		state = []byte{}
-	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO snapshots (key, seq, state, checksum, time) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (key) DO UPDATE SET seq = excluded.seq, state = excluded.state,
-		checksum = excluded.checksum, time = excluded.time`,
-		sn.Key, sn.Seq, state, store.SnapshotChecksum(sn.Key, sn.Seq, state), store.Nanos(orNow(sn.Time, s.now())))
-	if err != nil {
-		return fmt.Errorf("sqlite: save snapshot %q: %w", sn.Key, err)
-	}
-	return nil
-}
-
-// LoadSnapshot returns key's snapshot, actor.ErrNotFound, or
-// actor.ErrCorruptSnapshot when its bytes do not match the checksum.
-func (s *Store) LoadSnapshot(ctx context.Context, key string) (actor.Snapshot, error) {
-	sn := actor.Snapshot{Key: key}
-	var sum []byte
-	var t int64
-	err := s.r.QueryRowContext(ctx, `SELECT seq, state, checksum, time FROM snapshots WHERE key = ?`, key).
-		Scan(&sn.Seq, &sn.State, &sum, &t)
-	if err != nil {
-		return actor.Snapshot{}, fmt.Errorf("sqlite: load snapshot %q: %w", key, notFound(err))
-	}
-	if string(sum) != string(store.SnapshotChecksum(key, sn.Seq, sn.State)) {
-		return actor.Snapshot{}, fmt.Errorf("sqlite: load snapshot %q: %w", key, actor.ErrCorruptSnapshot)
-	}
-	sn.Time = store.FromNanos(t)
-	return sn, nil
-}
-
-// DeleteSnapshot removes key's snapshot; a missing one is not an error.
-func (s *Store) DeleteSnapshot(ctx context.Context, key string) error {
-	if _, err := s.w.ExecContext(ctx, `DELETE FROM snapshots WHERE key = ?`, key); err != nil {
-		return fmt.Errorf("sqlite: delete snapshot %q: %w", key, err)
-	}
-	return nil
-}
-
 // ---- reminders ----
+
+// Load, the snapshot methods and DueReminders are shared: see sqlq.DB.
 
 // SetReminder creates or moves the reminder (Key, Name).
 func (s *Store) SetReminder(ctx context.Context, r actor.Reminder) error {
@@ -447,30 +328,4 @@ func (s *Store) DeleteReminder(ctx context.Context, key, name string) error {
 		return fmt.Errorf("sqlite: delete reminder: %w", err)
 	}
 	return nil
-}
-
-// DueReminders returns up to limit reminders due at or before before,
-// earliest first.
-func (s *Store) DueReminders(ctx context.Context, before time.Time, limit int) ([]actor.Reminder, error) {
-	limit = store.ClampLimit(limit, 1000, 100000)
-	rows, err := s.r.QueryContext(ctx,
-		`SELECT key, name, due FROM reminders WHERE due <= ? ORDER BY due, key, name LIMIT ?`, store.Nanos(before), limit)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: due reminders: %w", err)
-	}
-	defer rows.Close()
-	var out []actor.Reminder
-	for rows.Next() {
-		var r actor.Reminder
-		var due int64
-		if err := rows.Scan(&r.Key, &r.Name, &due); err != nil {
-			return nil, fmt.Errorf("sqlite: due reminders: %w", err)
-		}
-		r.Due = store.FromNanos(due)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: due reminders: %w", err)
-	}
-	return out, nil
 }

@@ -309,27 +309,6 @@ func (s *Store) TakeShard(ctx context.Context, shard int, owner string) (uint64,
 	return epoch, nil
 }
 
-// ListLeases returns every shard lease, by shard.
-func (s *Store) ListLeases(ctx context.Context) ([]store.Lease, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT shard, owner, epoch FROM shard_leases ORDER BY shard`)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: list leases: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Lease
-	for rows.Next() {
-		var l store.Lease
-		if err := rows.Scan(&l.Shard, &l.Owner, &l.Epoch); err != nil {
-			return nil, fmt.Errorf("sqlite: list leases: %w", err)
-		}
-		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list leases: %w", err)
-	}
-	return out, nil
-}
-
 // notFound maps sql.ErrNoRows to actor.ErrNotFound, in one place.
 func notFound(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
