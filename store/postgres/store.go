@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"io/fs"
 	"log/slog"
 	"regexp"
 	"sync"
@@ -164,52 +163,28 @@ func createSchema(ctx context.Context, cc *pgx.ConnConfig, schema string) error 
 // Engine returns "postgres".
 func (s *Store) Engine() string { return "postgres" }
 
-func (s *Store) goose() (*goose.Provider, error) {
-	sub, err := fs.Sub(migrationFS, "migrations")
-	if err != nil {
-		return nil, fmt.Errorf("postgres: migrations: %w", err)
-	}
-	// One advisory lock per schema: nodes starting together migrate one
-	// at a time, while stores in other schemas do not wait on each other.
-	h := fnv.New64a()
-	_, _ = h.Write([]byte("crewcast-migrate:" + s.cfg.Schema))
-	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(int64(h.Sum64()>>1)), lock.WithLockTimeout(1, 300))
-	if err != nil {
-		return nil, fmt.Errorf("postgres: migrations: %w", err)
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, s.sqldb, sub,
-		goose.WithDisableGlobalRegistry(true),
-		goose.WithSessionLocker(locker),
-		goose.WithSlog(s.cfg.Logger))
-	if err != nil {
-		return nil, fmt.Errorf("postgres: migrations: %w", err)
-	}
-	return p, nil
+func (s *Store) migrations() sqlq.Migrations {
+	return sqlq.Migrations{Engine: "postgres", Dialect: goose.DialectPostgres, DB: s.sqldb, FS: migrationFS,
+		Logger: s.cfg.Logger, Options: func() ([]goose.ProviderOption, error) {
+			// One advisory lock per schema: nodes starting together migrate
+			// one at a time, while stores in other schemas do not wait on
+			// each other.
+			h := fnv.New64a()
+			_, _ = h.Write([]byte("crewcast-migrate:" + s.cfg.Schema))
+			locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(int64(h.Sum64()>>1)), lock.WithLockTimeout(1, 300))
+			if err != nil {
+				return nil, err
+			}
+			return []goose.ProviderOption{goose.WithSessionLocker(locker)}, nil
+		}}
 }
 
 // Migrate applies pending embedded migrations; a second call is a no-op.
-func (s *Store) Migrate(ctx context.Context) error {
-	p, err := s.goose()
-	if err != nil {
-		return err
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("postgres: migrate: %w", err)
-	}
-	return nil
-}
+func (s *Store) Migrate(ctx context.Context) error { return s.migrations().Up(ctx) }
 
 // MigrationVersion returns the highest applied migration version.
 func (s *Store) MigrationVersion(ctx context.Context) (int64, error) {
-	p, err := s.goose()
-	if err != nil {
-		return 0, err
-	}
-	v, err := p.GetDBVersion(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("postgres: migration version: %w", err)
-	}
-	return v, nil
+	return s.migrations().Version(ctx)
 }
 
 // Ping checks that the database answers.

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -166,43 +165,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // Engine returns "sqlite".
 func (s *Store) Engine() string { return "sqlite" }
 
-func (s *Store) goose() (*goose.Provider, error) {
-	sub, err := fs.Sub(migrationFS, "migrations")
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: migrations: %w", err)
-	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, s.w, sub,
-		goose.WithDisableGlobalRegistry(true),
-		goose.WithSlog(s.cfg.Logger))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: migrations: %w", err)
-	}
-	return p, nil
+func (s *Store) migrations() sqlq.Migrations {
+	return sqlq.Migrations{Engine: "sqlite", Dialect: goose.DialectSQLite3, DB: s.w, FS: migrationFS, Logger: s.cfg.Logger}
 }
 
 // Migrate applies pending embedded migrations; a second call is a no-op.
-func (s *Store) Migrate(ctx context.Context) error {
-	p, err := s.goose()
-	if err != nil {
-		return err
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("sqlite: migrate: %w", err)
-	}
-	return nil
-}
+func (s *Store) Migrate(ctx context.Context) error { return s.migrations().Up(ctx) }
 
 // MigrationVersion returns the highest applied migration version.
 func (s *Store) MigrationVersion(ctx context.Context) (int64, error) {
-	p, err := s.goose()
-	if err != nil {
-		return 0, err
-	}
-	v, err := p.GetDBVersion(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: migration version: %w", err)
-	}
-	return v, nil
+	return s.migrations().Version(ctx)
 }
 
 // Ping checks that both the writer and the read pool answer.
