@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -21,7 +22,7 @@ import (
 // then one message.finalized "delivered" webhook per recipient is posted
 // at a fixed rate, each on its own schedule (open loop), and latency is
 // counted from each webhook's scheduled time.
-func benchE2E(ctx context.Context, c config, rep reporter) error {
+func benchE2E(ctx context.Context, c config, rep harness.Reporter) error {
 	signer, err := harness.NewSigner()
 	if err != nil {
 		return err
@@ -108,25 +109,15 @@ func benchE2E(ctx context.Context, c config, rep reporter) error {
 		}
 	}()
 
-	rep.progress("e2e: %d webhooks at %.0f/s to one group's event stream", len(hooks), c.e2eRate)
+	rep.Progress("e2e: %d webhooks at %.0f/s to one group's event stream", len(hooks), c.e2eRate)
 	client := harness.NewClient(64)
 	defer client.CloseIdleConnections()
-	var errs int
-	var first error
-	if err := profiled(c, "e2e", func() error {
-		errs, first = harness.Paced(ctx, len(hooks), c.e2eRate, func(n int, at time.Time) {
-			mu.Lock()
-			sentAt[n] = at
-			mu.Unlock()
-		}, func(ctx context.Context, n int) error {
-			return harness.PostWebhook(ctx, client, cc.WebhookURL(), hooks[n])
-		})
-		return nil
+	if err := postPaced(ctx, client, cc, hooks, c.e2eRate, c.profile, "e2e", func(n int, at time.Time) {
+		mu.Lock()
+		sentAt[n] = at
+		mu.Unlock()
 	}); err != nil {
 		return err
-	}
-	if errs > 0 {
-		return fmt.Errorf("%d webhooks failed, first: %v", errs, first)
 	}
 	select {
 	case <-allDone:
@@ -139,8 +130,29 @@ func benchE2E(ctx context.Context, c config, rep reporter) error {
 	if len(lat) < len(targets) {
 		return fmt.Errorf("only %d of %d changes reached the stream (%v)", len(lat), len(targets), readErr)
 	}
-	rep.result("e2e_p50", harness.Ms(lat.Percentile(50)), "ms")
-	rep.result("e2e_p99", harness.Ms(lat.Percentile(99)), "ms")
-	rep.result("e2e_max", harness.Ms(lat.Percentile(100)), "ms")
+	rep.Result("e2e_p50", harness.Ms(lat.Percentile(50)), "ms")
+	rep.Result("e2e_p99", harness.Ms(lat.Percentile(99)), "ms")
+	rep.Result("e2e_max", harness.Ms(lat.Percentile(100)), "ms")
+	return nil
+}
+
+// postPaced posts hooks to cc's webhook endpoint at rate (harness.Paced),
+// under the CPU profiler as profile when profileDir is set, calling sent
+// with each webhook's index and start time. It fails when any post did.
+func postPaced(ctx context.Context, client *http.Client, cc *harness.Crewcast, hooks []harness.Webhook, rate float64,
+	profileDir, profile string, sent func(n int, at time.Time)) error {
+	var errs int
+	var first error
+	if err := harness.Profiled(profileDir, profile, func() error {
+		errs, first = harness.Paced(ctx, len(hooks), rate, sent, func(ctx context.Context, n int) error {
+			return harness.PostWebhook(ctx, client, cc.WebhookURL(), hooks[n])
+		})
+		return nil
+	}); err != nil {
+		return err
+	}
+	if errs > 0 {
+		return fmt.Errorf("%d webhooks failed, first: %v", errs, first)
+	}
 	return nil
 }

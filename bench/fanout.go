@@ -25,14 +25,14 @@ import (
 // starts just before POST /v1/groups. With -fanout-receipts it also
 // reports the rate until every receipt is applied; that figure is bounded
 // by the simulator's eight webhook-posting workers as much as by crewcast.
-func benchFanout(ctx context.Context, c config, rep reporter) error {
+func benchFanout(ctx context.Context, c config, rep harness.Reporter) error {
 	cc, err := harness.Start(ctx, harness.Options{DB: filepath.Join(c.tmp, "fanout.db"), DemoFaults: sim.Faults{}})
 	if err != nil {
 		return err
 	}
 	defer stopCrewcast(cc, rep)
 	numbers := harness.Numbers(4_000_000, c.fanoutN)
-	rep.progress("fanout: one group of %d recipients", len(numbers))
+	rep.Progress("fanout: one group of %d recipients", len(numbers))
 	var (
 		created, sent, final time.Duration
 		row                  store.GroupRow
@@ -41,7 +41,7 @@ func benchFanout(ctx context.Context, c config, rep reporter) error {
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	if err := profiled(c, "fanout", func() error {
+	if err := harness.Profiled(c.profile, "fanout", func() error {
 		var err error
 		if id, err = cc.CreateGroup(ctx, harness.SenderNumber, numbers, harness.GroupText); err != nil {
 			return err
@@ -54,7 +54,7 @@ func benchFanout(ctx context.Context, c config, rep reporter) error {
 		return err
 	}
 	if c.fanoutReceipts {
-		rep.progress("fanout: all sent after %s; waiting for the delivery receipts", sent.Round(time.Millisecond))
+		rep.Progress("fanout: all sent after %s; waiting for the delivery receipts", sent.Round(time.Millisecond))
 		allFinal := func(r store.GroupRow) bool {
 			return r.Counts[string(crewcast.StatusDelivered)]+r.Counts[string(crewcast.StatusFailed)] == len(numbers)
 		}
@@ -70,13 +70,13 @@ func benchFanout(ctx context.Context, c config, rep reporter) error {
 	if total != len(numbers) {
 		return fmt.Errorf("group has %d recipients, want %d", total, len(numbers))
 	}
-	rep.progress("fanout: POST answered after %s; %d recipients sent after %s",
+	rep.Progress("fanout: POST answered after %s; %d recipients sent after %s",
 		created.Round(time.Millisecond), len(numbers), sent.Round(time.Millisecond))
 	logStoreMetrics(ctx, cc, rep)
-	rep.result("fanout", float64(len(numbers))/sent.Seconds(), "recipients/s")
-	rep.result("fanout_post", harness.Ms(created), "ms")
+	rep.Result("fanout", float64(len(numbers))/sent.Seconds(), "recipients/s")
+	rep.Result("fanout_post", harness.Ms(created), "ms")
 	if c.fanoutReceipts {
-		rep.result("fanout_delivered", float64(len(numbers))/final.Seconds(), "recipients/s")
+		rep.Result("fanout_delivered", float64(len(numbers))/final.Seconds(), "recipients/s")
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ import (
 // used once. The first webhook for a recipient changes it to delivered;
 // later ones for the same recipient are new events that change nothing
 // but are still made durable, routed and acknowledged.
-func benchIngest(ctx context.Context, c config, rep reporter) error {
+func benchIngest(ctx context.Context, c config, rep harness.Reporter) error {
 	signer, err := harness.NewSigner()
 	if err != nil {
 		return err
@@ -39,7 +39,7 @@ func benchIngest(ctx context.Context, c config, rep reporter) error {
 	if err != nil {
 		return err
 	}
-	rep.progress("ingest: %d groups × %d recipients sent; signing %d webhooks", c.ingestGroups, c.ingestSize, c.ingestMax)
+	rep.Progress("ingest: %d groups × %d recipients sent; signing %d webhooks", c.ingestGroups, c.ingestSize, c.ingestMax)
 	hooks, err := harness.SignStatuses(signer, targets, c.ingestMax, "ingest", "delivered")
 	if err != nil {
 		return err
@@ -59,7 +59,7 @@ func benchIngest(ctx context.Context, c config, rep reporter) error {
 		}
 	}
 
-	rep.progress("ingest: ceiling (bare net/http), %d clients, %s", c.ingestClients, c.ingestWindow)
+	rep.Progress("ingest: ceiling (bare net/http), %d clients, %s", c.ingestClients, c.ingestWindow)
 	cycle := harness.NewCounter(0) // the ceiling does not deduplicate: bodies are reused
 	ceil := harness.RunClosed(ctx, c.ingestClients, c.ingestWarmup, c.ingestWindow, cycle.Next, post(ceiling))
 	if ceil.Errors > 0 {
@@ -67,10 +67,10 @@ func benchIngest(ctx context.Context, c config, rep reporter) error {
 	}
 	client.CloseIdleConnections()
 
-	rep.progress("ingest: crewcast (durable), %d clients, %s", c.ingestClients, c.ingestWindow)
+	rep.Progress("ingest: crewcast (durable), %d clients, %s", c.ingestClients, c.ingestWindow)
 	distinct := harness.NewCounter(len(hooks))
 	var dur harness.ClosedResult
-	if err := profiled(c, "ingest", func() error {
+	if err := harness.Profiled(c.profile, "ingest", func() error {
 		dur = harness.RunClosed(ctx, c.ingestClients, c.ingestWarmup, c.ingestWindow, distinct.Next, post(cc.WebhookURL()))
 		return nil
 	}); err != nil {
@@ -80,7 +80,7 @@ func benchIngest(ctx context.Context, c config, rep reporter) error {
 		return fmt.Errorf("durable: %d errors, first: %v", dur.Errors, dur.FirstError)
 	}
 	if dur.Exhausted {
-		rep.progress("ingest: NOTE the %d prepared webhooks ran out before the window ended; the rate is over %s", len(hooks), dur.Elapsed.Round(time.Millisecond))
+		rep.Progress("ingest: NOTE the %d prepared webhooks ran out before the window ended; the rate is over %s", len(hooks), dur.Elapsed.Round(time.Millisecond))
 	}
 	logStoreMetrics(ctx, cc, rep)
 	drainStart := time.Now()
@@ -89,13 +89,13 @@ func benchIngest(ctx context.Context, c config, rep reporter) error {
 	}
 	drain := time.Since(drainStart)
 
-	rep.result("ingest_durable", dur.Rate(), "req/s")
-	rep.result("ingest_ceiling", ceil.Rate(), "req/s")
-	rep.result("ingest_ratio", dur.Rate()/ceil.Rate(), "ratio")
-	rep.result("ingest_p50", harness.Ms(dur.Latency.Percentile(50)), "ms")
-	rep.result("ingest_p99", harness.Ms(dur.Latency.Percentile(99)), "ms")
-	rep.result("ingest_ceiling_p99", harness.Ms(ceil.Latency.Percentile(99)), "ms")
-	rep.result("ingest_route_backlog_drain", drain.Seconds(), "s")
+	rep.Result("ingest_durable", dur.Rate(), "req/s")
+	rep.Result("ingest_ceiling", ceil.Rate(), "req/s")
+	rep.Result("ingest_ratio", dur.Rate()/ceil.Rate(), "ratio")
+	rep.Result("ingest_p50", harness.Ms(dur.Latency.Percentile(50)), "ms")
+	rep.Result("ingest_p99", harness.Ms(dur.Latency.Percentile(99)), "ms")
+	rep.Result("ingest_ceiling_p99", harness.Ms(ceil.Latency.Percentile(99)), "ms")
+	rep.Result("ingest_route_backlog_drain", drain.Seconds(), "s")
 	return nil
 }
 
@@ -157,25 +157,25 @@ func waitInboxDrained(ctx context.Context, st store.Store, limit time.Duration) 
 	}
 }
 
-func stopCrewcast(cc *harness.Crewcast, rep reporter) {
+func stopCrewcast(cc *harness.Crewcast, rep harness.Reporter) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := cc.Stop(ctx); err != nil {
-		rep.progress("stop crewcast: %v", err)
+		rep.Progress("stop crewcast: %v", err)
 	}
 }
 
 // logStoreMetrics prints crewcast's own commit and webhook figures from
 // /metrics, so a slow run shows where its time went.
-func logStoreMetrics(ctx context.Context, cc *harness.Crewcast, rep reporter) {
+func logStoreMetrics(ctx context.Context, cc *harness.Crewcast, rep harness.Reporter) {
 	m, err := harness.ScrapeMetrics(ctx, cc.Client, cc.URL+"/metrics")
 	if err != nil {
-		rep.progress("metrics: %v", err)
+		rep.Progress("metrics: %v", err)
 		return
 	}
 	batches := m["crewcast_store_commit_batch_units_count"]
 	if batches > 0 {
-		rep.progress("store commits: %.0f batches, %.1f units/batch, %.1f ms/commit",
+		rep.Progress("store commits: %.0f batches, %.1f units/batch, %.1f ms/commit",
 			batches, m["crewcast_store_commit_batch_units_sum"]/batches,
 			1000*m["crewcast_store_commit_duration_seconds_sum"]/m["crewcast_store_commit_duration_seconds_count"])
 	}

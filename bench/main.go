@@ -22,12 +22,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime/pprof"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/crewcast/crewcast/bench/internal/harness"
 )
 
 // config is every knob of a run.
@@ -96,18 +94,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	known := []string{"ingest", "e2e", "fanout", "scale"}
-	for _, s := range strings.Split(*runList, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		if !slices.Contains(known, s) {
-			return c, fmt.Errorf("unknown scenario %q (want %s)", s, strings.Join(known, ", "))
-		}
-		c.run = append(c.run, s)
-	}
-	return c, nil
+	var err error
+	c.run, err = harness.Scenarios(*runList, "scenario", []string{"ingest", "e2e", "fanout", "scale"})
+	return c, err
 }
 
 func envInt(name string, def int) int {
@@ -117,33 +106,6 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// reporter prints RESULT lines and progress.
-type reporter struct {
-	out, log io.Writer
-}
-
-func (r reporter) result(name string, value float64, unit string) {
-	fmt.Fprintf(r.out, "RESULT %s %s %s\n", name, strconv.FormatFloat(value, 'f', prec(value), 64), unit)
-}
-
-// prec keeps about three significant digits below 100 and none above.
-func prec(v float64) int {
-	switch a := max(v, -v); {
-	case a >= 100:
-		return 0
-	case a >= 10:
-		return 1
-	case a >= 1:
-		return 2
-	default:
-		return 3
-	}
-}
-
-func (r reporter) progress(format string, args ...any) {
-	fmt.Fprintf(r.log, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
-}
-
 func run(args []string, stdout, stderr io.Writer) error {
 	c, err := parseFlags(args, stderr)
 	if err != nil {
@@ -151,7 +113,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	rep := reporter{out: stdout, log: stderr}
+	rep := harness.Reporter{Out: stdout, Log: stderr}
 	switch c.worker {
 	case "seed":
 		return seedWorker(ctx, c, rep)
@@ -176,7 +138,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, s := range c.run {
 		start := time.Now()
-		rep.progress("%s: start", s)
+		rep.Progress("%s: start", s)
 		var err error
 		switch s {
 		case "ingest":
@@ -191,26 +153,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", s, err)
 		}
-		rep.progress("%s: done in %s", s, time.Since(start).Round(time.Second))
+		rep.Progress("%s: done in %s", s, time.Since(start).Round(time.Second))
 	}
 	return nil
-}
-
-// profiled runs fn under the CPU profiler when c.profile is set, writing
-// <profile>/<name>.pprof.
-func profiled(c config, name string, fn func() error) error {
-	if c.profile == "" {
-		return fn()
-	}
-	f, err := os.Create(filepath.Join(c.profile, name+".pprof"))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return err
-	}
-	err = fn()
-	pprof.StopCPUProfile()
-	return err
 }

@@ -35,7 +35,7 @@ import (
 // Every step runs in a child process of this program, so the seeding's
 // memory does not count against the server's and each size is measured
 // from a fresh process.
-func benchScale(ctx context.Context, c config, rep reporter) error {
+func benchScale(ctx context.Context, c config, rep harness.Reporter) error {
 	type sizeResult struct {
 		label string
 		seed  seedReport
@@ -45,7 +45,7 @@ func benchScale(ctx context.Context, c config, rep reporter) error {
 	for _, n := range []int{c.scaleSmall, c.scaleN} {
 		label := sizeLabel(n)
 		db := filepath.Join(c.tmp, "scale-"+label+".db")
-		rep.progress("scale %s: seeding %d hibernated groups", label, n)
+		rep.Progress("scale %s: seeding %d hibernated groups", label, n)
 		var sr seedReport
 		seedArgs := []string{"-worker", "seed", "-db", db, "-n", strconv.Itoa(n), "-scale-batch", strconv.Itoa(c.scaleBatch)}
 		if c.profile != "" {
@@ -54,14 +54,14 @@ func benchScale(ctx context.Context, c config, rep reporter) error {
 		if err := child(ctx, c, rep, seedArgs, &sr); err != nil {
 			return fmt.Errorf("seed %s: %w", label, err)
 		}
-		rep.progress("scale %s: seeded in %.1fs, database %.0f MB", label, sr.Seconds, sr.DBMB)
+		rep.Progress("scale %s: seeded in %.1fs, database %.0f MB", label, sr.Seconds, sr.DBMB)
 		var rr runReport
 		args := []string{"-worker", "run", "-db", db, "-n", strconv.Itoa(n),
 			"-scale-webhooks", strconv.Itoa(c.scaleWebhooks), "-scale-rate", strconv.FormatFloat(c.scaleRate, 'f', -1, 64)}
 		if c.profile != "" {
 			args = append(args, "-profile", c.profile)
 		}
-		rep.progress("scale %s: %d webhooks at %.0f/s to random groups", label, c.scaleWebhooks, c.scaleRate)
+		rep.Progress("scale %s: %d webhooks at %.0f/s to random groups", label, c.scaleWebhooks, c.scaleRate)
 		if err := child(ctx, c, rep, args, &rr); err != nil {
 			return fmt.Errorf("run %s: %w", label, err)
 		}
@@ -72,16 +72,16 @@ func benchScale(ctx context.Context, c config, rep reporter) error {
 	}
 	small, large := results[0], results[1]
 	for _, r := range results {
-		rep.result("scale_seed_"+r.label, r.seed.Seconds, "s")
-		rep.result("scale_db_"+r.label, r.seed.DBMB, "MB")
-		rep.result("scale_open_"+r.label, r.run.OpenSeconds, "s")
-		rep.result("scale_route_p50_"+r.label, r.run.P50Ms, "ms")
-		rep.result("scale_route_p99_"+r.label, r.run.P99Ms, "ms")
-		rep.result("scale_rss_start_"+r.label, r.run.RSSStartMB, "MB")
-		rep.result("scale_rss_"+r.label, r.run.RSSMaxMB, "MB")
+		rep.Result("scale_seed_"+r.label, r.seed.Seconds, "s")
+		rep.Result("scale_db_"+r.label, r.seed.DBMB, "MB")
+		rep.Result("scale_open_"+r.label, r.run.OpenSeconds, "s")
+		rep.Result("scale_route_p50_"+r.label, r.run.P50Ms, "ms")
+		rep.Result("scale_route_p99_"+r.label, r.run.P99Ms, "ms")
+		rep.Result("scale_rss_start_"+r.label, r.run.RSSStartMB, "MB")
+		rep.Result("scale_rss_"+r.label, r.run.RSSMaxMB, "MB")
 	}
-	rep.result("scale_route_ratio_"+large.label+"_"+small.label, large.run.P50Ms/small.run.P50Ms, "ratio")
-	rep.result("scale_route_p99_ratio_"+large.label+"_"+small.label, large.run.P99Ms/small.run.P99Ms, "ratio")
+	rep.Result("scale_route_ratio_"+large.label+"_"+small.label, large.run.P50Ms/small.run.P50Ms, "ratio")
+	rep.Result("scale_route_p99_ratio_"+large.label+"_"+small.label, large.run.P99Ms/small.run.P99Ms, "ratio")
 	return nil
 }
 
@@ -102,14 +102,14 @@ const childEnv = "CREWCAST_BENCH_CHILD"
 
 // child runs this program with args and decodes the JSON object it prints
 // as its last stdout line into v; its stderr is passed through.
-func child(ctx context.Context, c config, rep reporter, args []string, v any) error {
+func child(ctx context.Context, c config, rep harness.Reporter, args []string, v any) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Env = append(os.Environ(), childEnv+"=1")
-	cmd.Stderr = rep.log
+	cmd.Stderr = rep.Log
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -150,7 +150,7 @@ const seedCheckAfter = 12 * time.Hour
 // reminder: what the tracker itself commits for such a group. No snapshot
 // is written (a passivating group would save one; activation then replays
 // the three events instead).
-func seedWorker(ctx context.Context, c config, rep reporter) error {
+func seedWorker(ctx context.Context, c config, rep harness.Reporter) error {
 	start := time.Now()
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: c.db})
 	if err != nil {
@@ -210,7 +210,7 @@ func seedWorker(ctx context.Context, c config, rep reporter) error {
 		}
 	}()
 	done, lastLog := 0, time.Now()
-	if err := profiled(c, "seed-"+sizeLabel(c.n), func() error {
+	if err := harness.Profiled(c.profile, "seed-"+sizeLabel(c.n), func() error {
 		for b := range batches {
 			if b.err != nil {
 				return b.err
@@ -226,7 +226,7 @@ func seedWorker(ctx context.Context, c config, rep reporter) error {
 			}
 			done += len(b.units)
 			if time.Since(lastLog) > 10*time.Second {
-				rep.progress("seed: %d of %d groups (%.0f/s)", done, c.n, float64(done)/time.Since(start).Seconds())
+				rep.Progress("seed: %d of %d groups (%.0f/s)", done, c.n, float64(done)/time.Since(start).Seconds())
 				lastLog = time.Now()
 			}
 		}
@@ -334,7 +334,7 @@ type runReport struct {
 // scheduled time until the tracker publishes the group's committed change.
 // Resident memory is sampled every 100 ms from the start of the webhooks
 // until the last change.
-func scaleRunWorker(ctx context.Context, c config, rep reporter) error {
+func scaleRunWorker(ctx context.Context, c config, rep harness.Reporter) error {
 	if c.scaleWebhooks > c.n {
 		return fmt.Errorf("%d webhooks need at least as many groups, have %d", c.scaleWebhooks, c.n)
 	}
@@ -433,22 +433,12 @@ func scaleRunWorker(ctx context.Context, c config, rep reporter) error {
 	}()
 	client := harness.NewClient(64)
 	defer client.CloseIdleConnections()
-	var errs int
-	var first error
-	if err := profiled(c, "scale-"+sizeLabel(c.n), func() error {
-		errs, first = harness.Paced(ctx, len(hooks), c.scaleRate, func(k int, at time.Time) {
-			mu.Lock()
-			sentAt[k] = at
-			mu.Unlock()
-		}, func(ctx context.Context, k int) error {
-			return harness.PostWebhook(ctx, client, cc.WebhookURL(), hooks[k])
-		})
-		return nil
+	if err := postPaced(ctx, client, cc, hooks, c.scaleRate, c.profile, "scale-"+sizeLabel(c.n), func(k int, at time.Time) {
+		mu.Lock()
+		sentAt[k] = at
+		mu.Unlock()
 	}); err != nil {
 		return err
-	}
-	if errs > 0 {
-		return fmt.Errorf("%d webhooks failed, first: %v", errs, first)
 	}
 	select {
 	case <-allDone:
@@ -463,7 +453,7 @@ func scaleRunWorker(ctx context.Context, c config, rep reporter) error {
 	if err != nil {
 		return err
 	}
-	rep.progress("scale %s: %d actors in memory after the webhooks, RSS %.0f MB (max %.0f MB, %.0f MB before the webhooks)",
+	rep.Progress("scale %s: %d actors in memory after the webhooks, RSS %.0f MB (max %.0f MB, %.0f MB before the webhooks)",
 		sizeLabel(c.n), len(cc.Server.Tracker().System().Actors()), float64(rssEnd)/(1<<20), float64(rssMax)/(1<<20), float64(rssStart)/(1<<20))
 	mu.Lock()
 	defer mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	proto "github.com/asynkron/protoactor-go/actor"
 
 	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/bench/internal/harness"
 )
 
 // msg is what the benchmark actors receive. protoactor-go boxes it into an
@@ -54,7 +55,7 @@ var runtimes = map[string]runtimeUnderTest{
 //     and sits idle (neither runtime parks a goroutine on an idle actor),
 //     each runtime measured in a fresh child process after two GCs. Lower
 //     is better.
-func compareActors(ctx context.Context, c config, rep reporter) error {
+func compareActors(ctx context.Context, c config, rep harness.Reporter) error {
 	rates := map[string]map[int]float64{}
 	for _, senders := range []int{1, 4} {
 		for _, key := range []string{"ours", "ours-blocking", "protoactor"} {
@@ -67,7 +68,7 @@ func compareActors(ctx context.Context, c config, rep reporter) error {
 			if senders != 1 {
 				dir = ""
 			}
-			if err := profiled(dir, "tell-"+key, func() error {
+			if err := harness.Profiled(dir, "tell-"+key, func() error {
 				for range c.tellRounds {
 					if err := ctx.Err(); err != nil {
 						return err
@@ -86,7 +87,7 @@ func compareActors(ctx context.Context, c config, rep reporter) error {
 				rates[key] = map[int]float64{}
 			}
 			rates[key][senders] = best
-			rep.progress("actors: %s tell from %d sender(s): %.2f M msg/s", rt.name, senders, best/1e6)
+			rep.Progress("actors: %s tell from %d sender(s): %.2f M msg/s", rt.name, senders, best/1e6)
 		}
 	}
 	idle := map[string]idleReport{}
@@ -96,18 +97,18 @@ func compareActors(ctx context.Context, c config, rep reporter) error {
 			return fmt.Errorf("%s idle: %w", runtimes[key].name, err)
 		}
 		idle[key] = r
-		rep.progress("actors: %s idle: %.0f bytes/actor, %d goroutines for %d actors", runtimes[key].name, r.BytesPerActor, r.Goroutines, c.idleN)
+		rep.Progress("actors: %s idle: %.0f bytes/actor, %d goroutines for %d actors", runtimes[key].name, r.BytesPerActor, r.Goroutines, c.idleN)
 	}
-	rep.result("peer_tell_ours", rates["ours"][1], "msg/s")
-	rep.result("peer_tell_protoactor", rates["protoactor"][1], "msg/s")
-	rep.result("peer_tell_ratio", rates["ours"][1]/rates["protoactor"][1], "ratio")
-	rep.result("peer_tell4_ratio", rates["ours"][4]/rates["protoactor"][4], "ratio")
-	rep.result("peer_tell_blocking_ours", rates["ours-blocking"][1], "msg/s")
-	rep.result("peer_tell_blocking_ratio", rates["ours-blocking"][1]/rates["protoactor"][1], "ratio")
-	rep.result("peer_tell4_blocking_ratio", rates["ours-blocking"][4]/rates["protoactor"][4], "ratio")
-	rep.result("peer_idle_bytes_ours", idle["ours"].BytesPerActor, "bytes")
-	rep.result("peer_idle_bytes_protoactor", idle["protoactor"].BytesPerActor, "bytes")
-	rep.result("peer_idle_bytes_ratio", idle["ours"].BytesPerActor/idle["protoactor"].BytesPerActor, "ratio")
+	rep.Result("peer_tell_ours", rates["ours"][1], "msg/s")
+	rep.Result("peer_tell_protoactor", rates["protoactor"][1], "msg/s")
+	rep.Result("peer_tell_ratio", rates["ours"][1]/rates["protoactor"][1], "ratio")
+	rep.Result("peer_tell4_ratio", rates["ours"][4]/rates["protoactor"][4], "ratio")
+	rep.Result("peer_tell_blocking_ours", rates["ours-blocking"][1], "msg/s")
+	rep.Result("peer_tell_blocking_ratio", rates["ours-blocking"][1]/rates["protoactor"][1], "ratio")
+	rep.Result("peer_tell4_blocking_ratio", rates["ours-blocking"][4]/rates["protoactor"][4], "ratio")
+	rep.Result("peer_idle_bytes_ours", idle["ours"].BytesPerActor, "bytes")
+	rep.Result("peer_idle_bytes_protoactor", idle["protoactor"].BytesPerActor, "bytes")
+	rep.Result("peer_idle_bytes_ratio", idle["ours"].BytesPerActor/idle["protoactor"].BytesPerActor, "ratio")
 	return nil
 }
 

@@ -18,12 +18,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime/pprof"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/crewcast/crewcast/bench/internal/harness"
 )
 
 type config struct {
@@ -67,44 +64,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	known := []string{"actors", "river"}
-	for _, s := range strings.Split(*runList, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		if !slices.Contains(known, s) {
-			return c, fmt.Errorf("unknown comparison %q (want %s)", s, strings.Join(known, ", "))
-		}
-		c.run = append(c.run, s)
-	}
-	return c, nil
-}
-
-// reporter prints RESULT lines and progress.
-type reporter struct {
-	out, log io.Writer
-}
-
-func (r reporter) result(name string, value float64, unit string) {
-	fmt.Fprintf(r.out, "RESULT %s %s %s\n", name, strconv.FormatFloat(value, 'f', prec(value), 64), unit)
-}
-
-// prec keeps about three significant digits below 100 and none above.
-func prec(v float64) int {
-	switch a := max(v, -v); {
-	case a >= 100:
-		return 0
-	case a >= 10:
-		return 1
-	case a >= 1:
-		return 2
-	default:
-		return 3
-	}
-}
-
-func (r reporter) progress(format string, args ...any) {
-	fmt.Fprintf(r.log, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	var err error
+	c.run, err = harness.Scenarios(*runList, "comparison", []string{"actors", "river"})
+	return c, err
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -114,13 +76,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	rep := reporter{out: stdout, log: stderr}
+	rep := harness.Reporter{Out: stdout, Log: stderr}
 	if c.worker != "" {
 		return idleWorker(c, stdout)
 	}
 	for _, s := range c.run {
 		start := time.Now()
-		rep.progress("%s: start", s)
+		rep.Progress("%s: start", s)
 		var err error
 		switch s {
 		case "actors":
@@ -131,29 +93,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", s, err)
 		}
-		rep.progress("%s: done in %s", s, time.Since(start).Round(time.Second))
+		rep.Progress("%s: done in %s", s, time.Since(start).Round(time.Second))
 	}
 	return nil
-}
-
-// profiled runs fn under the CPU profiler when dir is set, writing
-// <dir>/<name>.pprof.
-func profiled(dir, name string, fn func() error) error {
-	if dir == "" {
-		return fn()
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(dir, name+".pprof"))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return err
-	}
-	err = fn()
-	pprof.StopCPUProfile()
-	return err
 }

@@ -44,7 +44,7 @@ import (
 // returned). River's side does not deduplicate webhooks by event id and
 // its completion bookkeeping after the UPDATE is not waited for, both in
 // River's favour.
-func compareRiver(ctx context.Context, c config, rep reporter) error {
+func compareRiver(ctx context.Context, c config, rep harness.Reporter) error {
 	if c.pgURL == "" {
 		return errors.New("needs CREWCAST_TEST_POSTGRES (a postgres:// URL)")
 	}
@@ -59,7 +59,7 @@ func compareRiver(ctx context.Context, c config, rep reporter) error {
 		defer cancel()
 		for _, s := range []string{crewSchema, riverSchema} {
 			if _, err := admin.Exec(cctx, `DROP SCHEMA IF EXISTS "`+s+`" CASCADE`); err != nil {
-				rep.progress("river: drop schema %s: %v", s, err)
+				rep.Progress("river: drop schema %s: %v", s, err)
 			}
 		}
 		_ = admin.Close(cctx)
@@ -69,24 +69,24 @@ func compareRiver(ctx context.Context, c config, rep reporter) error {
 		return err
 	}
 
-	rep.progress("river: crewcast on PostgreSQL, %d webhooks", c.riverN)
+	rep.Progress("river: crewcast on PostgreSQL, %d webhooks", c.riverN)
 	ours, err := riverCrewcast(ctx, c, rep, signer, crewSchema)
 	if err != nil {
 		return fmt.Errorf("crewcast side: %w", err)
 	}
-	rep.progress("river: crewcast processed %.0f webhooks/s (acknowledged %.0f/s)", ours.rate(), ours.ackRate())
+	rep.Progress("river: crewcast processed %.0f webhooks/s (acknowledged %.0f/s)", ours.rate(), ours.ackRate())
 
-	rep.progress("river: River on PostgreSQL, %d webhooks", c.riverN)
+	rep.Progress("river: River on PostgreSQL, %d webhooks", c.riverN)
 	theirs, err := riverRiver(ctx, c, signer, admin, riverSchema)
 	if err != nil {
 		return fmt.Errorf("river side: %w", err)
 	}
-	rep.progress("river: River processed %.0f webhooks/s (acknowledged %.0f/s)", theirs.rate(), theirs.ackRate())
+	rep.Progress("river: River processed %.0f webhooks/s (acknowledged %.0f/s)", theirs.rate(), theirs.ackRate())
 
-	rep.result("river_crewcast", ours.rate(), "webhooks/s")
-	rep.result("river_river", theirs.rate(), "webhooks/s")
-	rep.result("river_ratio", ours.rate()/theirs.rate(), "ratio")
-	rep.result("river_ack_ratio", ours.ackRate()/theirs.ackRate(), "ratio")
+	rep.Result("river_crewcast", ours.rate(), "webhooks/s")
+	rep.Result("river_river", theirs.rate(), "webhooks/s")
+	rep.Result("river_ratio", ours.rate()/theirs.rate(), "ratio")
+	rep.Result("river_ack_ratio", ours.ackRate()/theirs.ackRate(), "ratio")
 	return nil
 }
 
@@ -130,7 +130,7 @@ func waitDone(ctx context.Context, done <-chan struct{}, limit time.Duration, wh
 	}
 }
 
-func riverCrewcast(ctx context.Context, c config, rep reporter, signer *harness.Signer, schema string) (sideResult, error) {
+func riverCrewcast(ctx context.Context, c config, rep harness.Reporter, signer *harness.Signer, schema string) (sideResult, error) {
 	cc, err := harness.Start(ctx, harness.Options{DB: c.pgURL, Schema: schema, Signer: signer})
 	if err != nil {
 		return sideResult{}, err
@@ -139,7 +139,7 @@ func riverCrewcast(ctx context.Context, c config, rep reporter, signer *harness.
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := cc.Stop(sctx); err != nil {
-			rep.progress("river: stop crewcast: %v", err)
+			rep.Progress("river: stop crewcast: %v", err)
 		}
 	}()
 	size := min(c.riverN, 1000)

@@ -1,0 +1,68 @@
+package harness
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"testing"
+)
+
+func TestResultKeepsAboutThreeSignificantDigits(t *testing.T) {
+	var out, log bytes.Buffer
+	r := Reporter{Out: &out, Log: &log}
+	for _, v := range []float64{12345.6, 123.4, 12.345, 1.2345, 0.12345, -12.345} {
+		r.Result("x", v, "ms")
+	}
+	want := "RESULT x 12346 ms\nRESULT x 123 ms\nRESULT x 12.3 ms\nRESULT x 1.23 ms\nRESULT x 0.123 ms\nRESULT x -12.3 ms\n"
+	if out.String() != want {
+		t.Errorf("results:\n%s\nwant:\n%s", out.String(), want)
+	}
+	if log.Len() != 0 {
+		t.Errorf("Result wrote to the log: %q", log.String())
+	}
+}
+
+func TestProgressGoesToTheLogOnly(t *testing.T) {
+	var out, log bytes.Buffer
+	Reporter{Out: &out, Log: &log}.Progress("step %d of %d", 2, 3)
+	if out.Len() != 0 {
+		t.Errorf("Progress wrote to the results: %q", out.String())
+	}
+	if !regexp.MustCompile(`^\[\d\d:\d\d:\d\d\] step 2 of 3\n$`).MatchString(log.String()) {
+		t.Errorf("progress line %q", log.String())
+	}
+}
+
+func TestScenarios(t *testing.T) {
+	known := []string{"a", "b", "c"}
+	got, err := Scenarios(" a, ,c,", "scenario", known)
+	if err != nil || !slices.Equal(got, []string{"a", "c"}) {
+		t.Errorf("Scenarios = %q, %v; want [a c]", got, err)
+	}
+	if got, err := Scenarios("", "scenario", known); err != nil || got != nil {
+		t.Errorf("Scenarios(empty) = %q, %v", got, err)
+	}
+	_, err = Scenarios("a,nope", "comparison", known)
+	if err == nil || err.Error() != `unknown comparison "nope" (want a, b, c)` {
+		t.Errorf("Scenarios(unknown) error = %v", err)
+	}
+}
+
+func TestProfiledWritesAProfileOnlyWhenAsked(t *testing.T) {
+	failed := errors.New("fn failed")
+	ran := false
+	if err := Profiled("", "x", func() error { ran = true; return failed }); !ran || !errors.Is(err, failed) {
+		t.Errorf("Profiled without a dir: ran %v, err %v", ran, err)
+	}
+	dir := filepath.Join(t.TempDir(), "new")
+	ran = false
+	if err := Profiled(dir, "step", func() error { ran = true; return nil }); err != nil || !ran {
+		t.Fatalf("Profiled: ran %v, err %v", ran, err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "step.pprof")); err != nil || fi.Size() == 0 {
+		t.Errorf("profile: %v, %v", fi, err)
+	}
+}
