@@ -225,23 +225,9 @@ func (s *Store) takeFreeShards(ctx context.Context) error {
 		SELECT shard, $2, 1 FROM unnest($1::bigint[]) AS t(shard) ON CONFLICT (shard) DO NOTHING`, shards, s.cfg.Owner); err != nil {
 		return fmt.Errorf("postgres: take shards: %w", err)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT shard, epoch FROM shard_leases WHERE owner = $1`, s.cfg.Owner)
+	held, err := sqlq.HeldEpochs(ctx, querier{s.pool}, s.cfg.Owner)
 	if err != nil {
-		return fmt.Errorf("postgres: load leases: %w", err)
-	}
-	defer rows.Close()
-	var held [store.NumShards]uint64
-	for rows.Next() {
-		var shard, epoch int64
-		if err := rows.Scan(&shard, &epoch); err != nil {
-			return fmt.Errorf("postgres: load leases: %w", err)
-		}
-		if shard >= 0 && shard < store.NumShards {
-			held[shard] = uint64(epoch)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("postgres: load leases: %w", err)
+		return fmt.Errorf("postgres: %w", err)
 	}
 	s.mu.Lock()
 	s.epochs = held
@@ -259,20 +245,14 @@ func (s *Store) epochOf(shard int) uint64 {
 // instance holds that epoch from now on and the previous holder is fenced.
 // It waits for commits that hold the old epoch to finish.
 func (s *Store) TakeShard(ctx context.Context, shard int, owner string) (uint64, error) {
-	if shard < 0 || shard >= store.NumShards {
-		return 0, fmt.Errorf("postgres: take shard: shard %d out of range", shard)
-	}
-	var epoch int64
-	err := s.pool.QueryRow(ctx, `INSERT INTO shard_leases (shard, owner, epoch) VALUES ($1, $2, 1)
-		ON CONFLICT (shard) DO UPDATE SET owner = excluded.owner, epoch = shard_leases.epoch + 1
-		RETURNING epoch`, shard, owner).Scan(&epoch)
+	epoch, err := sqlq.TakeShard(ctx, querier{s.pool}, shard, owner)
 	if err != nil {
-		return 0, fmt.Errorf("postgres: take shard %d: %w", shard, err)
+		return 0, fmt.Errorf("postgres: %w", err)
 	}
 	s.mu.Lock()
-	s.epochs[shard] = uint64(epoch)
+	s.epochs[shard] = epoch
 	s.mu.Unlock()
-	return uint64(epoch), nil
+	return epoch, nil
 }
 
 // notFound maps pgx.ErrNoRows to actor.ErrNotFound, in one place.

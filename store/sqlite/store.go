@@ -227,24 +227,9 @@ func (s *Store) takeFreeShards(ctx context.Context) error {
 			return fmt.Errorf("sqlite: take shard %d: %w", shard, err)
 		}
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT shard, epoch FROM shard_leases WHERE owner = ?`, s.cfg.Owner)
+	held, err := sqlq.HeldEpochs(ctx, querier{tx}, s.cfg.Owner)
 	if err != nil {
-		return fmt.Errorf("sqlite: load leases: %w", err)
-	}
-	var held [store.NumShards]uint64
-	for rows.Next() {
-		var shard int
-		var epoch uint64
-		if err := rows.Scan(&shard, &epoch); err != nil {
-			_ = rows.Close()
-			return fmt.Errorf("sqlite: load leases: %w", err)
-		}
-		if shard >= 0 && shard < store.NumShards {
-			held[shard] = epoch
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sqlite: load leases: %w", err)
+		return fmt.Errorf("sqlite: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: take shards: %w", err)
@@ -264,16 +249,9 @@ func (s *Store) epochOf(shard int) uint64 {
 // TakeShard makes owner the holder of shard at the next epoch; this
 // instance holds that epoch from now on and the previous holder is fenced.
 func (s *Store) TakeShard(ctx context.Context, shard int, owner string) (uint64, error) {
-	if shard < 0 || shard >= store.NumShards {
-		return 0, fmt.Errorf("sqlite: take shard: shard %d out of range", shard)
-	}
-	var epoch uint64
-	err := s.w.QueryRowContext(ctx,
-		`INSERT INTO shard_leases (shard, owner, epoch) VALUES (?, ?, 1)
-		 ON CONFLICT (shard) DO UPDATE SET owner = excluded.owner, epoch = shard_leases.epoch + 1
-		 RETURNING epoch`, shard, owner).Scan(&epoch)
+	epoch, err := sqlq.TakeShard(ctx, querier{s.w}, shard, owner)
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: take shard %d: %w", shard, err)
+		return 0, fmt.Errorf("sqlite: %w", err)
 	}
 	s.mu.Lock()
 	s.epochs[shard] = epoch
