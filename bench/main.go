@@ -136,24 +136,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	for _, s := range c.run {
-		start := time.Now()
-		rep.Progress("%s: start", s)
-		var err error
-		switch s {
-		case "ingest":
-			err = benchIngest(ctx, c, rep)
-		case "e2e":
-			err = benchE2E(ctx, c, rep)
-		case "fanout":
-			err = benchFanout(ctx, c, rep)
-		case "scale":
-			err = benchScale(ctx, c, rep)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", s, err)
-		}
-		rep.Progress("%s: done in %s", s, time.Since(start).Round(time.Second))
+	steps := map[string]func(context.Context, config, harness.Reporter) error{
+		"ingest": benchIngest, "e2e": benchE2E, "fanout": benchFanout, "scale": benchScale,
 	}
-	return nil
+	return rep.RunEach(c.run, func(s string) error { return steps[s](ctx, c, rep) })
 }

@@ -18,7 +18,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"time"
 
 	"github.com/crewcast/crewcast/bench/internal/harness"
 )
@@ -80,20 +79,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if c.worker != "" {
 		return idleWorker(c, stdout)
 	}
-	for _, s := range c.run {
-		start := time.Now()
-		rep.Progress("%s: start", s)
-		var err error
-		switch s {
-		case "actors":
-			err = compareActors(ctx, c, rep)
-		case "river":
-			err = compareRiver(ctx, c, rep)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", s, err)
-		}
-		rep.Progress("%s: done in %s", s, time.Since(start).Round(time.Second))
+	steps := map[string]func(context.Context, config, harness.Reporter) error{
+		"actors": compareActors, "river": compareRiver,
 	}
-	return nil
+	return rep.RunEach(c.run, func(s string) error { return steps[s](ctx, c, rep) })
 }

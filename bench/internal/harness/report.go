@@ -44,6 +44,21 @@ func (r Reporter) Progress(format string, args ...any) {
 	fmt.Fprintf(r.Log, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
+// RunEach runs each named step in turn with run, logging when it starts
+// and how long it took, and stops at the first failure, which it prefixes
+// with the step's name.
+func (r Reporter) RunEach(names []string, run func(name string) error) error {
+	for _, name := range names {
+		start := time.Now()
+		r.Progress("%s: start", name)
+		if err := run(name); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		r.Progress("%s: done in %s", name, time.Since(start).Round(time.Second))
+	}
+	return nil
+}
+
 // Scenarios splits a comma-separated -run list, skipping empty items, and
 // rejects any item not in known; what names an item in the error
 // ("scenario", "comparison").

@@ -66,3 +66,29 @@ func TestProfiledWritesAProfileOnlyWhenAsked(t *testing.T) {
 		t.Errorf("profile: %v, %v", fi, err)
 	}
 }
+
+func TestRunEachStopsAtTheFirstFailure(t *testing.T) {
+	var out, log bytes.Buffer
+	r := Reporter{Out: &out, Log: &log}
+	failed := errors.New("broke")
+	var ran []string
+	err := r.RunEach([]string{"a", "b", "c"}, func(name string) error {
+		ran = append(ran, name)
+		if name == "b" {
+			return failed
+		}
+		return nil
+	})
+	if !errors.Is(err, failed) || err.Error() != "b: broke" {
+		t.Errorf("RunEach error = %v, want \"b: broke\"", err)
+	}
+	if !slices.Equal(ran, []string{"a", "b"}) {
+		t.Errorf("ran %q, want [a b]", ran)
+	}
+	if !regexp.MustCompile(`(?s)a: start\n.*a: done in .*\n.*b: start\n$`).MatchString(log.String()) {
+		t.Errorf("progress:\n%s", log.String())
+	}
+	if out.Len() != 0 {
+		t.Errorf("RunEach wrote results: %q", out.String())
+	}
+}
