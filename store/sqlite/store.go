@@ -83,6 +83,11 @@ func (c Config) validate() error {
 }
 
 // Store is the SQLite engine. It is safe for concurrent use.
+//
+// Besides the methods listed with it, Store has every store.Store method
+// whose SQL both engines share (the reads and lists, snapshots, retention,
+// API keys, idempotency, routes and inbox reads), promoted from the
+// embedded sqlq.DB: see package store/sqlq.
 type Store struct {
 	queries // reads, retention and admin statements shared with store/postgres
 

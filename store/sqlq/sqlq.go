@@ -1,7 +1,7 @@
 // Package sqlq is the SQL that store/sqlite and store/postgres run alike:
 // column lists, row scanners, filter and keyset-cursor builders, and the
-// read, retention and admin statements, each written once with ?
-// placeholders. An engine adapts its driver to Querier (store/postgres
+// read, retention, admin, lease and migration code, each written once with
+// ? placeholders. An engine adapts its driver to Querier (store/postgres
 // turns ? into $n with Rebind) and tells DB how it starts a transaction;
 // what genuinely differs between the engines — connection setup, the
 // commit paths, prepared or array-bound writes — stays in the engine.

@@ -2,6 +2,7 @@ package sqlq
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -130,5 +131,37 @@ func TestOrNowAndNonNil(t *testing.T) {
 	}
 	if s := []string{"x"}; !slices.Equal(NonNilStrings(s), s) {
 		t.Error("NonNilStrings changed a non-nil slice")
+	}
+}
+
+// An engine embeds DB, so every exported method of DB becomes part of the
+// engine's API: each must be a store.Store method with the same signature.
+func TestDBMethodsAreStoreMethods(t *testing.T) {
+	t.Parallel()
+	iface := reflect.TypeFor[store.Store]()
+	db := reflect.TypeFor[DB]()
+	if db.NumMethod() == 0 {
+		t.Fatal("DB has no exported methods")
+	}
+	for i := range db.NumMethod() {
+		m := db.Method(i)
+		im, ok := iface.MethodByName(m.Name)
+		if !ok {
+			t.Errorf("DB.%s is not a store.Store method", m.Name)
+			continue
+		}
+		// m.Type has the receiver as its first input; im.Type does not.
+		got := m.Type
+		var in []reflect.Type
+		for j := 1; j < got.NumIn(); j++ {
+			in = append(in, got.In(j))
+		}
+		var out []reflect.Type
+		for j := range got.NumOut() {
+			out = append(out, got.Out(j))
+		}
+		if fn := reflect.FuncOf(in, out, got.IsVariadic()); fn != im.Type {
+			t.Errorf("DB.%s is %v, store.Store has %v", m.Name, fn, im.Type)
+		}
 	}
 }
