@@ -15,7 +15,7 @@ import (
 // AddSuppression creates or replaces a suppression (CreatedAt defaults to
 // now).
 func (s *Store) AddSuppression(ctx context.Context, sp store.Suppression) error {
-	if _, err := exec(ctx, s.pool, sqlSuppress, []string{sp.Number}, []string{sp.Reason}, []int64{store.Nanos(sqlq.OrNow(sp.CreatedAt, s.now()))}); err != nil {
+	if _, err := s.pool.Exec(ctx, sqlSuppress, []string{sp.Number}, []string{sp.Reason}, []int64{store.Nanos(sqlq.OrNow(sp.CreatedAt, s.now()))}); err != nil {
 		return fmt.Errorf("postgres: add suppression: %w", err)
 	}
 	return nil
@@ -23,7 +23,7 @@ func (s *Store) AddSuppression(ctx context.Context, sp store.Suppression) error 
 
 // RemoveSuppression deletes a suppression; a missing one is not an error.
 func (s *Store) RemoveSuppression(ctx context.Context, number string) error {
-	if _, err := exec(ctx, s.pool, sqlUnsuppress, []string{number}); err != nil {
+	if _, err := s.pool.Exec(ctx, sqlUnsuppress, []string{number}); err != nil {
 		return fmt.Errorf("postgres: remove suppression: %w", err)
 	}
 	return nil

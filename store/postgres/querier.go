@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/crewcast/crewcast/store/sqlq"
 )
@@ -13,6 +14,13 @@ import (
 // store/sqlite; embedded in Store under this unexported name, it adds
 // those methods and nothing else to Store's API.
 type queries = sqlq.DB
+
+// db is what both the pool and a transaction offer.
+type db interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
 
 // querier adapts the pool or a transaction to sqlq.Querier, rebinding the
 // shared statements' ? placeholders to $n.
