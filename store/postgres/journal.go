@@ -424,7 +424,7 @@ func (s *Store) prefetch(ctx context.Context, tx pgx.Tx, units []actor.Unit, eff
 		u := &units[i]
 		if sh := store.ShardOf(u.Key); !seenShard[sh] {
 			seenShard[sh] = true
-			if e := s.epochOf(sh); e != 0 {
+			if e := s.epochs.Of(sh); e != 0 {
 				shards = append(shards, int64(sh))
 				epochs = append(epochs, int64(e))
 			}

@@ -108,8 +108,9 @@ type Store struct {
 	// conflict handling exists for.
 	afterPrefetch func()
 
+	epochs sqlq.Epochs // the shard epochs this instance holds
+
 	mu     sync.Mutex
-	epochs [store.NumShards]uint64
 	closed bool
 }
 
@@ -234,16 +235,8 @@ func (s *Store) takeFreeShards(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
-	s.mu.Lock()
-	s.epochs = held
-	s.mu.Unlock()
+	s.epochs.SetAll(held)
 	return nil
-}
-
-func (s *Store) epochOf(shard int) uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.epochs[shard]
 }
 
 // TakeShard makes owner the holder of shard at the next epoch; this
@@ -254,9 +247,7 @@ func (s *Store) TakeShard(ctx context.Context, shard int, owner string) (uint64,
 	if err != nil {
 		return 0, fmt.Errorf("postgres: %w", err)
 	}
-	s.mu.Lock()
-	s.epochs[shard] = epoch
-	s.mu.Unlock()
+	s.epochs.Set(shard, epoch)
 	return epoch, nil
 }
 

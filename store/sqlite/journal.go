@@ -155,7 +155,7 @@ func (s *Store) commitUnits(ts *txStmts, units []actor.Unit, fenced map[int]bool
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return nil, fmt.Errorf("sqlite: commit: check lease: %w", err)
 			}
-			mine := s.epochOf(shard)
+			mine := s.epochs.Of(shard)
 			f = err != nil || mine == 0 || epoch != mine
 			fenced[shard] = f
 		}

@@ -99,8 +99,9 @@ type Store struct {
 
 	writes writeGroup // group commit of concurrent InsertInbox and Commit calls
 
+	epochs sqlq.Epochs // the shard epochs this instance holds
+
 	mu     sync.Mutex
-	epochs [store.NumShards]uint64 // epochs this instance holds; 0 = none
 	closed bool
 }
 
@@ -239,16 +240,8 @@ func (s *Store) takeFreeShards(ctx context.Context) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: take shards: %w", err)
 	}
-	s.mu.Lock()
-	s.epochs = held
-	s.mu.Unlock()
+	s.epochs.SetAll(held)
 	return nil
-}
-
-func (s *Store) epochOf(shard int) uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.epochs[shard]
 }
 
 // TakeShard makes owner the holder of shard at the next epoch; this
@@ -258,9 +251,7 @@ func (s *Store) TakeShard(ctx context.Context, shard int, owner string) (uint64,
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: %w", err)
 	}
-	s.mu.Lock()
-	s.epochs[shard] = epoch
-	s.mu.Unlock()
+	s.epochs.Set(shard, epoch)
 	return epoch, nil
 }
 

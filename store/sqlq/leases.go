@@ -3,6 +3,7 @@ package sqlq
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/crewcast/crewcast/store"
 )
@@ -41,4 +42,33 @@ func TakeShard(ctx context.Context, q Querier, shard int, owner string) (uint64,
 		return 0, fmt.Errorf("take shard %d: %w", shard, err)
 	}
 	return uint64(epoch), nil
+}
+
+// Epochs are the shard epochs one store instance holds (0: none), which
+// its commits check against the lease table. It is safe for concurrent
+// use; the zero value holds nothing.
+type Epochs struct {
+	mu   sync.Mutex
+	held [store.NumShards]uint64
+}
+
+// Of returns the epoch held for shard.
+func (e *Epochs) Of(shard int) uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.held[shard]
+}
+
+// Set records epoch as held for shard.
+func (e *Epochs) Set(shard int, epoch uint64) {
+	e.mu.Lock()
+	e.held[shard] = epoch
+	e.mu.Unlock()
+}
+
+// SetAll replaces every held epoch.
+func (e *Epochs) SetAll(held [store.NumShards]uint64) {
+	e.mu.Lock()
+	e.held = held
+	e.mu.Unlock()
 }

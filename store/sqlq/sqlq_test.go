@@ -165,3 +165,33 @@ func TestDBMethodsAreStoreMethods(t *testing.T) {
 		}
 	}
 }
+
+func TestEpochs(t *testing.T) {
+	t.Parallel()
+	var e Epochs
+	if got := e.Of(3); got != 0 {
+		t.Errorf("zero Epochs holds %d for shard 3", got)
+	}
+	e.Set(3, 7)
+	if got := e.Of(3); got != 7 {
+		t.Errorf("Of(3) after Set = %d, want 7", got)
+	}
+	var all [store.NumShards]uint64
+	all[0], all[store.NumShards-1] = 2, 5
+	e.SetAll(all)
+	if e.Of(0) != 2 || e.Of(3) != 0 || e.Of(store.NumShards-1) != 5 {
+		t.Errorf("after SetAll: %d %d %d, want 2 0 5", e.Of(0), e.Of(3), e.Of(store.NumShards-1))
+	}
+	// Readers and writers may run concurrently (checked under -race).
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 100 {
+			e.Set(i%store.NumShards, uint64(i))
+		}
+	}()
+	for i := range 100 {
+		_ = e.Of(i % store.NumShards)
+	}
+	<-done
+}
