@@ -177,7 +177,7 @@ func (s *Store) AckInbox(ctx context.Context, refs []store.InboxRef) error {
 
 // PutRoute creates or replaces a route.
 func (s *Store) PutRoute(ctx context.Context, r store.Route) error {
-	if _, err := s.st.putRoute.ExecContext(ctx, r.Key, r.Value, store.Nanos(r.ExpiresAt)); err != nil {
+	if _, err := s.st.putRoutes.byN[1].ExecContext(ctx, r.Key, r.Value, store.Nanos(r.ExpiresAt)); err != nil {
 		return fmt.Errorf("sqlite: put route: %w", err)
 	}
 	return nil

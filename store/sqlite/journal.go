@@ -15,11 +15,13 @@ import (
 
 // stmts are the writer's prepared statements for the hot write paths.
 type stmts struct {
-	fence, headSeq, insEvent, setReminder, delReminder            *sql.Stmt
-	upGroup, upDelivery, ackInbox, putRoute, suppress, unsuppress *sql.Stmt
-	insReply, idemExists, insIdem, insInbox                       *sql.Stmt
-	savepoint, release, rollbackTo                                *sql.Stmt
-	all                                                           []*sql.Stmt
+	fence, headSeq, delReminder             *sql.Stmt
+	upGroup, ackInbox, suppress, unsuppress *sql.Stmt
+	insReply, idemExists, insIdem, insInbox *sql.Stmt
+	savepoint, release, rollbackTo          *sql.Stmt
+	// Multi-row forms of the writes a commit makes many of.
+	insEvents, setReminders, upDeliveries, putRoutes *rowsStmt
+	all                                              []*sql.Stmt
 }
 
 const (
@@ -28,9 +30,9 @@ const (
 		ON CONFLICT (id) DO UPDATE SET status = excluded.status, from_number = excluded.from_number,
 		mode = excluded.mode, text = excluded.text, pause_reason = excluded.pause_reason,
 		created_at = excluded.created_at, updated_at = excluded.updated_at, counts = excluded.counts, seq = excluded.seq`
-	sqlUpDelivery = `INSERT INTO deliveries (group_id, number, name, status, attempts, provider_message_id, error_code,
-		error_class, claimed_at, sent_at, delivered_at, failed_at, replied_at, ack, last_reply, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	sqlUpDeliveryHead = `INSERT INTO deliveries (group_id, number, name, status, attempts, provider_message_id, error_code,
+		error_class, claimed_at, sent_at, delivered_at, failed_at, replied_at, ack, last_reply, updated_at) VALUES `
+	sqlUpDeliveryTail = `
 		ON CONFLICT (group_id, number) DO UPDATE SET name = excluded.name, status = excluded.status,
 		attempts = excluded.attempts, provider_message_id = excluded.provider_message_id,
 		error_code = excluded.error_code, error_class = excluded.error_class, claimed_at = excluded.claimed_at,
@@ -41,8 +43,6 @@ const (
 	// does not move the entry's purge horizon.
 	sqlAckInbox = `UPDATE inbox SET processed_at = CASE WHEN processed_at = 0 THEN ? ELSE processed_at END,
 		target = CASE WHEN ? <> '' THEN ? ELSE target END WHERE provider = ? AND event_id = ?`
-	sqlPutRoute = `INSERT INTO routes (key, value, expires_at) VALUES (?, ?, ?)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at`
 	sqlSuppress = `INSERT INTO suppressions (number, reason, created_at) VALUES (?, ?, ?)
 		ON CONFLICT (number) DO UPDATE SET reason = excluded.reason, created_at = excluded.created_at`
 	sqlInsReply = `INSERT INTO replies (provider, event_id, group_id, number, to_number, text, media, received_at)
@@ -58,14 +58,9 @@ func (st *stmts) prepare(ctx context.Context, db *sql.DB) error {
 	}{
 		{&st.fence, `SELECT epoch FROM shard_leases WHERE shard = ?`},
 		{&st.headSeq, `SELECT COALESCE(MAX(seq), 0) FROM journal WHERE key = ?`},
-		{&st.insEvent, `INSERT INTO journal (key, seq, type, data, time) VALUES (?, ?, ?, ?, ?)`},
-		{&st.setReminder, `INSERT INTO reminders (key, name, due) VALUES (?, ?, ?)
-			ON CONFLICT (key, name) DO UPDATE SET due = excluded.due`},
 		{&st.delReminder, `DELETE FROM reminders WHERE key = ? AND name = ?`},
 		{&st.upGroup, sqlUpGroup},
-		{&st.upDelivery, sqlUpDelivery},
 		{&st.ackInbox, sqlAckInbox},
-		{&st.putRoute, sqlPutRoute},
 		{&st.suppress, sqlSuppress},
 		{&st.unsuppress, `DELETE FROM suppressions WHERE number = ?`},
 		{&st.insReply, sqlInsReply},
@@ -83,6 +78,17 @@ func (st *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		}
 		*p.dst = s
 		st.all = append(st.all, s)
+	}
+	st.insEvents = newRowsStmt(`INSERT INTO journal (key, seq, type, data, time) VALUES `, `(?, ?, ?, ?, ?)`, ``)
+	st.setReminders = newRowsStmt(`INSERT INTO reminders (key, name, due) VALUES `, `(?, ?, ?)`,
+		` ON CONFLICT (key, name) DO UPDATE SET due = excluded.due`)
+	st.upDeliveries = newRowsStmt(sqlUpDeliveryHead, `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, sqlUpDeliveryTail)
+	st.putRoutes = newRowsStmt(`INSERT INTO routes (key, value, expires_at) VALUES `, `(?, ?, ?)`,
+		` ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at`)
+	for _, r := range []*rowsStmt{st.insEvents, st.setReminders, st.upDeliveries, st.putRoutes} {
+		if err := r.prepare(ctx, db, &st.all); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -220,6 +226,7 @@ func (s *Store) checkUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects) (ue
 // applyUnit writes one checked unit.
 func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, now time.Time) (uerr, err error) {
 	wrap := func(what string, err error) error { return fmt.Errorf("sqlite: commit: %s: %w", what, err) }
+	args := make([]any, 0, 5*len(u.Events))
 	for j, ev := range u.Events {
 		t := ev.Time
 		if t.IsZero() {
@@ -229,19 +236,29 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, now
 		if data == nil {
 			data = []byte{}
 		}
-		if _, err := ts.exec(s.st.insEvent, u.Key, u.ExpectSeq+uint64(j)+1, ev.Type, data, store.Nanos(t)); err != nil {
-			return nil, wrap("append", err)
-		}
+		args = append(args, u.Key, int64(u.ExpectSeq+uint64(j)+1), ev.Type, data, store.Nanos(t))
 	}
+	if err := s.st.insEvents.exec(ts, args); err != nil {
+		return nil, wrap("append", err)
+	}
+	// Reminder changes keep their order: consecutive sets go together,
+	// a delete flushes the sets before it.
+	args = args[:0]
 	for _, r := range u.Reminders {
-		if r.Delete {
-			_, err = ts.exec(s.st.delReminder, u.Key, r.Name)
-		} else {
-			_, err = ts.exec(s.st.setReminder, u.Key, r.Name, store.Nanos(r.Due))
+		if !r.Delete {
+			args = append(args, u.Key, r.Name, store.Nanos(r.Due))
+			continue
 		}
-		if err != nil {
+		if err := s.st.setReminders.exec(ts, args); err != nil {
 			return nil, wrap("reminder", err)
 		}
+		args = args[:0]
+		if _, err := ts.exec(s.st.delReminder, u.Key, r.Name); err != nil {
+			return nil, wrap("reminder", err)
+		}
+	}
+	if err := s.st.setReminders.exec(ts, args); err != nil {
+		return nil, wrap("reminder", err)
 	}
 	for _, e := range effs {
 		if g := e.Group; g != nil {
@@ -254,24 +271,28 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, now
 				return nil, wrap("group", err)
 			}
 		}
+		args = args[:0]
 		for k := range e.Deliveries {
 			d := &e.Deliveries[k]
-			if _, err := ts.exec(s.st.upDelivery, d.GroupID, d.Number, d.Name, string(d.Status), d.Attempts,
+			args = append(args, d.GroupID, d.Number, d.Name, string(d.Status), d.Attempts,
 				d.ProviderMessageID, d.ErrorCode, string(d.ErrorClass), store.Nanos(d.ClaimedAt), store.Nanos(d.SentAt),
 				store.Nanos(d.DeliveredAt), store.Nanos(d.FailedAt), store.Nanos(d.RepliedAt), string(d.Ack),
-				d.LastReply, store.Nanos(d.UpdatedAt)); err != nil {
-				return nil, wrap("delivery", err)
-			}
+				d.LastReply, store.Nanos(d.UpdatedAt))
+		}
+		if err := s.st.upDeliveries.exec(ts, args); err != nil {
+			return nil, wrap("delivery", err)
 		}
 		for _, ref := range e.InboxDone {
 			if _, err := ts.exec(s.st.ackInbox, store.Nanos(now), ref.Target, ref.Target, ref.Provider, ref.EventID); err != nil {
 				return nil, wrap("inbox ack", err)
 			}
 		}
+		args = args[:0]
 		for _, r := range e.Routes {
-			if _, err := ts.exec(s.st.putRoute, r.Key, r.Value, store.Nanos(r.ExpiresAt)); err != nil {
-				return nil, wrap("route", err)
-			}
+			args = append(args, r.Key, r.Value, store.Nanos(r.ExpiresAt))
+		}
+		if err := s.st.putRoutes.exec(ts, args); err != nil {
+			return nil, wrap("route", err)
 		}
 		for _, sp := range e.Suppress {
 			if _, err := ts.exec(s.st.suppress, sp.Number, sp.Reason, store.Nanos(sqlq.OrNow(sp.CreatedAt, now))); err != nil {
@@ -316,7 +337,7 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, now
 
 // SetReminder creates or moves the reminder (Key, Name).
 func (s *Store) SetReminder(ctx context.Context, r actor.Reminder) error {
-	if _, err := s.st.setReminder.ExecContext(ctx, r.Key, r.Name, store.Nanos(r.Due)); err != nil {
+	if _, err := s.st.setReminders.byN[1].ExecContext(ctx, r.Key, r.Name, store.Nanos(r.Due)); err != nil {
 		return fmt.Errorf("sqlite: set reminder: %w", err)
 	}
 	return nil
