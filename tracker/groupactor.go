@@ -122,6 +122,13 @@ func (a *groupActor) load(c *actor.Context[groupMsg]) error {
 			return err
 		}
 	}
+	if a.g.Status == crewcast.GroupComplete && a.seq != a.snapSeq {
+		// Completed, but the final snapshot was lost (a crash right after
+		// the completing commit): take it now.
+		if err := a.snapshot(c); err != nil {
+			c.Logger().Warn("final snapshot failed", "err", err)
+		}
+	}
 	a.kickSoon(c)
 	a.t.mu.Lock()
 	w := a.t.work[a.key]
