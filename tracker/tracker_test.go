@@ -590,3 +590,55 @@ func TestCommitFailureReloadsWithBackoffAndLosesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletedGroupGetsItsFinalSnapshot: a group completes with a final
+// snapshot; if that snapshot is lost (a crash right after the completing
+// commit), the next activation takes it.
+func TestCompletedGroupGetsItsFinalSnapshot(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	id := e.create(2, crewcast.ModeIndividual)
+	_, rows := e.waitGroup(id, "sent", allStatus(crewcast.StatusSent))
+	for i, d := range rows {
+		if _, err := e.tr.Ingest(ctx, []crewcast.Event{statusEvent(fmt.Sprintf("fin-%d", i), d, crewcast.StatusDelivered)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, _ := e.waitGroup(id, "complete", func(g store.GroupRow, _ []store.DeliveryRow) bool { return g.Status == crewcast.GroupComplete })
+	// A barrier: the refused command is handled after the completing turn,
+	// snapshot included.
+	if err := e.tr.Cancel(ctx, id, "op"); !errors.Is(err, group.ErrState) {
+		t.Fatalf("cancel of a complete group: %v", err)
+	}
+	snap, err := e.st.LoadSnapshot(ctx, id)
+	if err != nil || snap.Seq != g.Seq {
+		t.Fatalf("final snapshot at seq %d (err %v), journal at %d", snap.Seq, err, g.Seq)
+	}
+	if err := e.st.DeleteSnapshot(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	// A fresh process activates the group (a refused command will do).
+	st2 := openStore(t, e.path, e.clk.Now)
+	defer st2.Close()
+	tr2, err := New(Config{Store: st2, Provider: &fakeProvider{}, Clock: e.clk, SweepInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := tr2.Stop(sctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	if err := tr2.Cancel(ctx, id, "op"); !errors.Is(err, group.ErrState) {
+		t.Fatalf("cancel of a complete group: %v", err)
+	}
+	snap, err = st2.LoadSnapshot(ctx, id)
+	if err != nil || snap.Seq != g.Seq {
+		t.Fatalf("after activation: snapshot at seq %d (err %v), want %d", snap.Seq, err, g.Seq)
+	}
+}
