@@ -150,8 +150,10 @@ func TestDeadLettersOnFullMailbox(t *testing.T) {
 	r, _ := Spawn(sys, "small", newCounter, WithMailboxSize(3))
 	release := blockActor(t, r) // holds one of the three slots
 	ctx := WithTraceID(context.Background(), "t-accepted")
-	if !r.TellCtx(ctx, cmsg{add: 1}) || !r.TellCtx(ctx, cmsg{add: 1}) {
-		t.Fatal("messages within the bound were refused")
+	for i := range 2 {
+		if !r.TellCtx(ctx, cmsg{add: 1}) {
+			t.Fatalf("message %d within the bound was refused", i+1)
+		}
 	}
 	for i := 0; i < 10; i++ {
 		tctx := WithTraceID(context.Background(), "t-"+string(rune('a'+i)))

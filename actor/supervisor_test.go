@@ -114,7 +114,6 @@ func TestRestartPolicyLimits(t *testing.T) {
 type stateful struct {
 	id    int
 	count int
-	out   chan<- [2]int // {instance id, count}
 }
 
 type smsg struct {

@@ -448,8 +448,7 @@ func (f failingJournal) Load(ctx context.Context, key string, after uint64, fn f
 // reconnects with Last-Event-ID) and leaks no internal text.
 func TestStreamStoreFailure(t *testing.T) {
 	fail := make(chan struct{})
-	var e *env
-	e = newEnv(t, func(c *Config) { c.Store = failingJournal{Store: c.Store, failLoad: fail} })
+	e := newEnv(t, func(c *Config) { c.Store = failingJournal{Store: c.Store, failLoad: fail} })
 	id := e.createGroup("+15550100001")
 	c := e.openStream("/v1/groups/"+id+"/stream", "", "read")
 	c.nextChange()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -407,11 +406,4 @@ func (u *unmatchedLog) record(ctx context.Context, ref store.InboxRef, events []
 	u.seq += uint64(len(unit.Events))
 	t.hub.Publish(Change{GroupID: unmatchedKey, Seq: u.seq})
 	return nil
-}
-
-// sortedCopy returns a sorted copy of s.
-func sortedCopy(s []string) []string {
-	out := append([]string(nil), s...)
-	sort.Strings(out)
-	return out
 }

@@ -66,7 +66,6 @@ type pool struct {
 	sends   []sendJob
 	lookups []lookupJob
 	closed  bool
-	running int
 	wg      sync.WaitGroup
 }
 

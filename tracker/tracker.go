@@ -269,13 +269,15 @@ func (t *Tracker) Start(ctx context.Context) error {
 // not sent, commits every outcome, and passivates the group actors — all
 // within ctx's deadline. It reports an error when that was not clean.
 func (t *Tracker) Stop(ctx context.Context) error {
-	if !t.started || t.closing.Swap(true) {
+	// closing flips under t.mu, where adoptParked checks it before
+	// registering with t.wg: every adoption either registered before this
+	// point (and wg.Wait below waits for it) or sees closing and stays out.
+	t.mu.Lock()
+	already := t.closing.Swap(true)
+	t.mu.Unlock()
+	if !t.started || already {
 		return nil
 	}
-	// A barrier: an adoption that checked closing before the swap has
-	// registered with t.wg by now, so wg.Wait below waits for it.
-	t.mu.Lock()
-	t.mu.Unlock()
 	close(t.stop)
 	t.pool.close()
 	var errs []error

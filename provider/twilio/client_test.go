@@ -307,10 +307,6 @@ func TestSendErrorResponses(t *testing.T) {
 	}
 }
 
-func itoa(n int) string {
-	return string(rune('0'+n/10000%10)) + string(rune('0'+n/1000%10)) + string(rune('0'+n/100%10)) + string(rune('0'+n/10%10)) + string(rune('0'+n%10))
-}
-
 func TestSendTransportErrors(t *testing.T) {
 	t.Run("connection refused is not sent", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -211,19 +211,6 @@ func (s simAPI) ledger(ctx context.Context) ([]ledgerSend, error) {
 	return l.Sends, err
 }
 
-// duplicates is GET /sim/ledger/duplicates, the simulator's own count.
-func (s simAPI) duplicates(ctx context.Context) (int, error) {
-	var d struct {
-		Duplicates []struct {
-			Count int `json:"count"`
-		} `json:"duplicates"`
-	}
-	if _, err := doJSON(ctx, http.MethodGet, s.base+"/sim/ledger/duplicates", "", nil, &d); err != nil {
-		return 0, err
-	}
-	return len(d.Duplicates), nil
-}
-
 // setFaults applies the given knobs over the current ones.
 func (s simAPI) setFaults(ctx context.Context, knobs map[string]any) error {
 	_, err := doJSON(ctx, http.MethodPost, s.base+"/sim/faults", "", knobs, nil)

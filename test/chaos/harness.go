@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -542,6 +541,3 @@ func statusCounts(gs []groupView) string {
 	}
 	return b.String()
 }
-
-// errNotRun marks a scenario this machine cannot run.
-var errNotRun = errors.New("not run")
