@@ -50,6 +50,8 @@ type Created struct {
 	At         time.Time     `json:"at"`
 	Settings   Settings      `json:"settings"`
 	Recipients []RosterEntry `json:"recipients"`
+	// By names who created the group (an API key id), for the audit trail.
+	By string `json:"by,omitempty"`
 }
 
 // Send is one provider call: one recipient in individual mode, the whole

@@ -355,7 +355,9 @@ func (a *groupActor) create(c *actor.Context[groupMsg], m msgCreate) error {
 	a.statuses = make([]crewcast.Status, len(m.created.Recipients))
 	a.rem = map[string]time.Time{}
 	a.looking = map[int]bool{}
-	a.emit(m.created)
+	created := m.created
+	created.By = m.by
+	a.emit(created)
 	a.eff.Idempotency = m.idem
 	if a.g.Mode == crewcast.ModeGroupMMS {
 		a.addRoute(threadKey(a.g.From, numbersOf(a.g.Recipients)), 0)

@@ -2,6 +2,7 @@ package tracker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -243,9 +244,19 @@ func TestIdempotencyKey(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	req := group.Request{From: from, To: nums(2), Text: "hi"}
-	id1, c1, err := e.tr.Create(ctx, req, CreateOptions{IdempotencyKey: "k1"})
+	id1, c1, err := e.tr.Create(ctx, req, CreateOptions{IdempotencyKey: "k1", By: "key_ops"})
 	if err != nil || !c1 {
 		t.Fatal(err)
+	}
+	// Who created the group is in the audit trail.
+	var created group.Created
+	if err := e.st.Load(ctx, id1, 0, func(ev actor.Event) error {
+		if ev.Type == group.TypeCreated {
+			return json.Unmarshal(ev.Data, &created)
+		}
+		return nil
+	}); err != nil || created.By != "key_ops" {
+		t.Fatalf("group.created by %q (%v), want key_ops", created.By, err)
 	}
 	id2, c2, err := e.tr.Create(ctx, req, CreateOptions{IdempotencyKey: "k1"})
 	if err != nil || c2 || id2 != id1 {
