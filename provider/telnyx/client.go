@@ -29,15 +29,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/provider/apicall"
 )
 
 // ProviderName is the name this adapter reports in Events and SendErrors.
@@ -53,10 +52,6 @@ const DefaultTolerance = 300 * time.Second
 // DefaultTimeout bounds one API call when Config.HTTPClient is nil, so a
 // hung connection cannot hold a claimed recipient forever.
 const DefaultTimeout = 30 * time.Second
-
-// maxResponseBytes caps how much of an API response is read; a Telnyx
-// message object is a few kilobytes.
-const maxResponseBytes = 1 << 20
 
 // maxRetryAfter caps a provider-supplied wait so a silly header cannot
 // park a recipient for days.
@@ -352,11 +347,7 @@ func (c *Client) call(ctx context.Context, op, method, path string, body []byte,
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	// connected records whether a connection was obtained: without one not
-	// a byte reached Telnyx, so the send certainly did not happen.
-	var connected atomic.Bool
-	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), method, c.base+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return nil, c.invalid("build request: %v", err)
 	}
@@ -366,29 +357,17 @@ func (c *Client) call(ctx context.Context, op, method, path string, body []byte,
 	req.Header.Set("User-Agent", "crewcast")
 
 	start := c.now()
-	resp, err := c.http.Do(req)
-	if err != nil {
-		class := crewcast.ClassUncertain
-		if !connected.Load() {
-			class = crewcast.ClassNotSent
-		}
-		c.log.DebugContext(ctx, "telnyx request failed", "op", op, "class", class, "connected", connected.Load())
-		return nil, &crewcast.SendError{Provider: ProviderName, Class: class, Err: err}
+	resp, err := apicall.Do(c.http, ProviderName, req)
+	if err != nil && resp.Status == 0 {
+		c.log.DebugContext(ctx, "telnyx request failed", "op", op, "class", crewcast.ClassOf(err))
+		return nil, err
 	}
-	defer resp.Body.Close()
-	raw, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
-	c.log.DebugContext(ctx, "telnyx request", "op", op, "http_status", resp.StatusCode,
+	c.log.DebugContext(ctx, "telnyx request", "op", op, "http_status", resp.Status,
 		"duration", c.now().Sub(start), "request_id", resp.Header.Get("X-Request-Id"))
-	if readErr == nil && len(raw) > maxResponseBytes {
-		readErr = fmt.Errorf("response larger than %d bytes", maxResponseBytes)
+	if err != nil {
+		return nil, err
 	}
-	if readErr != nil {
-		// The status line arrived, so the request was received; without
-		// the body we cannot know what Telnyx did with it.
-		return nil, &crewcast.SendError{Provider: ProviderName, HTTPStatus: resp.StatusCode,
-			Class: crewcast.ClassUncertain, Err: fmt.Errorf("read response: %w", readErr)}
-	}
-	return interpretResponse(resp.StatusCode, resp.Header, raw, c.now())
+	return interpretResponse(resp.Status, resp.Header, resp.Body, c.now())
 }
 
 // interpretResponse turns one API answer into the message it carries or a

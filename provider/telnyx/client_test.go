@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/provider/apicall"
 )
 
 // recorded is one request as the fake API saw it.
@@ -430,7 +431,7 @@ func TestSendTransportErrors(t *testing.T) {
 	t.Run("oversized success body is uncertain", func(t *testing.T) {
 		api := newFakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(200)
-			io.WriteString(w, `{"data":{"id":"x","text":"`+strings.Repeat("a", maxResponseBytes)+`"}}`)
+			io.WriteString(w, `{"data":{"id":"x","text":"`+strings.Repeat("a", apicall.MaxResponseBytes)+`"}}`)
 		})
 		c := newTestClient(t, api.srv.URL, nil)
 		_, err := c.Send(context.Background(), req)

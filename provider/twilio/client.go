@@ -26,14 +26,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/provider/apicall"
 )
 
 // ProviderName is the name this adapter reports in Events and SendErrors.
@@ -55,9 +54,6 @@ const MaxMedia = 10
 // the header some third-party clients send, and the one the simulator is
 // expected to honour.
 const IdempotencyHeader = "I-Twilio-Idempotency-Token"
-
-// maxResponseBytes caps how much of an API response is read.
-const maxResponseBytes = 1 << 20
 
 // maxRetryAfter caps a provider-supplied wait.
 const maxRetryAfter = 24 * time.Hour
@@ -264,11 +260,7 @@ func (c *Client) call(ctx context.Context, op, method, path string, body []byte,
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	// connected records whether a connection was obtained: without one not
-	// a byte reached Twilio, so the send certainly did not happen.
-	var connected atomic.Bool
-	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), method, c.base+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return nil, invalid("build request: %v", err)
 	}
@@ -278,27 +270,17 @@ func (c *Client) call(ctx context.Context, op, method, path string, body []byte,
 	req.Header.Set("User-Agent", "crewcast")
 
 	start := c.now()
-	resp, err := c.http.Do(req)
-	if err != nil {
-		class := crewcast.ClassUncertain
-		if !connected.Load() {
-			class = crewcast.ClassNotSent
-		}
-		c.log.DebugContext(ctx, "twilio request failed", "op", op, "class", class, "connected", connected.Load())
-		return nil, &crewcast.SendError{Provider: ProviderName, Class: class, Err: err}
+	resp, err := apicall.Do(c.http, ProviderName, req)
+	if err != nil && resp.Status == 0 {
+		c.log.DebugContext(ctx, "twilio request failed", "op", op, "class", crewcast.ClassOf(err))
+		return nil, err
 	}
-	defer resp.Body.Close()
-	raw, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
-	c.log.DebugContext(ctx, "twilio request", "op", op, "http_status", resp.StatusCode,
+	c.log.DebugContext(ctx, "twilio request", "op", op, "http_status", resp.Status,
 		"duration", c.now().Sub(start), "request_id", resp.Header.Get("Twilio-Request-Id"))
-	if readErr == nil && len(raw) > maxResponseBytes {
-		readErr = fmt.Errorf("response larger than %d bytes", maxResponseBytes)
+	if err != nil {
+		return nil, err
 	}
-	if readErr != nil {
-		return nil, &crewcast.SendError{Provider: ProviderName, HTTPStatus: resp.StatusCode,
-			Class: crewcast.ClassUncertain, Err: fmt.Errorf("read response: %w", readErr)}
-	}
-	return interpretResponse(resp.StatusCode, resp.Header, raw, c.now())
+	return interpretResponse(resp.Status, resp.Header, resp.Body, c.now())
 }
 
 // interpretResponse turns one API answer into the message it carries or a
