@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
@@ -20,30 +18,9 @@ import (
 	"github.com/crewcast/crewcast/store/storetest"
 )
 
-// Benchmark figures, printed once each by TestMain as RESULT lines.
-var (
-	resultsMu sync.Mutex
-	results   = map[string]string{}
-)
-
-func record(name string, perSec float64, unit string) {
-	resultsMu.Lock()
-	defer resultsMu.Unlock()
-	results[name] = fmt.Sprintf("RESULT %s %.0f %s", name, perSec, unit)
-}
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	resultsMu.Lock()
-	names := make([]string, 0, len(results))
-	for n := range results {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		fmt.Println(results[n])
-	}
-	resultsMu.Unlock()
+	storetest.PrintResults(os.Stdout)
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
@@ -255,109 +232,16 @@ func benchStore(b *testing.B) *Store {
 	return s
 }
 
-func inboxEntries(prefix string, n int) []store.InboxEntry {
-	out := make([]store.InboxEntry, n)
-	for i := range out {
-		out[i] = store.InboxEntry{Provider: "telnyx", EventID: fmt.Sprintf("%s-%d", prefix, i), MessageID: "m",
-			Payload: []byte(`{"kind":"status","status":"delivered","to":"+15550100001"}`)}
-	}
-	return out
-}
+// BenchmarkInboxSingle is the naive baseline: one transaction per event.
+func BenchmarkInboxSingle(b *testing.B) { storetest.BenchInboxSingle(b, benchStore(b)) }
 
-// BenchmarkInboxSingle is the naive baseline: one transaction (one fsync)
-// per webhook event.
-func BenchmarkInboxSingle(b *testing.B) {
-	s := benchStore(b)
-	ctx := context.Background()
-	entries := inboxEntries("single", b.N)
-	b.ResetTimer()
-	start := time.Now()
-	for i := range b.N {
-		if _, err := s.InsertInbox(ctx, entries[i:i+1]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	el := time.Since(start)
-	b.ReportMetric(float64(b.N)/el.Seconds(), "events/s")
-	record("store_sqlite_inbox_single", float64(b.N)/el.Seconds(), "events/s")
-}
-
-// BenchmarkInboxBatched inserts events 256 per call from 4 concurrent
-// callers.
+// BenchmarkInboxBatched inserts events 256 per call from 4 callers.
 func BenchmarkInboxBatched(b *testing.B) {
-	s := benchStore(b)
-	ctx := context.Background()
-	const batch, callers = 256, 4
-	entries := inboxEntries("batched", b.N)
-	b.ResetTimer()
-	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make([]error, callers)
-	for c := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for lo := c * batch; lo < len(entries); lo += callers * batch {
-				if _, err := s.InsertInbox(ctx, entries[lo:min(lo+batch, len(entries))]); err != nil {
-					errs[c] = err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	el := time.Since(start)
-	if err := errors.Join(errs...); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportMetric(float64(b.N)/el.Seconds(), "events/s")
-	record("store_sqlite_inbox_batched", float64(b.N)/el.Seconds(), "events/s")
+	storetest.BenchInboxBatched(b, benchStore(b), "inbox_batched", 256, 4)
 }
 
-// BenchmarkCommitBatched commits units of one journal event, a group
-// upsert, a delivery upsert and an inbox ack, 500 units per Commit.
-func BenchmarkCommitBatched(b *testing.B) {
-	s := benchStore(b)
-	ctx := context.Background()
-	const batch, groups = 500, 100
-	entries := inboxEntries("commit", b.N)
-	for lo := 0; lo < len(entries); lo += 1000 {
-		if _, err := s.InsertInbox(ctx, entries[lo:min(lo+1000, len(entries))]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	seqs := make([]uint64, groups)
-	b.ResetTimer()
-	start := time.Now()
-	for lo := 0; lo < b.N; lo += batch {
-		units := make([]actor.Unit, 0, batch)
-		for i := lo; i < min(lo+batch, b.N); i++ {
-			g := i % groups
-			key := fmt.Sprintf("bench-g%d", g)
-			units = append(units, actor.Unit{Key: key, ExpectSeq: seqs[g],
-				Events: []actor.Event{{Type: "recipient.delivered", Data: []byte(`{"number":"+15550100001"}`)}},
-				Effects: []any{&store.Effects{
-					Group: &store.GroupRow{ID: key, Status: "sending", Counts: map[string]int{"delivered": i}, Seq: seqs[g] + 1},
-					Deliveries: []store.DeliveryRow{{GroupID: key, Number: fmt.Sprintf("+1555%07d", i), Status: "delivered",
-						Attempts: 1, SentAt: time.Unix(1, 0), DeliveredAt: time.Unix(2, 0), UpdatedAt: time.Unix(2, 0)}},
-					InboxDone: []store.InboxRef{{Provider: "telnyx", EventID: entries[i].EventID, Target: key}},
-				}}})
-			seqs[g]++
-		}
-		res, err := s.Commit(ctx, units)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, r := range res {
-			if r != nil {
-				b.Fatal(r)
-			}
-		}
-	}
-	el := time.Since(start)
-	b.ReportMetric(float64(b.N)/el.Seconds(), "units/s")
-	record("store_sqlite_commit_batched", float64(b.N)/el.Seconds(), "units/s")
-}
+// BenchmarkCommitBatched: 500 units per Commit (see storetest).
+func BenchmarkCommitBatched(b *testing.B) { storetest.BenchCommitBatched(b, benchStore(b)) }
 
 // TestInboxGroupCommit: calls that arrive while a round is in progress
 // share the next round's transaction, and each gets its own answers.
@@ -426,31 +310,5 @@ func TestInboxGroupCommit(t *testing.T) {
 // BenchmarkInboxConcurrentSingle is the webhook shape: one event per call,
 // 32 callers at once, sharing transactions through the group commit.
 func BenchmarkInboxConcurrentSingle(b *testing.B) {
-	s := benchStore(b)
-	ctx := context.Background()
-	const callers = 32
-	entries := inboxEntries("concurrent", b.N)
-	b.ResetTimer()
-	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make([]error, callers)
-	for c := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := c; i < len(entries); i += callers {
-				if _, err := s.InsertInbox(ctx, entries[i:i+1]); err != nil {
-					errs[c] = err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	el := time.Since(start)
-	if err := errors.Join(errs...); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportMetric(float64(b.N)/el.Seconds(), "events/s")
-	record("store_sqlite_inbox_concurrent_single", float64(b.N)/el.Seconds(), "events/s")
+	storetest.BenchInboxBatched(b, benchStore(b), "inbox_concurrent_single", 1, 32)
 }
