@@ -169,8 +169,16 @@ func (t *Tracker) routeEntry(ctx context.Context, ref store.InboxRef, events []c
 	if ev.GroupMessageID != "" {
 		keys = append(keys, msgKey(ev.Provider, ev.GroupMessageID))
 	}
-	// Mark the message id parked before looking for its route: a send
-	// result committing in between then finds the mark and adopts it.
+	// Most webhooks are for messages whose route is already cached.
+	for _, k := range keys {
+		if id, ok := t.routes.get(k); ok {
+			t.deliver(id, routed{ref: ref, events: events})
+			return nil
+		}
+	}
+	// Mark the message id parked before looking for its route in the
+	// store: a send result committing in between then finds the mark and
+	// adopts it.
 	t.mu.Lock()
 	t.parked[keys[0]] = struct{}{}
 	t.mu.Unlock()
