@@ -113,7 +113,7 @@ type Client struct {
 	webhookURL  string
 	failoverURL string
 	sendIdemKey bool
-	publicKey   ed25519.PublicKey
+	verifier    *Verifier
 	tolerance   time.Duration
 	http        *http.Client
 	now         func() time.Time
@@ -128,6 +128,10 @@ func New(cfg Config) (*Client, error) {
 		return nil, errors.New("telnyx: APIKey is required")
 	}
 	pub, err := ParsePublicKey(cfg.PublicKey)
+	if err != nil {
+		return nil, fmt.Errorf("telnyx: PublicKey: %w", err)
+	}
+	verifier, err := NewVerifier(pub)
 	if err != nil {
 		return nil, fmt.Errorf("telnyx: PublicKey: %w", err)
 	}
@@ -156,7 +160,7 @@ func New(cfg Config) (*Client, error) {
 		webhookURL:  cfg.WebhookURL,
 		failoverURL: cfg.WebhookFailoverURL,
 		sendIdemKey: cfg.SendIdempotencyKey,
-		publicKey:   pub,
+		verifier:    verifier,
 		tolerance:   cfg.Tolerance,
 		now:         cfg.Now,
 		log:         cfg.Logger,

@@ -16,18 +16,26 @@ const (
 	EventMessageReceived  = "message.received"
 )
 
-// envelope is a Telnyx webhook: {"data":{...},"meta":{...}}.
+// envelope is a Telnyx webhook: {"data":{...},"meta":{...}}, decoded in
+// one pass with data.payload as a message.
 type envelope struct {
 	Data *struct {
-		ID         flexString      `json:"id"`
-		EventType  flexString      `json:"event_type"`
-		OccurredAt flexString      `json:"occurred_at"`
-		Payload    json.RawMessage `json:"payload"` // decoded only for the events we track
-
+		ID         flexString `json:"id"`
+		EventType  flexString `json:"event_type"`
+		OccurredAt flexString `json:"occurred_at"`
+		Payload    *message   `json:"payload"`
 	} `json:"data"`
 	Meta *struct {
 		Attempt flexInt `json:"attempt"`
 	} `json:"meta"`
+}
+
+// eventTypeOnly reads just data.event_type, for bodies whose payload is
+// not a message: events crewcast does not track may carry any payload.
+type eventTypeOnly struct {
+	Data *struct {
+		EventType flexString `json:"event_type"`
+	} `json:"data"`
 }
 
 // ParseWebhook verifies req's signature with the configured public key and
@@ -46,7 +54,7 @@ type envelope struct {
 // decoded; a body that verifies but cannot be read wraps
 // crewcast.ErrMalformed.
 func (c *Client) ParseWebhook(req crewcast.WebhookRequest) ([]crewcast.Event, error) {
-	if err := Verify(c.publicKey, req.Header, req.Body, c.now(), c.tolerance); err != nil {
+	if err := c.verifier.Verify(req.Header, req.Body, c.now(), c.tolerance); err != nil {
 		return nil, err
 	}
 	return parseEvents(req.Body)
@@ -56,7 +64,20 @@ func (c *Client) ParseWebhook(req crewcast.WebhookRequest) ([]crewcast.Event, er
 func parseEvents(body []byte) ([]crewcast.Event, error) {
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {
-		return nil, malformed("decode: %v", err)
+		// Either not JSON, or a payload that is not a message: only an
+		// error when the event type is one we track.
+		var only eventTypeOnly
+		if err2 := json.Unmarshal(body, &only); err2 != nil {
+			return nil, malformed("decode: %v", err2)
+		}
+		if only.Data == nil || only.Data.EventType == "" {
+			return nil, malformed("no data.event_type")
+		}
+		switch only.Data.EventType {
+		case EventMessageSent, EventMessageFinalized, EventMessageReceived:
+			return nil, malformed("decode payload: %v", err)
+		}
+		return nil, nil
 	}
 	if env.Data == nil || env.Data.EventType == "" {
 		return nil, malformed("no data.event_type")
@@ -76,12 +97,7 @@ func parseEvents(body []byte) ([]crewcast.Event, error) {
 	if d.ID == "" {
 		return nil, malformed("%s without data.id", d.EventType)
 	}
-	var p *message
-	if len(d.Payload) > 0 {
-		if err := json.Unmarshal(d.Payload, &p); err != nil {
-			return nil, malformed("decode payload: %v", err)
-		}
-	}
+	p := d.Payload
 	if p == nil || p.ID == "" {
 		return nil, malformed("%s without payload.id", d.EventType)
 	}
