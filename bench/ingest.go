@@ -9,14 +9,20 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/bench/internal/harness"
+	"github.com/crewcast/crewcast/provider/telnyx"
 	"github.com/crewcast/crewcast/store"
 )
 
 // benchIngest measures signed Telnyx webhooks over loopback HTTP, each
 // acknowledged only once durable (SQLite, synchronous=FULL), against the
 // ceiling of a bare net/http handler that reads the same bodies and
-// answers 200, with the same clients in the same run.
+// answers 200, with the same clients in the same run. A third server, the
+// verified ceiling, also checks each signature and decodes each body with
+// crewcast's Telnyx adapter before answering: the share of the ceiling
+// left once the work no durable design can skip is done
+// (ingest_verified_ratio) bounds what ingest_ratio can reach.
 //
 // The webhooks are message.finalized "delivered" events for the message
 // ids of real groups (ingestGroups × ingestSize recipients, sent through
@@ -45,11 +51,26 @@ func benchIngest(ctx context.Context, c config, rep harness.Reporter) error {
 		return err
 	}
 
-	ceiling, stopCeiling, err := startCeiling()
+	ceiling, stopCeiling, err := startCeiling(nil)
 	if err != nil {
 		return err
 	}
 	defer stopCeiling()
+	// The verified ceiling does, before answering, the part of crewcast's
+	// work no durable design can skip: check the signature and decode the
+	// body, with crewcast's own Telnyx adapter.
+	adapter, err := telnyx.New(telnyx.Config{APIKey: "bench", PublicKey: signer.PublicKeyBase64()})
+	if err != nil {
+		return err
+	}
+	verified, stopVerified, err := startCeiling(func(r *http.Request, body []byte) error {
+		_, err := adapter.ParseWebhook(crewcast.WebhookRequest{Header: r.Header, Body: body})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer stopVerified()
 
 	client := harness.NewClient(c.ingestClients)
 	defer client.CloseIdleConnections()
@@ -64,6 +85,13 @@ func benchIngest(ctx context.Context, c config, rep harness.Reporter) error {
 	ceil := harness.RunClosed(ctx, c.ingestClients, c.ingestWarmup, c.ingestWindow, cycle.Next, post(ceiling))
 	if ceil.Errors > 0 {
 		return fmt.Errorf("ceiling: %d errors, first: %v", ceil.Errors, ceil.FirstError)
+	}
+	client.CloseIdleConnections()
+
+	rep.Progress("ingest: verified ceiling (net/http + signature check + decode), %d clients, %s", c.ingestClients, c.ingestWindow)
+	vceil := harness.RunClosed(ctx, c.ingestClients, c.ingestWarmup, c.ingestWindow, cycle.Next, post(verified))
+	if vceil.Errors > 0 {
+		return fmt.Errorf("verified ceiling: %d errors, first: %v", vceil.Errors, vceil.FirstError)
 	}
 	client.CloseIdleConnections()
 
@@ -95,22 +123,32 @@ func benchIngest(ctx context.Context, c config, rep harness.Reporter) error {
 	rep.Result("ingest_p50", harness.Ms(dur.Latency.Percentile(50)), "ms")
 	rep.Result("ingest_p99", harness.Ms(dur.Latency.Percentile(99)), "ms")
 	rep.Result("ingest_ceiling_p99", harness.Ms(ceil.Latency.Percentile(99)), "ms")
+	rep.Result("ingest_verified_ceiling", vceil.Rate(), "req/s")
+	rep.Result("ingest_verified_ratio", vceil.Rate()/ceil.Rate(), "ratio")
 	rep.Result("ingest_route_backlog_drain", drain.Seconds(), "s")
 	return nil
 }
 
-// startCeiling serves the ceiling: read the whole body, answer 200 with
-// the same small JSON crewcast answers, with crewcast's server timeouts.
-func startCeiling() (url string, stop func(), err error) {
+// startCeiling serves the ceiling: read the whole body, run check (when
+// not nil; an error answers 400), answer 200 with the same small JSON
+// crewcast answers, with crewcast's server timeouts.
+func startCeiling(check func(r *http.Request, body []byte) error) (url string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if _, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20)); err != nil {
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+			if err != nil {
 				http.Error(w, "bad body", http.StatusBadRequest)
 				return
+			}
+			if check != nil {
+				if err := check(r, body); err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
 			}
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusOK)
