@@ -14,12 +14,26 @@ import (
 // t6FSSize is the size of the tmpfs the T6 server's database lives on.
 const t6FSSize = "24m"
 
-// runT6 is testing.md T6, disk full: the server's SQLite database lives on
+// runT6 is testing.md T6, store errors: a full disk, then a read-only
+// database (runT6ReadOnly).
+func runT6(ctx context.Context, h *harness) scenarioResult {
+	full := runT6DiskFull(ctx, h)
+	if !full.ran || ctx.Err() != nil {
+		return full
+	}
+	ro := runT6ReadOnly(ctx, h)
+	full.ran = full.ran && ro.ran
+	full.problems = append(full.problems, ro.problems...)
+	full.notes = append(full.notes, ro.notes...)
+	return full
+}
+
+// runT6DiskFull is T6's disk full: the server's SQLite database lives on
 // a small tmpfs of its own; mid fan-out the harness fills it. Webhooks
 // must then be refused (5xx), never acknowledged without being stored;
 // once the space is back the server must answer 2xx again, finish the
 // interrupted group and run a new one — without a restart.
-func runT6(ctx context.Context, h *harness) scenarioResult {
+func runT6DiskFull(ctx context.Context, h *harness) scenarioResult {
 	res := scenarioResult{ran: true}
 	fail := func(format string, args ...any) scenarioResult {
 		res.problems = append(res.problems, fmt.Sprintf(format, args...))
