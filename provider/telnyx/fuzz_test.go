@@ -1,6 +1,7 @@
 package telnyx
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -128,6 +129,24 @@ func FuzzInterpretResponse(f *testing.F) {
 		}
 		if se.RetryAfter < 0 || se.RetryAfter > maxRetryAfter {
 			t.Fatalf("RetryAfter %v out of bounds", se.RetryAfter)
+		}
+	})
+}
+
+// FuzzJSONString: jsonString's fast path decodes every valid JSON string
+// literal exactly as encoding/json does.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range []string{`"+15550100001"`, `""`, `"a\"b"`, `"\u00e9"`, "\"\xff\"", `"tab	"`, `"é"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var want string
+		if !json.Valid(b) || json.Unmarshal(b, &want) != nil {
+			return
+		}
+		got, err := jsonString(b)
+		if err != nil || got != want {
+			t.Fatalf("jsonString(%q) = %q, %v; encoding/json gives %q", b, got, err, want)
 		}
 	})
 }

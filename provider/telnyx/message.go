@@ -43,8 +43,8 @@ func (p *party) UnmarshalJSON(b []byte) error {
 		*p = party{}
 		return nil
 	case len(b) > 0 && b[0] == '"':
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
+		s, err := jsonString(b)
+		if err != nil {
 			return err
 		}
 		*p = party{PhoneNumber: s}
@@ -170,8 +170,8 @@ func (s *flexString) UnmarshalJSON(b []byte) error {
 	}
 	switch b[0] {
 	case '"':
-		var v string
-		if err := json.Unmarshal(b, &v); err != nil {
+		v, err := jsonString(b)
+		if err != nil {
 			return err
 		}
 		*s = flexString(v)
@@ -186,6 +186,29 @@ func (s *flexString) UnmarshalJSON(b []byte) error {
 }
 
 func (s flexString) String() string { return string(s) }
+
+// jsonString decodes a JSON string literal. Most values in a webhook
+// (ids, numbers, statuses, timestamps) are plain printable ASCII without
+// escapes, and the outer decoder has already validated the document, so
+// those are sliced out directly; anything else goes through
+// encoding/json, which handles escapes and invalid UTF-8 its own way.
+func jsonString(b []byte) (string, error) {
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
+		plain := true
+		for _, c := range b[1 : len(b)-1] {
+			if c < 0x20 || c > 0x7e || c == '\\' || c == '"' {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return string(b[1 : len(b)-1]), nil
+		}
+	}
+	var v string
+	err := json.Unmarshal(b, &v)
+	return v, err
+}
 
 // flexInt is an integer that also accepts a numeric string and null.
 type flexInt int

@@ -244,3 +244,18 @@ func TestParseWebhookMalformed(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkParseEvents decodes a verified message.finalized body, the
+// most common webhook.
+func BenchmarkParseEvents(b *testing.B) {
+	body, err := os.ReadFile(filepath.Join("testdata", "webhooks", "message_finalized_delivered.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if ev, err := parseEvents(body); err != nil || len(ev) == 0 {
+			b.Fatal(ev, err)
+		}
+	}
+}
