@@ -78,7 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.ingestWindow, "ingest-window", 10*time.Second, "measured window per side")
 	fs.IntVar(&c.ingestGroups, "ingest-groups", 20, "groups the ingest webhooks are about")
 	fs.IntVar(&c.ingestSize, "ingest-size", 500, "recipients per ingest group")
-	fs.IntVar(&c.ingestMax, "ingest-max", 80000, "signed webhooks prepared for the durable side (each event id is used once)")
+	fs.IntVar(&c.ingestMax, "ingest-max", 160000, "signed webhooks prepared for the durable side (each event id is used once)")
 	fs.Float64Var(&c.e2eRate, "e2e-rate", 200, "webhooks per second in the end-to-end run")
 	fs.IntVar(&c.e2eCount, "e2e-count", 2000, "webhooks (and recipients) in the end-to-end run")
 	fs.IntVar(&c.fanoutN, "fanout-n", 10000, "recipients of the fan-out group")
