@@ -326,7 +326,12 @@ func serveRiverWebhooks(signer *harness.Signer, client *river.Client[pgx.Tx]) (s
 	if err != nil {
 		return "", nil, err
 	}
-	pub := signer.PublicKey()
+	// One Verifier, as crewcast's adapter keeps: the package-level
+	// telnyx.Verify expands the key on every call.
+	verifier, err := telnyx.NewVerifier(signer.PublicKey())
+	if err != nil {
+		return "", nil, err
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /webhooks/telnyx", func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
@@ -334,7 +339,7 @@ func serveRiverWebhooks(signer *harness.Signer, client *river.Client[pgx.Tx]) (s
 			http.Error(w, "bad body", http.StatusBadRequest)
 			return
 		}
-		if err := telnyx.Verify(pub, r.Header, body, time.Now(), 5*time.Minute); err != nil {
+		if err := verifier.Verify(r.Header, body, time.Now(), 5*time.Minute); err != nil {
 			http.Error(w, "bad signature", http.StatusUnauthorized)
 			return
 		}
