@@ -14,37 +14,32 @@ import (
 // t6FSSize is the size of the tmpfs the T6 server's database lives on.
 const t6FSSize = "24m"
 
-// runT6 is testing.md T6, store errors: a full disk, then a read-only
-// database (runT6ReadOnly).
+// runT6 is testing.md T6, store errors: a full disk (runT6DiskFull), then
+// a read-only database (runT6ReadOnly), each run by runStoreFault.
 func runT6(ctx context.Context, h *harness) scenarioResult {
-	full := runT6DiskFull(ctx, h)
-	if !full.ran || ctx.Err() != nil {
-		return full
-	}
-	ro := runT6ReadOnly(ctx, h)
-	full.ran = full.ran && ro.ran
-	full.problems = append(full.problems, ro.problems...)
-	full.notes = append(full.notes, ro.notes...)
-	return full
-}
-
-// runT6DiskFull is T6's disk full: the server's SQLite database lives on
-// a small tmpfs of its own; mid fan-out the harness fills it. Webhooks
-// must then be refused (5xx), never acknowledged without being stored;
-// once the space is back the server must answer 2xx again, finish the
-// interrupted group and run a new one — without a restart.
-func runT6DiskFull(ctx context.Context, h *harness) scenarioResult {
 	res := scenarioResult{ran: true}
-	fail := func(format string, args ...any) scenarioResult {
-		res.problems = append(res.problems, fmt.Sprintf(format, args...))
-		return res
-	}
 	if err := h.stopMain(); err != nil {
 		res.notes = append(res.notes, "stopping the shared server: "+err.Error())
 	}
+	for _, run := range []func(context.Context, *harness) scenarioResult{runT6DiskFull, runT6ReadOnly} {
+		r := run(ctx, h)
+		res.ran = res.ran && r.ran
+		res.problems = append(res.problems, r.problems...)
+		res.notes = append(res.notes, r.notes...)
+		if !r.ran || ctx.Err() != nil {
+			break
+		}
+	}
+	return res
+}
+
+// runT6DiskFull is T6's disk full: the server's SQLite database lives on
+// a small tmpfs of its own, which the harness fills mid fan-out and then
+// empties again.
+func runT6DiskFull(ctx context.Context, h *harness) scenarioResult {
 	dir := filepath.Join(h.dir, "t6-tmpfs")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fail("%v", err)
+		return scenarioResult{ran: true, problems: []string{err.Error()}}
 	}
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+t6FSSize); err != nil {
 		return scenarioResult{notes: []string{"cannot mount a tmpfs (needs root): " + err.Error()}}
@@ -59,7 +54,43 @@ func runT6DiskFull(ctx context.Context, h *harness) scenarioResult {
 	h.cleanups = append(h.cleanups, unmount)
 	defer unmount()
 
-	srv := h.newServer("server-t6", filepath.Join(dir, "crewcast.db"), "--send-rate", "20")
+	filler := filepath.Join(dir, "filler")
+	return runStoreFault(ctx, h, storeFault{
+		label:  "disk full",
+		server: "server-t6",
+		db:     filepath.Join(dir, "crewcast.db"),
+		impose: func() error { return fillDisk(filler) },
+		lift:   func() error { return os.Remove(filler) },
+		// Large enough that the write-ahead log must grow.
+		padding: 3000,
+	})
+}
+
+// storeFault is one way of making the store refuse writes.
+type storeFault struct {
+	label   string // "disk full", for messages
+	server  string // the server's name (and log file)
+	db      string // its database
+	impose  func() error
+	lift    func() error
+	padding int // bytes added to each reply's text while imposed
+}
+
+// runStoreFault runs a fresh server on f.db: a baseline group, then a
+// group of 120, and 1.5 s into its fan-out f.impose. For at least 4 s
+// (and until 10 refusals, at most 15 s) signed replies must be answered
+// 5xx — or 2xx and found in the inbox afterwards, never acknowledged
+// without being stored — at least one 5xx is required, the API must keep
+// answering reads and the server must not exit. After f.lift webhooks
+// must be acknowledged again within 20 s without a restart, the
+// interrupted group must finish and a new group must complete.
+func runStoreFault(ctx context.Context, h *harness, f storeFault) scenarioResult {
+	res := scenarioResult{ran: true}
+	fail := func(format string, args ...any) scenarioResult {
+		res.problems = append(res.problems, fmt.Sprintf(format, args...))
+		return res
+	}
+	srv := h.newServer(f.server, f.db, "--send-rate", "20")
 	if err := srv.start(ctx); err != nil {
 		return fail("start server: %v", err)
 	}
@@ -68,14 +99,14 @@ func runT6DiskFull(ctx context.Context, h *harness) scenarioResult {
 			res.problems = append(res.problems, "stop server: "+err.Error())
 		}
 	}()
-	ga, _, err := srv.newGroup(ctx, "t6 before", 20, "")
+	ga, _, err := srv.newGroup(ctx, "t6 "+f.label+" before", 20, "")
 	if err != nil {
 		return fail("create group: %v", err)
 	}
 	if _, err := srv.drain(ctx, []string{ga.ID}, 30*time.Second, false); err != nil {
 		return fail("baseline group: %v", err)
 	}
-	gb, bNums, err := srv.newGroup(ctx, "t6 during", 120, "")
+	gb, bNums, err := srv.newGroup(ctx, "t6 "+f.label+" during", 120, "")
 	if err != nil {
 		return fail("create group: %v", err)
 	}
@@ -83,21 +114,27 @@ func runT6DiskFull(ctx context.Context, h *harness) scenarioResult {
 		return fail("%v", err)
 	}
 
-	// Disk full.
-	filler := filepath.Join(dir, "filler")
-	if err := fillDisk(filler); err != nil {
-		return fail("fill the disk: %v", err)
+	lifted := false
+	lift := func() error {
+		if lifted {
+			return nil
+		}
+		lifted = true
+		return f.lift()
 	}
-	h.logf("T6: %s is full", dir)
-	// Webhooks while full: replies from the group's recipients, large
-	// enough that the write-ahead log must grow. The disk stays full for
-	// at least 4 s, so the simulator's own webhooks meet it too.
+	defer func() { _ = lift() }() // on every early return: the server must be stoppable
+	if err := f.impose(); err != nil {
+		return fail("%s: %v", f.label, err)
+	}
+	h.logf("T6: %s on %s", f.label, f.server)
+	// The condition lasts at least 4 s, so the simulator's own webhooks
+	// meet it too.
 	var acked []string
-	refused := 0
-	full := time.Now()
-	for i := 0; time.Since(full) < 15*time.Second && (refused < 10 || time.Since(full) < 4*time.Second) && ctx.Err() == nil; i++ {
+	refused, reads := 0, 0
+	begin := time.Now()
+	for i := 0; time.Since(begin) < 15*time.Second && (refused < 10 || time.Since(begin) < 4*time.Second) && ctx.Err() == nil; i++ {
 		id := newEventID()
-		text := fmt.Sprintf("t6 reply %d %s", i, strings.Repeat("x", 3000))
+		text := fmt.Sprintf("t6 %s reply %d %s", f.label, i, strings.Repeat("x", f.padding))
 		body := receivedEvent(id, "chaos-in-"+newEventID(), bNums[i%len(bNums)], gb.From, text, time.Now())
 		t0 := time.Now()
 		code := h.sign.sign(body, time.Now()).post(ctx, srv.api.base)
@@ -108,27 +145,33 @@ func runT6DiskFull(ctx context.Context, h *harness) scenarioResult {
 		case code >= 500:
 			refused++
 		default:
-			res.problems = append(res.problems, fmt.Sprintf("while full: a webhook was answered %d; want 2xx (stored) or 5xx", code))
+			res.problems = append(res.problems, fmt.Sprintf("%s: a webhook was answered %d; want 2xx (stored) or 5xx", f.label, code))
+		}
+		if i%10 == 0 {
+			if _, err := srv.api.group(ctx, gb.ID); err != nil {
+				res.problems = append(res.problems, f.label+": reading the group failed: "+err.Error())
+			} else {
+				reads++
+			}
 		}
 		_ = sleep(ctx, 50*time.Millisecond)
 	}
 	if !srv.p.alive() {
-		return fail("the server exited on a full disk; log %s:\n%s", srv.logPath, tail(srv.logPath, 20))
+		return fail("the server exited on %s; log %s:\n%s", f.label, srv.logPath, tail(srv.logPath, 20))
 	}
 	if refused == 0 {
-		return fail("the disk was full for %s and no webhook was refused: the condition had no effect", time.Since(full).Round(time.Second))
+		return fail("%s lasted %s and no webhook was refused: the condition had no effect", f.label, time.Since(begin).Round(time.Second))
 	}
-	res.notes = append(res.notes, fmt.Sprintf("disk full: %d webhooks refused with 5xx, %d acknowledged (stored in space still free)", refused, len(acked)))
+	res.notes = append(res.notes, fmt.Sprintf("%s: %d webhooks refused with 5xx, %d acknowledged (stored), %d group reads answered", f.label, refused, len(acked), reads))
 
-	// Space back.
-	if err := os.Remove(filler); err != nil {
-		return fail("remove filler: %v", err)
+	if err := lift(); err != nil {
+		return fail("lift %s: %v", f.label, err)
 	}
 	back := time.Now()
 	recovered := false
 	for time.Since(back) < 20*time.Second && ctx.Err() == nil {
 		id := newEventID()
-		body := receivedEvent(id, "chaos-in-"+newEventID(), bNums[0], gb.From, "t6 after", time.Now())
+		body := receivedEvent(id, "chaos-in-"+newEventID(), bNums[0], gb.From, "t6 "+f.label+" over", time.Now())
 		t0 := time.Now()
 		if code := h.sign.sign(body, time.Now()).post(ctx, srv.api.base); code/100 == 2 {
 			h.noteCrafted(time.Since(t0))
@@ -139,13 +182,13 @@ func runT6DiskFull(ctx context.Context, h *harness) scenarioResult {
 		_ = sleep(ctx, 200*time.Millisecond) // polling an external process
 	}
 	if !recovered {
-		return fail("webhooks still refused 20s after the space came back")
+		return fail("webhooks still refused 20s after %s was lifted", f.label)
 	}
-	res.notes = append(res.notes, fmt.Sprintf("space back: webhooks acknowledged again after %s", time.Since(back).Round(time.Millisecond)))
+	res.notes = append(res.notes, fmt.Sprintf("%s lifted: webhooks acknowledged again after %s", f.label, time.Since(back).Round(time.Millisecond)))
 	if _, err := srv.drain(ctx, []string{gb.ID}, 60*time.Second, false); err != nil {
-		res.problems = append(res.problems, "the interrupted group did not finish after the space came back: "+err.Error())
+		res.problems = append(res.problems, "the interrupted group did not finish after "+f.label+" was lifted: "+err.Error())
 	}
-	gc, _, err := srv.newGroup(ctx, "t6 after", 20, "")
+	gc, _, err := srv.newGroup(ctx, "t6 "+f.label+" after", 20, "")
 	if err != nil {
 		return fail("create group after recovery: %v", err)
 	}
@@ -162,7 +205,7 @@ func runT6DiskFull(ctx context.Context, h *harness) scenarioResult {
 			h.mu.Lock()
 			h.lost++
 			h.mu.Unlock()
-			res.problems = append(res.problems, fmt.Sprintf("LOST: webhook %s was acknowledged on a full disk and has %d inbox rows", id, n))
+			res.problems = append(res.problems, fmt.Sprintf("LOST: webhook %s was acknowledged during %s and has %d inbox rows", id, f.label, n))
 		}
 	}
 	probs, _ := srv.finalCheck(ctx, []string{ga.ID, gb.ID, gc.ID})
