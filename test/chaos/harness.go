@@ -62,6 +62,15 @@ type scenarioResult struct {
 	took     time.Duration
 }
 
+// fail records a problem and returns the result so far, for
+// `return res.fail(...)`. Scenarios name their result (res) so that what
+// their deferred clean-ups append — a server that failed to stop, say —
+// still reaches the caller after such a return.
+func (r *scenarioResult) fail(format string, args ...any) scenarioResult {
+	r.problems = append(r.problems, fmt.Sprintf(format, args...))
+	return *r
+}
+
 func newHarness(cfg config, out io.Writer) (*harness, error) {
 	dir := cfg.workDir
 	if dir == "" {

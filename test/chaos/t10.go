@@ -48,19 +48,15 @@ var soakBounds = struct {
 // size and p99 acknowledgement latency every 5 s; fail when any of them
 // grows past soakBounds, a window's p99 reaches the provider's 2 s
 // budget, or the whole soak's p99 reaches 1 s.
-func runT10(ctx context.Context, h *harness) scenarioResult {
-	res := scenarioResult{ran: true}
-	fail := func(format string, args ...any) scenarioResult {
-		res.problems = append(res.problems, fmt.Sprintf(format, args...))
-		return res
-	}
+func runT10(ctx context.Context, h *harness) (res scenarioResult) {
+	res = scenarioResult{ran: true}
 	if err := h.stopMain(); err != nil {
 		res.notes = append(res.notes, "stopping the shared server: "+err.Error())
 	}
 	db := filepath.Join(h.dir, "soak.db")
 	srv := h.newServer("server-t10", db, "--send-rate", "0")
 	if err := srv.start(ctx); err != nil {
-		return fail("start server: %v", err)
+		return res.fail("start server: %v", err)
 	}
 	defer func() {
 		if err := srv.stop(); err != nil {
@@ -73,10 +69,10 @@ func runT10(ctx context.Context, h *harness) scenarioResult {
 	t0 := time.Now()
 	gp, _, err := srv.newGroup(ctx, "t10 peak", peakN, "")
 	if err != nil {
-		return fail("create group: %v", err)
+		return res.fail("create group: %v", err)
 	}
 	if _, err := srv.drain(ctx, []string{gp.ID}, 60*time.Second, false); err != nil {
-		return fail("peak group: %v", err)
+		return res.fail("peak group: %v", err)
 	}
 	peak := float64(peakN) / time.Since(t0).Seconds()
 	perSec := max(1, int(math.Round(peak/2)))
@@ -98,19 +94,19 @@ loop:
 	for {
 		select {
 		case <-ctx.Done():
-			return fail("%v", ctx.Err())
+			return res.fail("%v", ctx.Err())
 		case <-end.C:
 			break loop
 		case <-create.C:
 			g, _, err := srv.newGroup(ctx, "t10 soak", perSec, "")
 			if err != nil {
-				return fail("create group during soak: %v", err)
+				return res.fail("create group during soak: %v", err)
 			}
 			ids = append(ids, g.ID)
 		case now := <-sample.C:
 			s, err := measure(ctx, srv, db)
 			if err != nil {
-				return fail("measure: %v", err)
+				return res.fail("measure: %v", err)
 			}
 			s.at = now.Sub(begin)
 			var lat []time.Duration

@@ -16,15 +16,11 @@ import (
 //	    and resolve delivered sends nothing;
 //	(b) with the webhooks flowing, the orphan webhook proves the send went
 //	    out and the reconciler moves the recipient on, still with one send.
-func runT11(ctx context.Context, h *harness) scenarioResult {
-	res := scenarioResult{ran: true}
-	fail := func(format string, args ...any) scenarioResult {
-		res.problems = append(res.problems, fmt.Sprintf(format, args...))
-		return res
-	}
+func runT11(ctx context.Context, h *harness) (res scenarioResult) {
+	res = scenarioResult{ran: true}
 	srv, err := h.mainServer(ctx)
 	if err != nil {
-		return fail("start server: %v", err)
+		return res.fail("start server: %v", err)
 	}
 	defer func() {
 		if err := h.simAPI.setFaults(ctx, map[string]any{"script": nil, "drop_rate": 0}); err != nil {
@@ -39,21 +35,21 @@ func runT11(ctx context.Context, h *harness) scenarioResult {
 		script[n] = "accept_timeout"
 	}
 	if err := h.simAPI.setFaults(ctx, map[string]any{"script": script, "drop_rate": 1}); err != nil {
-		return fail("set faults: %v", err)
+		return res.fail("set faults: %v", err)
 	}
 	ga, to, err := srv.newGroup(ctx, "t11 ambiguous", 3, "1h")
 	if err != nil {
-		return fail("create group: %v", err)
+		return res.fail("create group: %v", err)
 	}
 	if fmt.Sprint(to) != fmt.Sprint(ambig) {
-		return fail("numbers %v, scripted %v", to, ambig)
+		return res.fail("numbers %v, scripted %v", to, ambig)
 	}
 	views, err := srv.drain(ctx, []string{ga.ID}, 20*time.Second, false)
 	if err != nil {
-		return fail("ambiguous sends did not resolve: %v", err)
+		return res.fail("ambiguous sends did not resolve: %v", err)
 	}
 	if err := h.simAPI.setFaults(ctx, map[string]any{"script": nil, "drop_rate": 0}); err != nil {
-		return fail("reset faults: %v", err)
+		return res.fail("reset faults: %v", err)
 	}
 	for _, r := range views[0].Recipients {
 		if r.Status != "unconfirmed" {
@@ -62,11 +58,11 @@ func runT11(ctx context.Context, h *harness) scenarioResult {
 	}
 	// Long past the timeout, nothing is resent by itself.
 	if err := sleep(ctx, 5*time.Second); err != nil {
-		return fail("%v", err)
+		return res.fail("%v", err)
 	}
 	counts, err := h.ledgerCounts(ctx)
 	if err != nil {
-		return fail("ledger: %v", err)
+		return res.fail("ledger: %v", err)
 	}
 	for _, n := range to {
 		if c := counts[ga.ID+"|"+n]; c != 1 {
@@ -77,18 +73,18 @@ func runT11(ctx context.Context, h *harness) scenarioResult {
 	// delivered sends nothing.
 	h.reg.allowResend(ga.ID, to[0])
 	if err := srv.api.resolve(ctx, ga.ID, to[0], "not_delivered"); err != nil {
-		return fail("resolve not_delivered: %v", err)
+		return res.fail("resolve not_delivered: %v", err)
 	}
 	if err := srv.api.resolve(ctx, ga.ID, to[1], "delivered"); err != nil {
-		return fail("resolve delivered: %v", err)
+		return res.fail("resolve delivered: %v", err)
 	}
 	views, err = srv.drain(ctx, []string{ga.ID}, 60*time.Second, true)
 	if err != nil {
-		return fail("after resolve: %v", err)
+		return res.fail("after resolve: %v", err)
 	}
 	counts, err = h.ledgerCounts(ctx)
 	if err != nil {
-		return fail("ledger: %v", err)
+		return res.fail("ledger: %v", err)
 	}
 	want := map[string]struct {
 		sends  int
@@ -117,15 +113,15 @@ func runT11(ctx context.Context, h *harness) scenarioResult {
 		script[n] = "accept_timeout"
 	}
 	if err := h.simAPI.setFaults(ctx, map[string]any{"script": script}); err != nil {
-		return fail("set faults: %v", err)
+		return res.fail("set faults: %v", err)
 	}
 	gb, _, err := srv.newGroup(ctx, "t11 reconciled", 2, "1h")
 	if err != nil {
-		return fail("create group: %v", err)
+		return res.fail("create group: %v", err)
 	}
 	views, err = srv.drain(ctx, []string{gb.ID}, 30*time.Second, true)
 	if err != nil {
-		return fail("(b) %v", err)
+		return res.fail("(b) %v", err)
 	}
 	// Reconciliation runs after the timeout makes the recipient
 	// unconfirmed; give it a few sweeps' worth of time.
@@ -138,7 +134,7 @@ func runT11(ctx context.Context, h *harness) scenarioResult {
 	}
 	counts, err = h.ledgerCounts(ctx)
 	if err != nil {
-		return fail("ledger: %v", err)
+		return res.fail("ledger: %v", err)
 	}
 	for _, r := range views[0].Recipients {
 		if c := counts[gb.ID+"|"+r.Number]; c != 1 || r.Status != "delivered" {

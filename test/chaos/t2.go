@@ -50,37 +50,33 @@ type t2Event struct {
 // shuffled order (a recipient's "sent" mixed with its "delivered"), and
 // again after a kill -9 and restart: one inbox row and one journal event
 // per webhook, and statuses never move backwards.
-func runT2(ctx context.Context, h *harness) scenarioResult {
-	res := scenarioResult{ran: true}
-	fail := func(format string, args ...any) scenarioResult {
-		res.problems = append(res.problems, fmt.Sprintf(format, args...))
-		return res
-	}
+func runT2(ctx context.Context, h *harness) (res scenarioResult) {
+	res = scenarioResult{ran: true}
 	srv, err := h.mainServer(ctx)
 	if err != nil {
-		return fail("start server: %v", err)
+		return res.fail("start server: %v", err)
 	}
 	// The simulator drops this group's webhooks, so the only ones crewcast
 	// sees are the harness's; check_after keeps status lookups away.
 	if err := h.simAPI.setFaults(ctx, map[string]any{"drop_rate": 1}); err != nil {
-		return fail("set faults: %v", err)
+		return res.fail("set faults: %v", err)
 	}
 	g, _, err := srv.newGroup(ctx, "t2", 8, "1h")
 	if err != nil {
-		return fail("create group: %v", err)
+		return res.fail("create group: %v", err)
 	}
 	views, err := srv.drain(ctx, []string{g.ID}, 30*time.Second, true)
 	if ferr := h.simAPI.setFaults(ctx, map[string]any{"drop_rate": 0}); ferr != nil {
-		return fail("reset faults: %v", ferr)
+		return res.fail("reset faults: %v", ferr)
 	}
 	if err != nil {
-		return fail("sends: %v", err)
+		return res.fail("sends: %v", err)
 	}
 	now := time.Now()
 	var events []*t2Event
 	for _, r := range views[0].Recipients {
 		if r.Status != "sent" || r.ProviderMessageID == "" {
-			return fail("recipient %s is %s before any webhook; want sent", r.Number, r.Status)
+			return res.fail("recipient %s is %s before any webhook; want sent", r.Number, r.Status)
 		}
 		sent := statusEvent(newEventID(), "message.sent", r.ProviderMessageID, g.From, r.Number, g.Text, "sent", now)
 		final := statusEvent(newEventID(), "message.finalized", r.ProviderMessageID, g.From, r.Number, g.Text, "delivered", now.Add(time.Second))
@@ -93,7 +89,7 @@ func runT2(ctx context.Context, h *harness) scenarioResult {
 	for round, label := range []string{"first delivery", "after kill -9 and restart"} {
 		if round == 1 {
 			if err := srv.restart(ctx); err != nil {
-				return fail("restart: %v", err)
+				return res.fail("restart: %v", err)
 			}
 		}
 		posted, refused := h.burst(ctx, srv.api.base, events)

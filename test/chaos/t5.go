@@ -23,15 +23,11 @@ const snapshotUnusableLog = "group snapshot unusable; recovered from the journal
 // decode — and check that start-up falls back to the journal, reports the
 // corruption in the log, and that the rebuilt state is right (a reply is
 // applied to the right recipient, no status changed).
-func runT5(ctx context.Context, h *harness) scenarioResult {
-	res := scenarioResult{ran: true}
-	fail := func(format string, args ...any) scenarioResult {
-		res.problems = append(res.problems, fmt.Sprintf(format, args...))
-		return res
-	}
+func runT5(ctx context.Context, h *harness) (res scenarioResult) {
+	res = scenarioResult{ran: true}
 	srv, err := h.mainServer(ctx)
 	if err != nil {
-		return fail("start server: %v", err)
+		return res.fail("start server: %v", err)
 	}
 	var ids []string
 	for round := range 3 {
@@ -45,7 +41,7 @@ func runT5(ctx context.Context, h *harness) scenarioResult {
 	}
 	res.notes = append(res.notes, fmt.Sprintf("kill -9 at group completion: %d rounds", len(ids)))
 	if len(ids) < 2 {
-		return fail("need two completed groups to corrupt, have %d", len(ids))
+		return res.fail("need two completed groups to corrupt, have %d", len(ids))
 	}
 	for i, how := range []string{"flipped byte (checksum mismatch)", "valid checksum over undecodable bytes"} {
 		if err := t5Corrupt(ctx, h, srv, ids[i], i == 1); err != nil {

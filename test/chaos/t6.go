@@ -84,15 +84,11 @@ type storeFault struct {
 // answering reads and the server must not exit. After f.lift webhooks
 // must be acknowledged again within 20 s without a restart, the
 // interrupted group must finish and a new group must complete.
-func runStoreFault(ctx context.Context, h *harness, f storeFault) scenarioResult {
-	res := scenarioResult{ran: true}
-	fail := func(format string, args ...any) scenarioResult {
-		res.problems = append(res.problems, fmt.Sprintf(format, args...))
-		return res
-	}
+func runStoreFault(ctx context.Context, h *harness, f storeFault) (res scenarioResult) {
+	res = scenarioResult{ran: true}
 	srv := h.newServer(f.server, f.db, "--send-rate", "20")
 	if err := srv.start(ctx); err != nil {
-		return fail("start server: %v", err)
+		return res.fail("start server: %v", err)
 	}
 	defer func() {
 		if err := srv.stop(); err != nil {
@@ -101,17 +97,17 @@ func runStoreFault(ctx context.Context, h *harness, f storeFault) scenarioResult
 	}()
 	ga, _, err := srv.newGroup(ctx, "t6 "+f.label+" before", 20, "")
 	if err != nil {
-		return fail("create group: %v", err)
+		return res.fail("create group: %v", err)
 	}
 	if _, err := srv.drain(ctx, []string{ga.ID}, 30*time.Second, false); err != nil {
-		return fail("baseline group: %v", err)
+		return res.fail("baseline group: %v", err)
 	}
 	gb, bNums, err := srv.newGroup(ctx, "t6 "+f.label+" during", 120, "")
 	if err != nil {
-		return fail("create group: %v", err)
+		return res.fail("create group: %v", err)
 	}
 	if err := sleep(ctx, 1500*time.Millisecond); err != nil {
-		return fail("%v", err)
+		return res.fail("%v", err)
 	}
 
 	lifted := false
@@ -124,7 +120,7 @@ func runStoreFault(ctx context.Context, h *harness, f storeFault) scenarioResult
 	}
 	defer func() { _ = lift() }() // on every early return: the server must be stoppable
 	if err := f.impose(); err != nil {
-		return fail("%s: %v", f.label, err)
+		return res.fail("%s: %v", f.label, err)
 	}
 	h.logf("T6: %s on %s", f.label, f.server)
 	// The condition lasts at least 4 s, so the simulator's own webhooks
@@ -157,15 +153,15 @@ func runStoreFault(ctx context.Context, h *harness, f storeFault) scenarioResult
 		_ = sleep(ctx, 50*time.Millisecond)
 	}
 	if !srv.p.alive() {
-		return fail("the server exited on %s; log %s:\n%s", f.label, srv.logPath, tail(srv.logPath, 20))
+		return res.fail("the server exited on %s; log %s:\n%s", f.label, srv.logPath, tail(srv.logPath, 20))
 	}
 	if refused == 0 {
-		return fail("%s lasted %s and no webhook was refused: the condition had no effect", f.label, time.Since(begin).Round(time.Second))
+		return res.fail("%s lasted %s and no webhook was refused: the condition had no effect", f.label, time.Since(begin).Round(time.Second))
 	}
 	res.notes = append(res.notes, fmt.Sprintf("%s: %d webhooks refused with 5xx, %d acknowledged (stored), %d group reads answered", f.label, refused, len(acked), reads))
 
 	if err := lift(); err != nil {
-		return fail("lift %s: %v", f.label, err)
+		return res.fail("lift %s: %v", f.label, err)
 	}
 	back := time.Now()
 	recovered := false
@@ -182,7 +178,7 @@ func runStoreFault(ctx context.Context, h *harness, f storeFault) scenarioResult
 		_ = sleep(ctx, 200*time.Millisecond) // polling an external process
 	}
 	if !recovered {
-		return fail("webhooks still refused 20s after %s was lifted", f.label)
+		return res.fail("webhooks still refused 20s after %s was lifted", f.label)
 	}
 	res.notes = append(res.notes, fmt.Sprintf("%s lifted: webhooks acknowledged again after %s", f.label, time.Since(back).Round(time.Millisecond)))
 	if _, err := srv.drain(ctx, []string{gb.ID}, 60*time.Second, false); err != nil {
@@ -190,7 +186,7 @@ func runStoreFault(ctx context.Context, h *harness, f storeFault) scenarioResult
 	}
 	gc, _, err := srv.newGroup(ctx, "t6 "+f.label+" after", 20, "")
 	if err != nil {
-		return fail("create group after recovery: %v", err)
+		return res.fail("create group after recovery: %v", err)
 	}
 	if _, err := srv.drain(ctx, []string{gc.ID}, 30*time.Second, false); err != nil {
 		res.problems = append(res.problems, "a new group after recovery: "+err.Error())
@@ -199,7 +195,7 @@ func runStoreFault(ctx context.Context, h *harness, f storeFault) scenarioResult
 	for _, id := range acked {
 		n, err := inboxRows(ctx, srv.db, id)
 		if err != nil {
-			return fail("inbox: %v", err)
+			return res.fail("inbox: %v", err)
 		}
 		if n != 1 {
 			h.mu.Lock()

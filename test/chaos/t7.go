@@ -15,12 +15,8 @@ import (
 // apart, so that some land inside a COMMIT), kills the server with -9 and
 // restarts it, then terminates its backends again. No acknowledged webhook
 // may be lost, no recipient sent twice, and every group must finish.
-func runT7(ctx context.Context, h *harness) scenarioResult {
-	res := scenarioResult{ran: true}
-	fail := func(format string, args ...any) scenarioResult {
-		res.problems = append(res.problems, fmt.Sprintf(format, args...))
-		return res
-	}
+func runT7(ctx context.Context, h *harness) (res scenarioResult) {
+	res = scenarioResult{ran: true}
 	if err := h.stopMain(); err != nil {
 		res.notes = append(res.notes, "stopping the shared server: "+err.Error())
 	}
@@ -31,7 +27,7 @@ func runT7(ctx context.Context, h *harness) scenarioResult {
 	defer admin.Close(context.Background())
 	dbName := fmt.Sprintf("chaos_%d_%d", os.Getpid(), time.Now().Unix())
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+dbName); err != nil {
-		return fail("create database: %v", err)
+		return res.fail("create database: %v", err)
 	}
 	drop := func() {
 		dctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -43,12 +39,12 @@ func runT7(ctx context.Context, h *harness) scenarioResult {
 	defer drop()
 	u, err := url.Parse(h.cfg.pgURL)
 	if err != nil {
-		return fail("parse %s: %v", h.cfg.pgURL, err)
+		return res.fail("parse %s: %v", h.cfg.pgURL, err)
 	}
 	u.Path = "/" + dbName
 	srv := h.newServer("server-t7", u.String(), "--send-rate", "20")
 	if err := srv.start(ctx); err != nil {
-		return fail("start server: %v", err)
+		return res.fail("start server: %v", err)
 	}
 	defer func() {
 		if err := srv.stop(); err != nil {
@@ -65,7 +61,7 @@ func runT7(ctx context.Context, h *harness) scenarioResult {
 	for range 2 {
 		g, _, err := srv.newGroup(ctx, "t7", 100, "")
 		if err != nil {
-			return fail("create group: %v", err)
+			return res.fail("create group: %v", err)
 		}
 		ids = append(ids, g.ID)
 	}
@@ -82,7 +78,7 @@ func runT7(ctx context.Context, h *harness) scenarioResult {
 	start := time.Now()
 	for _, st := range steps {
 		if err := sleep(ctx, time.Until(start.Add(st.at))); err != nil {
-			return fail("%v", err)
+			return res.fail("%v", err)
 		}
 		switch st.what {
 		case "terminate", "burst":
@@ -93,17 +89,17 @@ func runT7(ctx context.Context, h *harness) scenarioResult {
 			for range times {
 				n, err := terminate()
 				if err != nil {
-					return fail("terminate backends: %v", err)
+					return res.fail("terminate backends: %v", err)
 				}
 				total += n
 				_ = sleep(ctx, 30*time.Millisecond)
 			}
 			if !srv.p.alive() {
-				return fail("the server exited when its backends were terminated; log %s:\n%s", srv.logPath, tail(srv.logPath, 20))
+				return res.fail("the server exited when its backends were terminated; log %s:\n%s", srv.logPath, tail(srv.logPath, 20))
 			}
 		case "kill":
 			if err := srv.restart(ctx); err != nil {
-				return fail("restart: %v", err)
+				return res.fail("restart: %v", err)
 			}
 		}
 	}
