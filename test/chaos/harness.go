@@ -150,7 +150,7 @@ func (h *harness) startSim(ctx context.Context) error {
 		return err
 	}
 	h.gateURL, h.stops = gu, append(h.stops, gstop)
-	h.logf("sim %s (log %s), webhook proxy %s, send gate %s", h.sim.url, h.sim.logPath, h.proxyURL, h.gateURL)
+	h.logf("sim %s (log %s), webhook proxy %s, send gate %s", h.sim.url, h.sim.LogPath, h.proxyURL, h.gateURL)
 	return nil
 }
 
@@ -234,7 +234,7 @@ func (s *server) start(ctx context.Context) error {
 func (s *server) kill9() {
 	s.h.proxy.setUpstream("")
 	if s.p != nil {
-		s.p.kill()
+		s.p.Kill()
 	}
 }
 
@@ -247,10 +247,10 @@ func (s *server) restart(ctx context.Context) error {
 // stop shuts the server down gracefully.
 func (s *server) stop() error {
 	s.h.proxy.setUpstream("")
-	if s.p == nil || !s.p.alive() {
+	if s.p == nil || !s.p.Alive() {
 		return nil
 	}
-	return s.p.stop(40 * time.Second)
+	return s.p.Stop(40 * time.Second)
 }
 
 // logSize is the current size of the server log, to read what follows.
@@ -454,7 +454,7 @@ func (h *harness) ledgerCounts(ctx context.Context) (map[string]int, error) {
 func (h *harness) summary(ctx context.Context) (string, []string) {
 	var problems []string
 	dups := 0
-	if h.sim != nil && h.sim.alive() {
+	if h.sim != nil && h.sim.Alive() {
 		ledger, err := h.simAPI.ledger(ctx)
 		if err != nil {
 			problems = append(problems, "read the simulator ledger: "+err.Error())

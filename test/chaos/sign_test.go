@@ -65,30 +65,6 @@ func TestNewEventIDIsUnique(t *testing.T) {
 	}
 }
 
-func TestAnnouncedURL(t *testing.T) {
-	for _, tc := range []struct {
-		line, prefix, want string
-		ok                 bool
-	}{
-		{"crewcast serving on http://127.0.0.1:41234 (provider telnyx, store sqlite)", "crewcast serving on ", "http://127.0.0.1:41234", true},
-		{"crewcast sim listening on http://127.0.0.1:9090 (ledger: …)", "crewcast sim listening on ", "http://127.0.0.1:9090", true},
-		{"  board:    http://127.0.0.1:41234/", "crewcast serving on ", "", false},
-		{"crewcast serving on nowhere", "crewcast serving on ", "", false},
-	} {
-		got, ok := announcedURL(tc.line, tc.prefix)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("announcedURL(%q) = %q, %v; want %q, %v", tc.line, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
-func TestCleanEnvDropsCrewcastVariables(t *testing.T) {
-	got := cleanEnv([]string{"PATH=/bin", "CREWCAST_DB=/x", "HOME=/root", "CREWCAST_ADMIN_KEY=k"})
-	if strings.Join(got, ",") != "PATH=/bin,HOME=/root" {
-		t.Errorf("cleanEnv = %v", got)
-	}
-}
-
 func TestParseConfig(t *testing.T) {
 	t.Setenv("CREWCAST_CHAOS_ITERATIONS", "7")
 	t.Setenv("CREWCAST_CHAOS_SOAK", "90")

@@ -17,7 +17,7 @@ const mainSendRate = 20
 // mainServer returns the SQLite server T1, T2, T5 and T11 share, starting
 // it on first use.
 func (h *harness) mainServer(ctx context.Context) (*server, error) {
-	if h.main != nil && h.main.p != nil && h.main.p.alive() {
+	if h.main != nil && h.main.p != nil && h.main.p.Alive() {
 		return h.main, nil
 	}
 	if h.main == nil {
@@ -66,7 +66,7 @@ func runT1(ctx context.Context, h *harness) scenarioResult {
 		allIDs = append(allIDs, ids...)
 		if err != nil {
 			res.problems = append(res.problems, fmt.Sprintf("iteration %d (%s): %v", i, kind, err))
-			if srv.p == nil || !srv.p.alive() {
+			if srv.p == nil || !srv.p.Alive() {
 				if err := srv.start(ctx); err != nil {
 					res.problems = append(res.problems, "restart server: "+err.Error())
 					return res

@@ -142,7 +142,7 @@ loop:
 // measure reads the server's process figures.
 func measure(ctx context.Context, srv *server, db string) (soakSample, error) {
 	var s soakSample
-	pid := srv.p.pid()
+	pid := srv.p.Pid()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return s, err

@@ -152,7 +152,7 @@ func runStoreFault(ctx context.Context, h *harness, f storeFault) (res scenarioR
 		}
 		_ = sleep(ctx, 50*time.Millisecond)
 	}
-	if !srv.p.alive() {
+	if !srv.p.Alive() {
 		return res.fail("the server exited on %s; log %s:\n%s", f.label, srv.logPath, tail(srv.logPath, 20))
 	}
 	if refused == 0 {

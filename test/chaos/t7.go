@@ -94,7 +94,7 @@ func runT7(ctx context.Context, h *harness) (res scenarioResult) {
 				total += n
 				_ = sleep(ctx, 30*time.Millisecond)
 			}
-			if !srv.p.alive() {
+			if !srv.p.Alive() {
 				return res.fail("the server exited when its backends were terminated; log %s:\n%s", srv.logPath, tail(srv.logPath, 20))
 			}
 		case "kill":

@@ -14,12 +14,12 @@ import (
 // stop cleanly on SIGTERM.
 func TestDemoShowsEveryOutcome(t *testing.T) {
 	demo := startProc(t, "demo", nil, "demo", "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "crewcast.db"), "--log-level", "warn")
-	base := strings.TrimSuffix(demo.waitLine(t, "board:", 60*time.Second), "/")
+	base := strings.TrimSuffix(waitLine(t, demo, "board:", 60*time.Second), "/")
 	if !strings.HasPrefix(base, "http://127.0.0.1:") {
 		t.Fatalf("board URL %q, want loopback", base)
 	}
-	key := demo.waitLine(t, "admin key:", 10*time.Second)
-	link := demo.waitLine(t, "example group:", 10*time.Second)
+	key := waitLine(t, demo, "admin key:", 10*time.Second)
+	link := waitLine(t, demo, "example group:", 10*time.Second)
 	_, id, ok := strings.Cut(link, "/#/groups/")
 	if !ok || id == "" || !strings.HasPrefix(link, base) {
 		t.Fatalf("example group line %q: want %s/#/groups/<id>", link, base)
@@ -38,7 +38,7 @@ func TestDemoShowsEveryOutcome(t *testing.T) {
 			t.Errorf("%s replied %q but is %s", r.Number, r.ReplyText, r.Status)
 		}
 	}
-	if err := demo.terminate(t, 30*time.Second); err != nil {
+	if err := demo.Stop(30 * time.Second); err != nil {
 		t.Errorf("demo on SIGTERM: %v, want a clean exit", err)
 	}
 }

@@ -87,10 +87,10 @@ func TestKillMidSendNeverSendsTwice(t *testing.T) {
 		}
 		return true
 	})
-	srv1.kill()
+	srv1.Kill()
 	relay.setUpstream("")
-	if !srv1.killedBySIGKILL() {
-		t.Fatalf("serve-1 ended with %v, want death by SIGKILL", srv1.err)
+	if !srv1.KilledBySIGKILL() {
+		t.Fatalf("serve-1 ended with %v, want death by SIGKILL", srv1.Err())
 	}
 	heldAfter, heldBefore, _ := gate.state()
 	atKill, _ := ledger(t, simURL)

@@ -60,11 +60,11 @@ func TestLiveModeAgainstSimulator(t *testing.T) {
 	if len(accepted) != total {
 		t.Errorf("the simulator accepted %d messages, want %d", len(accepted), total)
 	}
-	if err := srv.terminate(t, 30*time.Second); err != nil {
+	if err := srv.Stop(30 * time.Second); err != nil {
 		t.Errorf("serve on SIGTERM: %v, want a clean exit", err)
 	}
 	relay.setUpstream("")
-	if err := sim.terminate(t, 15*time.Second); err != nil {
+	if err := sim.Stop(15 * time.Second); err != nil {
 		t.Errorf("sim on SIGTERM: %v, want a clean exit", err)
 	}
 }

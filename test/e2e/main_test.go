@@ -12,11 +12,9 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,12 +23,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/crewcast/crewcast/test/internal/testproc"
 )
 
 // crewcastBin is the binary TestMain built.
@@ -82,172 +80,46 @@ func numbers(n int) []string {
 	return out
 }
 
-// proc is one crewcast process a test started.
-type proc struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{} // closed once it has exited and its output is read
-	err     error         // cmd.Wait's result, set before done closes
-
-	mu    sync.Mutex
-	lines []string      // stdout so far
-	more  chan struct{} // closed and replaced when a line arrives or it exits
-}
-
-// startProc runs the crewcast binary with args, with env added to this
-// process's environment minus every CREWCAST_ variable (so only what the
-// test sets configures it). Stdout and stderr go to a log file that is
-// shown when the test fails; the process is killed at cleanup.
-func startProc(t *testing.T, name string, env []string, args ...string) *proc {
+// startProc runs the crewcast binary with args (see testproc.Start: only
+// env's CREWCAST_ variables reach it). Its output goes to a log file that
+// is shown when the test fails; it is killed at cleanup.
+func startProc(t *testing.T, name string, env []string, args ...string) *testproc.Proc {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), name+".log")
-	logf, err := os.Create(logPath)
+	p, err := testproc.Start(name, crewcastBin, args, env, filepath.Join(t.TempDir(), name+".log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(crewcastBin, args...)
-	cmd.Env = append(cleanEnv(os.Environ()), env...)
-	cmd.Stderr = logf
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		_ = logf.Close()
-		t.Fatal(err)
-	}
-	// Its own group, so that kill reaches anything it forks; SIGKILL if
-	// the test binary dies first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = logf.Close()
-		t.Fatalf("start %s: %v", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{}), more: make(chan struct{})}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			fmt.Fprintln(logf, sc.Text())
-			p.mu.Lock()
-			p.lines = append(p.lines, sc.Text())
-			close(p.more)
-			p.more = make(chan struct{})
-			p.mu.Unlock()
-		}
-		p.err = cmd.Wait()
-		_ = logf.Close()
-		close(p.done)
-	}()
 	t.Cleanup(func() {
-		p.kill()
+		p.Kill()
 		if t.Failed() {
-			t.Logf("%s (%s) exited with %v; last lines of its output:\n%s", name, strings.Join(args, " "), p.err, tail(logPath, 40))
+			t.Logf("%s (%s) exited with %v; last lines of its output:\n%s", name, strings.Join(args, " "), p.Err(), testproc.Tail(p.LogPath, 40))
 		}
 	})
 	return p
 }
 
-// cleanEnv drops the CREWCAST_ variables from env.
-func cleanEnv(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "CREWCAST_") {
-			out = append(out, kv)
-		}
+// waitLine waits up to timeout for a stdout line of p starting with prefix
+// and returns the rest of it, trimmed.
+func waitLine(t *testing.T, p *testproc.Proc, prefix string, timeout time.Duration) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeoutCause(t.Context(), timeout, fmt.Errorf("not within %s", timeout))
+	defer cancel()
+	rest, err := p.WaitLine(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return rest
 }
 
-// waitLine waits for a stdout line starting with prefix (after leading
-// blanks) and returns the rest of it, trimmed.
-func (p *proc) waitLine(t *testing.T, prefix string, timeout time.Duration) string {
+// announcedURL waits for p's line starting with prefix and returns the
+// loopback URL that follows it.
+func announcedURL(t *testing.T, p *testproc.Proc, prefix string) string {
 	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	seen := 0
-	for {
-		p.mu.Lock()
-		lines, more := p.lines, p.more
-		p.mu.Unlock()
-		for ; seen < len(lines); seen++ {
-			if rest, ok := strings.CutPrefix(strings.TrimSpace(lines[seen]), prefix); ok {
-				return strings.TrimSpace(rest)
-			}
-		}
-		select {
-		case <-more:
-		case <-p.done:
-			p.mu.Lock()
-			n := len(p.lines)
-			p.mu.Unlock()
-			if seen == n {
-				t.Fatalf("%s exited (%v) before printing %q", p.name, p.err, prefix)
-			}
-		case <-deadline.C:
-			t.Fatalf("%s printed no %q line within %s", p.name, prefix, timeout)
-		}
-	}
-}
-
-// announcedURL waits for the line that starts with prefix and returns the
-// URL that follows it, e.g. "crewcast serving on http://127.0.0.1:41234 (…".
-func (p *proc) announcedURL(t *testing.T, prefix string) string {
-	t.Helper()
-	rest := p.waitLine(t, prefix, 60*time.Second)
-	u, _, _ := strings.Cut(rest, " ")
-	if !strings.HasPrefix(u, "http://127.0.0.1:") {
-		t.Fatalf("%s announced %q, want a loopback http URL", p.name, rest)
+	u, ok := testproc.AnnouncedURL(waitLine(t, p, prefix, 60*time.Second))
+	if !ok || !strings.HasPrefix(u, "http://127.0.0.1:") {
+		t.Fatalf("%s announced %q, want a loopback http URL", p.Name, u)
 	}
 	return u
-}
-
-// kill sends SIGKILL to the process group and waits for the exit. It is a
-// no-op once the process has exited.
-func (p *proc) kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.done
-}
-
-// killedBySIGKILL reports whether the process died of SIGKILL.
-func (p *proc) killedBySIGKILL() bool {
-	var ee *exec.ExitError
-	if !errors.As(p.err, &ee) {
-		return false
-	}
-	ws, ok := ee.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
-}
-
-// terminate sends SIGTERM and waits up to grace for the exit, killing the
-// process after that. It returns the exit error (nil for exit status 0).
-func (p *proc) terminate(t *testing.T, grace time.Duration) error {
-	t.Helper()
-	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGTERM)
-	timer := time.NewTimer(grace)
-	defer timer.Stop()
-	select {
-	case <-p.done:
-		return p.err
-	case <-timer.C:
-		p.kill()
-		return fmt.Errorf("%s did not exit within %s of SIGTERM; killed", p.name, grace)
-	}
-}
-
-// tail returns the last n lines of a file.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // ---- HTTP ----
@@ -347,10 +219,10 @@ var finalStatuses = map[string]bool{
 
 // startSim runs `crewcast sim` on a free loopback port with extra flags
 // and returns the process and its base URL.
-func startSim(t *testing.T, flags ...string) (*proc, string) {
+func startSim(t *testing.T, flags ...string) (*testproc.Proc, string) {
 	t.Helper()
 	p := startProc(t, "sim", nil, append([]string{"sim", "--addr", "127.0.0.1:0"}, flags...)...)
-	return p, p.announcedURL(t, "crewcast sim listening on ")
+	return p, announcedURL(t, p, "crewcast sim listening on ")
 }
 
 // serveEnv is the environment of `crewcast serve --provider telnyx`
@@ -377,10 +249,10 @@ func serveEnv(t *testing.T, simURL, apiBase string) []string {
 
 // startServe runs `crewcast serve` with args after "serve" and returns
 // the process and its base URL.
-func startServe(t *testing.T, name string, env []string, args ...string) (*proc, string) {
+func startServe(t *testing.T, name string, env []string, args ...string) (*testproc.Proc, string) {
 	t.Helper()
 	p := startProc(t, name, env, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-level", "warn"}, args...)...)
-	return p, p.announcedURL(t, "crewcast serving on ")
+	return p, announcedURL(t, p, "crewcast serving on ")
 }
 
 // createGroup posts a group and returns its id.
