@@ -92,7 +92,7 @@ func (c Config) validate() error {
 //
 // Besides the methods listed with it, Store has every store.Store method
 // whose SQL both engines share (the reads and lists, snapshots, retention,
-// API keys, idempotency, routes and inbox reads), promoted from the
+// API keys, idempotency, routes, inbox reads and leases), promoted from the
 // embedded sqlq.DB: see package store/sqlq.
 type Store struct {
 	queries // reads, retention and admin statements shared with store/sqlite
@@ -141,12 +141,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{cfg: cfg, pool: pool, sqldb: stdlib.OpenDBFromPool(pool), now: cfg.Now}
 	s.queries = sqlq.New(sqlq.Conn{Engine: "postgres", Read: querier{pool}, Write: querier{pool},
-		ReadTx: s.readTx, WriteTx: s.writeTx, Now: cfg.Now})
+		ReadTx: s.readTx, WriteTx: s.writeTx, Now: cfg.Now, Epochs: &s.epochs})
 	if err := s.Migrate(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
-	if err := s.takeFreeShards(ctx); err != nil {
+	if err := sqlq.TakeFreeShards(ctx, s.queries, cfg.Owner); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
@@ -216,39 +216,6 @@ func (s *Store) Close() error {
 		return fmt.Errorf("postgres: close: %w", err)
 	}
 	return nil
-}
-
-// ---- leases ----
-
-// takeFreeShards records this owner at epoch 1 for every shard nobody
-// holds, then loads the epochs of every shard the owner holds.
-func (s *Store) takeFreeShards(ctx context.Context) error {
-	shards := make([]int32, store.NumShards)
-	for i := range shards {
-		shards[i] = int32(i)
-	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO shard_leases (shard, owner, epoch)
-		SELECT shard, $2, 1 FROM unnest($1::bigint[]) AS t(shard) ON CONFLICT (shard) DO NOTHING`, shards, s.cfg.Owner); err != nil {
-		return fmt.Errorf("postgres: take shards: %w", err)
-	}
-	held, err := sqlq.HeldEpochs(ctx, querier{s.pool}, s.cfg.Owner)
-	if err != nil {
-		return fmt.Errorf("postgres: %w", err)
-	}
-	s.epochs.SetAll(held)
-	return nil
-}
-
-// TakeShard makes owner the holder of shard at the next epoch; this
-// instance holds that epoch from now on and the previous holder is fenced.
-// It waits for commits that hold the old epoch to finish.
-func (s *Store) TakeShard(ctx context.Context, shard int, owner string) (uint64, error) {
-	epoch, err := sqlq.TakeShard(ctx, querier{s.pool}, shard, owner)
-	if err != nil {
-		return 0, fmt.Errorf("postgres: %w", err)
-	}
-	s.epochs.Set(shard, epoch)
-	return epoch, nil
 }
 
 // notFound maps pgx.ErrNoRows to actor.ErrNotFound, in one place.

@@ -86,7 +86,7 @@ func (c Config) validate() error {
 //
 // Besides the methods listed with it, Store has every store.Store method
 // whose SQL both engines share (the reads and lists, snapshots, retention,
-// API keys, idempotency, routes and inbox reads), promoted from the
+// API keys, idempotency, routes, inbox reads and leases), promoted from the
 // embedded sqlq.DB: see package store/sqlq.
 type Store struct {
 	queries // reads, retention and admin statements shared with store/postgres
@@ -156,12 +156,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	r.SetMaxIdleConns(cfg.ReadConns)
 	s.r = r
 	s.queries = sqlq.New(sqlq.Conn{Engine: "sqlite", Read: querier{r}, Write: querier{w},
-		ReadTx: s.readTx, WriteTx: s.writeTx, Now: cfg.Now})
+		ReadTx: s.readTx, WriteTx: s.writeTx, Now: cfg.Now, Epochs: &s.epochs})
 	if err := s.st.prepare(ctx, w); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
-	if err := s.takeFreeShards(ctx); err != nil {
+	if err := sqlq.TakeFreeShards(ctx, s.queries, cfg.Owner); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
@@ -213,46 +213,6 @@ func (s *Store) Close() error {
 		return fmt.Errorf("sqlite: close: %w", err)
 	}
 	return nil
-}
-
-// ---- leases ----
-
-// takeFreeShards records this owner at epoch 1 for every shard nobody
-// holds, then loads the epochs of every shard the owner holds (so a
-// reopened store keeps the epochs it had).
-func (s *Store) takeFreeShards(ctx context.Context) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: take shards: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	for shard := range store.NumShards {
-		if _, err := tx.ExecContext(ctx,
-			`INSERT INTO shard_leases (shard, owner, epoch) VALUES (?, ?, 1) ON CONFLICT (shard) DO NOTHING`,
-			shard, s.cfg.Owner); err != nil {
-			return fmt.Errorf("sqlite: take shard %d: %w", shard, err)
-		}
-	}
-	held, err := sqlq.HeldEpochs(ctx, querier{tx}, s.cfg.Owner)
-	if err != nil {
-		return fmt.Errorf("sqlite: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: take shards: %w", err)
-	}
-	s.epochs.SetAll(held)
-	return nil
-}
-
-// TakeShard makes owner the holder of shard at the next epoch; this
-// instance holds that epoch from now on and the previous holder is fenced.
-func (s *Store) TakeShard(ctx context.Context, shard int, owner string) (uint64, error) {
-	epoch, err := sqlq.TakeShard(ctx, querier{s.w}, shard, owner)
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: %w", err)
-	}
-	s.epochs.Set(shard, epoch)
-	return epoch, nil
 }
 
 // notFound maps sql.ErrNoRows to actor.ErrNotFound, in one place.

@@ -99,20 +99,3 @@ func (d DB) DueReminders(ctx context.Context, before time.Time, limit int) ([]ac
 	}
 	return out, nil
 }
-
-// ---- leases ----
-
-// ListLeases returns every shard lease, by shard.
-func (d DB) ListLeases(ctx context.Context) ([]store.Lease, error) {
-	out, err := queryAll(ctx, d.c.Read, func(r Rows) (store.Lease, error) {
-		var l store.Lease
-		var shard, epoch int64
-		err := r.Scan(&shard, &l.Owner, &epoch)
-		l.Shard, l.Epoch = int(shard), uint64(epoch)
-		return l, err
-	}, `SELECT shard, owner, epoch FROM shard_leases ORDER BY shard`)
-	if err != nil {
-		return nil, d.errorf("list leases: %w", err)
-	}
-	return out, nil
-}

@@ -2,46 +2,85 @@ package sqlq
 
 import (
 	"context"
-	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/crewcast/crewcast/store"
 )
 
-// HeldEpochs returns the epoch of every shard owner holds (0 for the
-// shards it does not).
-func HeldEpochs(ctx context.Context, q Querier, owner string) ([store.NumShards]uint64, error) {
+// sqlTakeFree records an owner (the same argument for every row) at epoch 1
+// for every shard nobody holds, in one statement.
+var sqlTakeFree = `INSERT INTO shard_leases (shard, owner, epoch) VALUES ` +
+	strings.TrimSuffix(strings.Repeat("(?, ?, 1), ", store.NumShards), ", ") +
+	` ON CONFLICT (shard) DO NOTHING`
+
+// TakeFreeShards records owner at epoch 1 for every shard nobody holds,
+// then loads into d's Epochs the epoch of every shard owner holds (so a
+// reopened store keeps the epochs it had), in one transaction. An engine
+// calls it once, from Open.
+func TakeFreeShards(ctx context.Context, d DB, owner string) error {
 	var held [store.NumShards]uint64
-	leases, err := queryAll(ctx, q, func(r Rows) ([2]int64, error) {
-		var l [2]int64
-		err := r.Scan(&l[0], &l[1])
-		return l, err
-	}, `SELECT shard, epoch FROM shard_leases WHERE owner = ?`, owner)
-	if err != nil {
-		return held, fmt.Errorf("load leases: %w", err)
-	}
-	for _, l := range leases {
-		if l[0] >= 0 && l[0] < store.NumShards {
-			held[l[0]] = uint64(l[1])
+	err := d.c.WriteTx(ctx, func(tx Querier) error {
+		args := make([]any, 0, 2*store.NumShards)
+		for shard := range store.NumShards {
+			args = append(args, shard, owner)
 		}
+		if _, err := tx.Exec(ctx, sqlTakeFree, args...); err != nil {
+			return err
+		}
+		leases, err := queryAll(ctx, tx, func(r Rows) ([2]int64, error) {
+			var l [2]int64
+			err := r.Scan(&l[0], &l[1])
+			return l, err
+		}, `SELECT shard, epoch FROM shard_leases WHERE owner = ?`, owner)
+		if err != nil {
+			return err
+		}
+		for _, l := range leases {
+			if l[0] >= 0 && l[0] < store.NumShards {
+				held[l[0]] = uint64(l[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return d.errorf("take shards: %w", err)
 	}
-	return held, nil
+	d.c.Epochs.SetAll(held)
+	return nil
 }
 
 // TakeShard makes owner the holder of shard at the next epoch (1 for a
-// shard nobody held) and returns that epoch.
-func TakeShard(ctx context.Context, q Querier, shard int, owner string) (uint64, error) {
+// shard nobody held) and returns that epoch, which this store instance
+// holds from now on; the previous holder's commits are fenced.
+func (d DB) TakeShard(ctx context.Context, shard int, owner string) (uint64, error) {
 	if shard < 0 || shard >= store.NumShards {
-		return 0, fmt.Errorf("take shard: shard %d out of range", shard)
+		return 0, d.errorf("take shard: shard %d out of range", shard)
 	}
 	var epoch int64
-	err := q.QueryRow(ctx, `INSERT INTO shard_leases (shard, owner, epoch) VALUES (?, ?, 1)
+	err := d.c.Write.QueryRow(ctx, `INSERT INTO shard_leases (shard, owner, epoch) VALUES (?, ?, 1)
 		ON CONFLICT (shard) DO UPDATE SET owner = excluded.owner, epoch = shard_leases.epoch + 1
 		RETURNING epoch`, shard, owner).Scan(&epoch)
 	if err != nil {
-		return 0, fmt.Errorf("take shard %d: %w", shard, err)
+		return 0, d.errorf("take shard %d: %w", shard, err)
 	}
+	d.c.Epochs.Set(shard, uint64(epoch))
 	return uint64(epoch), nil
+}
+
+// ListLeases returns every shard lease, by shard.
+func (d DB) ListLeases(ctx context.Context) ([]store.Lease, error) {
+	out, err := queryAll(ctx, d.c.Read, func(r Rows) (store.Lease, error) {
+		var l store.Lease
+		var shard, epoch int64
+		err := r.Scan(&shard, &l.Owner, &epoch)
+		l.Shard, l.Epoch = int(shard), uint64(epoch)
+		return l, err
+	}, `SELECT shard, owner, epoch FROM shard_leases ORDER BY shard`)
+	if err != nil {
+		return nil, d.errorf("list leases: %w", err)
+	}
+	return out, nil
 }
 
 // Epochs are the shard epochs one store instance holds (0: none), which

@@ -11,7 +11,8 @@
 // ("sqlite: list groups: ..."), as the engine's own methods' do.
 //
 // Concurrency: DB keeps no state of its own; it is as safe for concurrent
-// use as the Queriers and transaction functions it is built from.
+// use as the Queriers and transaction functions it is built from (the
+// engine's Epochs are safe on their own).
 package sqlq
 
 import (
@@ -70,6 +71,9 @@ type Conn struct {
 	// Now is the clock for default timestamps, route expiry and retention
 	// marks.
 	Now func() time.Time
+	// Epochs are the shard epochs the engine's store instance holds, which
+	// TakeShard and TakeFreeShards record and the engine's commits check.
+	Epochs *Epochs
 }
 
 // DB runs the shared statements over one engine's Conn.
