@@ -23,22 +23,11 @@ const (
 		SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bytea[], $5::bigint[])`
 	sqlSetReminder = `INSERT INTO reminders (key, name, due) VALUES ($1, $2, $3)
 		ON CONFLICT (key, name) DO UPDATE SET due = excluded.due`
-	sqlDelReminder = `DELETE FROM reminders WHERE key = $1 AND name = $2`
-	sqlUpGroup     = `INSERT INTO groups (id, status, from_number, mode, text, pause_reason, created_at, updated_at, counts, seq)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-		ON CONFLICT (id) DO UPDATE SET status = excluded.status, from_number = excluded.from_number,
-		mode = excluded.mode, text = excluded.text, pause_reason = excluded.pause_reason,
-		created_at = excluded.created_at, updated_at = excluded.updated_at, counts = excluded.counts, seq = excluded.seq`
-	sqlUpDeliveries = `INSERT INTO deliveries (group_id, number, name, status, attempts, provider_message_id, error_code,
-		error_class, claimed_at, sent_at, delivered_at, failed_at, replied_at, ack, last_reply, updated_at)
+	sqlDelReminder  = `DELETE FROM reminders WHERE key = $1 AND name = $2`
+	sqlUpDeliveries = sqlq.InsertDeliveries + `
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[],
-			$8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::text[], $15::text[], $16::bigint[])
-		ON CONFLICT (group_id, number) DO UPDATE SET name = excluded.name, status = excluded.status,
-		attempts = excluded.attempts, provider_message_id = excluded.provider_message_id,
-		error_code = excluded.error_code, error_class = excluded.error_class, claimed_at = excluded.claimed_at,
-		sent_at = excluded.sent_at, delivered_at = excluded.delivered_at, failed_at = excluded.failed_at,
-		replied_at = excluded.replied_at, ack = excluded.ack, last_reply = excluded.last_reply,
-		updated_at = excluded.updated_at`
+			$8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::text[], $15::text[], $16::bigint[])` +
+		sqlq.OnDeliveryConflict
 	// Acknowledging keeps the first processing time, so a replayed ack
 	// does not move the entry's purge horizon.
 	sqlAckOne = `UPDATE inbox SET processed_at = CASE WHEN processed_at = 0 THEN $1 ELSE processed_at END,
@@ -54,6 +43,8 @@ const (
 		ON CONFLICT (provider, event_id, number) DO NOTHING`
 	sqlInsIdem = `INSERT INTO idempotency_keys (key, request_hash, group_id, created_at) VALUES ($1, $2, $3, $4)`
 )
+
+var sqlUpGroup = sqlq.Rebind(sqlq.UpsertGroup)
 
 // Constraint names (see migrations) that turn a unique violation into a
 // unit's own failure instead of a batch failure.
@@ -356,12 +347,9 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 		}
 	}
 	for _, g := range lastPerKey(groups, func(g *store.GroupRow) string { return g.ID }) {
-		counts, err := json.Marshal(sqlq.NonNilCounts(g.Counts))
-		if err != nil {
-			return fmt.Errorf("postgres: commit: group counts: %w", err)
+		if err := queueGroup(b, &g); err != nil {
+			return err
 		}
-		b.Queue(sqlUpGroup, g.ID, string(g.Status), g.From, string(g.Mode), g.Text, g.PauseReason,
-			store.Nanos(g.CreatedAt), store.Nanos(g.UpdatedAt), string(counts), int64(g.Seq))
 	}
 	if ds := lastPerKey(deliveries, func(d *store.DeliveryRow) string { return d.GroupID + "\x00" + d.Number }); len(ds) > 0 {
 		queueDeliveries(b, ds)
@@ -578,12 +566,9 @@ func queueUnit(b *pgx.Batch, u *actor.Unit, effs []*store.Effects, now time.Time
 	}
 	for _, e := range effs {
 		if g := e.Group; g != nil {
-			counts, err := json.Marshal(sqlq.NonNilCounts(g.Counts))
-			if err != nil {
-				return fmt.Errorf("postgres: commit: group counts: %w", err)
+			if err := queueGroup(b, g); err != nil {
+				return err
 			}
-			b.Queue(sqlUpGroup, g.ID, string(g.Status), g.From, string(g.Mode), g.Text, g.PauseReason,
-				store.Nanos(g.CreatedAt), store.Nanos(g.UpdatedAt), string(counts), int64(g.Seq))
 		}
 		if ds := lastPerKey(e.Deliveries, func(d *store.DeliveryRow) string { return d.GroupID + "\x00" + d.Number }); len(ds) > 0 {
 			queueDeliveries(b, ds)
@@ -619,6 +604,15 @@ func queueUnit(b *pgx.Batch, u *actor.Unit, effs []*store.Effects, now time.Time
 			b.Queue(sqlInsIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(sqlq.OrNow(ik.CreatedAt, now)))
 		}
 	}
+	return nil
+}
+
+func queueGroup(b *pgx.Batch, g *store.GroupRow) error {
+	args, err := sqlq.GroupArgs(g)
+	if err != nil {
+		return fmt.Errorf("postgres: commit: %w", err)
+	}
+	b.Queue(sqlUpGroup, args...)
 	return nil
 }
 

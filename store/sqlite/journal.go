@@ -25,20 +25,6 @@ type stmts struct {
 }
 
 const (
-	sqlUpGroup = `INSERT INTO groups (id, status, from_number, mode, text, pause_reason, created_at, updated_at, counts, seq)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET status = excluded.status, from_number = excluded.from_number,
-		mode = excluded.mode, text = excluded.text, pause_reason = excluded.pause_reason,
-		created_at = excluded.created_at, updated_at = excluded.updated_at, counts = excluded.counts, seq = excluded.seq`
-	sqlUpDeliveryHead = `INSERT INTO deliveries (group_id, number, name, status, attempts, provider_message_id, error_code,
-		error_class, claimed_at, sent_at, delivered_at, failed_at, replied_at, ack, last_reply, updated_at) VALUES `
-	sqlUpDeliveryTail = `
-		ON CONFLICT (group_id, number) DO UPDATE SET name = excluded.name, status = excluded.status,
-		attempts = excluded.attempts, provider_message_id = excluded.provider_message_id,
-		error_code = excluded.error_code, error_class = excluded.error_class, claimed_at = excluded.claimed_at,
-		sent_at = excluded.sent_at, delivered_at = excluded.delivered_at, failed_at = excluded.failed_at,
-		replied_at = excluded.replied_at, ack = excluded.ack, last_reply = excluded.last_reply,
-		updated_at = excluded.updated_at`
 	// Acknowledging keeps the first processing time, so a replayed ack
 	// does not move the entry's purge horizon.
 	sqlAckInbox = `UPDATE inbox SET processed_at = CASE WHEN processed_at = 0 THEN ? ELSE processed_at END,
@@ -59,7 +45,7 @@ func (st *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.fence, `SELECT epoch FROM shard_leases WHERE shard = ?`},
 		{&st.headSeq, `SELECT COALESCE(MAX(seq), 0) FROM journal WHERE key = ?`},
 		{&st.delReminder, `DELETE FROM reminders WHERE key = ? AND name = ?`},
-		{&st.upGroup, sqlUpGroup},
+		{&st.upGroup, sqlq.UpsertGroup},
 		{&st.ackInbox, sqlAckInbox},
 		{&st.suppress, sqlSuppress},
 		{&st.unsuppress, `DELETE FROM suppressions WHERE number = ?`},
@@ -82,7 +68,8 @@ func (st *stmts) prepare(ctx context.Context, db *sql.DB) error {
 	st.insEvents = newRowsStmt(`INSERT INTO journal (key, seq, type, data, time) VALUES `, `(?, ?, ?, ?, ?)`, ``)
 	st.setReminders = newRowsStmt(`INSERT INTO reminders (key, name, due) VALUES `, `(?, ?, ?)`,
 		` ON CONFLICT (key, name) DO UPDATE SET due = excluded.due`)
-	st.upDeliveries = newRowsStmt(sqlUpDeliveryHead, `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, sqlUpDeliveryTail)
+	st.upDeliveries = newRowsStmt(sqlq.InsertDeliveries+`VALUES `, `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		sqlq.OnDeliveryConflict)
 	st.putRoutes = newRowsStmt(`INSERT INTO routes (key, value, expires_at) VALUES `, `(?, ?, ?)`,
 		` ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at`)
 	for _, r := range []*rowsStmt{st.insEvents, st.setReminders, st.upDeliveries, st.putRoutes} {
@@ -262,12 +249,11 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, now
 	}
 	for _, e := range effs {
 		if g := e.Group; g != nil {
-			counts, err := json.Marshal(sqlq.NonNilCounts(g.Counts))
+			gargs, err := sqlq.GroupArgs(g)
 			if err != nil {
-				return nil, wrap("group counts", err)
+				return nil, wrap("group", err)
 			}
-			if _, err := ts.exec(s.st.upGroup, g.ID, string(g.Status), g.From, string(g.Mode), g.Text, g.PauseReason,
-				store.Nanos(g.CreatedAt), store.Nanos(g.UpdatedAt), string(counts), g.Seq); err != nil {
+			if _, err := ts.exec(s.st.upGroup, gargs...); err != nil {
 				return nil, wrap("group", err)
 			}
 		}
