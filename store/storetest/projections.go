@@ -38,22 +38,9 @@ func testGroups(t *testing.T, o Options) {
 	if err != nil || !reflect.DeepEqual(got, want[indexOfGroup(want, "g-3")]) {
 		t.Fatalf("GetGroup = %+v, %v", got, err)
 	}
-	var all []store.GroupRow
-	cursor := ""
-	for page := 0; ; page++ {
-		rows, next, err := s.ListGroups(ctx, store.GroupQuery{Cursor: cursor, Limit: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, rows...)
-		if next == "" {
-			break
-		}
-		if page > 5 {
-			t.Fatal("pagination does not end")
-		}
-		cursor = next
-	}
+	all := allPages(t, 5, func(cursor string) ([]store.GroupRow, string, error) {
+		return s.ListGroups(ctx, store.GroupQuery{Cursor: cursor, Limit: 3})
+	})
 	if !reflect.DeepEqual(all, want) {
 		t.Fatalf("ListGroups pages:\n got %v\nwant %v", groupIDs(all), groupIDs(want))
 	}
@@ -67,6 +54,29 @@ func testGroups(t *testing.T, o Options) {
 	commitOK(t, s, actor.Unit{Key: up.ID, ExpectSeq: 1, Events: events("d", 1), Effects: []any{store.Effects{Group: &up}}})
 	if got, err := s.GetGroup(ctx, up.ID); err != nil || !reflect.DeepEqual(got, up) {
 		t.Fatalf("upserted group = %+v, %v", got, err)
+	}
+}
+
+// allPages reads a list from the first page to the last, following each
+// page's cursor. It fails the test on an error, or when a page numbered
+// above maxPage (counting from 0) still returns a cursor.
+func allPages[T any](t *testing.T, maxPage int, list func(cursor string) ([]T, string, error)) []T {
+	t.Helper()
+	var all []T
+	cursor := ""
+	for page := 0; ; page++ {
+		rows, next, err := list(cursor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, rows...)
+		if next == "" {
+			return all
+		}
+		if page > maxPage {
+			t.Fatal("pagination does not end")
+		}
+		cursor = next
 	}
 }
 
@@ -126,24 +136,14 @@ func testDeliveries(t *testing.T, o Options) {
 
 	list := func(q store.DeliveryQuery) []store.DeliveryRow {
 		t.Helper()
-		var all []store.DeliveryRow
-		for pages := 0; ; pages++ {
+		return allPages(t, 20, func(cursor string) ([]store.DeliveryRow, string, error) {
+			q.Cursor = cursor
 			page, next, err := s.ListDeliveries(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
 			if q.Limit > 0 && len(page) > q.Limit {
 				t.Fatalf("page of %d, limit %d", len(page), q.Limit)
 			}
-			all = append(all, page...)
-			if next == "" {
-				return all
-			}
-			if pages > 20 {
-				t.Fatal("pagination does not end")
-			}
-			q.Cursor = next
-		}
+			return page, next, err
+		})
 	}
 	// Expected order: (UpdatedAt, GroupID, Number).
 	want := []store.DeliveryRow{rows[0], rows[2], rows[1], rows[4], rows[3], rows[5], rows[6], rows[8], rows[7], rows[9]}
@@ -216,21 +216,10 @@ func testReplies(t *testing.T, o Options) {
 
 	list := func(q store.ReplyQuery) []store.Reply {
 		t.Helper()
-		var all []store.Reply
-		for pages := 0; ; pages++ {
-			page, next, err := s.ListReplies(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			all = append(all, page...)
-			if next == "" {
-				return all
-			}
-			if pages > 20 {
-				t.Fatal("pagination does not end")
-			}
-			q.Cursor = next
-		}
+		return allPages(t, 20, func(cursor string) ([]store.Reply, string, error) {
+			q.Cursor = cursor
+			return s.ListReplies(ctx, q)
+		})
 	}
 	if got := list(store.ReplyQuery{Limit: 2}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("ListReplies:\n got %+v\nwant %+v", got, want)
@@ -362,22 +351,9 @@ func testSuppressions(t *testing.T, o Options) {
 		Suppress:   []store.Suppression{{Number: "+15550300009", Reason: "stop"}},
 		Unsuppress: []string{"+15550300002"},
 	}}})
-	var all []store.Suppression
-	cursor := ""
-	for pages := 0; ; pages++ {
-		page, next, err := s.ListSuppressions(ctx, cursor, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, page...)
-		if next == "" {
-			break
-		}
-		if pages > 10 {
-			t.Fatal("pagination does not end")
-		}
-		cursor = next
-	}
+	all := allPages(t, 10, func(cursor string) ([]store.Suppression, string, error) {
+		return s.ListSuppressions(ctx, cursor, 2)
+	})
 	wantAll := []store.Suppression{
 		{Number: "+15550300000", Reason: "manual", CreatedAt: t0},
 		{Number: "+15550300003", Reason: "manual", CreatedAt: t0},
