@@ -97,8 +97,9 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 
 // FinishSummary fills the derived figures of s (DeliveryRate, median and
 // p95) from the counts already in s and the SentAt→DeliveredAt durations of
-// the delivered rows, and sorts TopErrorCodes (most frequent first, then by
-// code) keeping at most 10.
+// the delivered rows. TopErrorCodes is left as the engine read it: most
+// frequent first, then by code and class in byte order (the query's ORDER
+// BY; both schemas compare text bytewise), at most 10 (its LIMIT).
 func FinishSummary(s *Summary, toDelivered []time.Duration) {
 	if s.ByStatus == nil {
 		s.ByStatus = map[crewcast.Status]int{}
@@ -113,27 +114,6 @@ func FinishSummary(s *Summary, toDelivered []time.Duration) {
 	slices.Sort(d)
 	s.MedianToDelivered = Percentile(d, 0.5)
 	s.P95ToDelivered = Percentile(d, 0.95)
-	slices.SortFunc(s.TopErrorCodes, func(a, b CodeCount) int {
-		if a.Count != b.Count {
-			return b.Count - a.Count
-		}
-		if a.Code != b.Code {
-			if a.Code < b.Code {
-				return -1
-			}
-			return 1
-		}
-		if a.Class < b.Class {
-			return -1
-		}
-		if a.Class > b.Class {
-			return 1
-		}
-		return 0
-	})
-	if len(s.TopErrorCodes) > 10 {
-		s.TopErrorCodes = s.TopErrorCodes[:10]
-	}
 }
 
 // EffectsOf returns the store.Effects carried by a unit's effect value (a
