@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/provider/internal/adapter"
 )
 
 // OptOutCode is the error code of a send blocked by the recipient's STOP.
@@ -77,28 +78,7 @@ var codeClasses = map[string]crewcast.ErrorClass{
 //     whole group for one odd recipient would be worse.
 //   - anything else (1xx, a 2xx used as an error) is ClassUncertain.
 func Classify(httpStatus int, code string) (class crewcast.ErrorClass, optOut bool) {
-	code = strings.TrimSpace(code)
-	switch {
-	case httpStatus == 429:
-		return crewcast.ClassNotSent, false
-	case httpStatus >= 500:
-		return crewcast.ClassUncertain, false
-	}
-	if c, ok := codeClasses[code]; ok {
-		return c, code == OptOutCode
-	}
-	switch {
-	case httpStatus == 0:
-		return crewcast.ClassCarrier, false
-	case httpStatus >= 300 && httpStatus < 400,
-		httpStatus == 401, httpStatus == 403, httpStatus == 404, httpStatus == 405:
-		return crewcast.ClassSender, false
-	case httpStatus == 408:
-		return crewcast.ClassUncertain, false
-	case httpStatus >= 400 && httpStatus < 500:
-		return crewcast.ClassRecipient, false
-	}
-	return crewcast.ClassUncertain, false
+	return adapter.Classify(httpStatus, code, codeClasses, OptOutCode)
 }
 
 // ClassifyDelivery classifies the error code of a failed delivery report.

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/provider/internal/adapter"
 )
 
 // OptOutCode is the error code of a send to a number that replied STOP.
@@ -44,8 +45,8 @@ var codeClasses = map[string]crewcast.ErrorClass{
 // recipient opted out (21610).
 //
 // httpStatus is the status of a synchronous API answer, or 0 for an
-// ErrorCode reported by a status callback. The rules match the Telnyx
-// adapter's:
+// ErrorCode reported by a status callback. The rules are the Telnyx
+// adapter's, applied by the same code:
 //   - 429 is ClassNotSent and any 5xx is ClassUncertain whatever the code.
 //   - a code in the table decides.
 //   - an unknown code on a status callback (status 0) is ClassCarrier: the
@@ -57,28 +58,7 @@ var codeClasses = map[string]crewcast.ErrorClass{
 //     be accepted next time either.
 //   - anything else is ClassUncertain.
 func Classify(httpStatus int, code string) (class crewcast.ErrorClass, optOut bool) {
-	code = strings.TrimSpace(code)
-	switch {
-	case httpStatus == 429:
-		return crewcast.ClassNotSent, false
-	case httpStatus >= 500:
-		return crewcast.ClassUncertain, false
-	}
-	if c, ok := codeClasses[code]; ok {
-		return c, code == OptOutCode
-	}
-	switch {
-	case httpStatus == 0:
-		return crewcast.ClassCarrier, false
-	case httpStatus >= 300 && httpStatus < 400,
-		httpStatus == 401, httpStatus == 403, httpStatus == 404, httpStatus == 405:
-		return crewcast.ClassSender, false
-	case httpStatus == 408:
-		return crewcast.ClassUncertain, false
-	case httpStatus >= 400 && httpStatus < 500:
-		return crewcast.ClassRecipient, false
-	}
-	return crewcast.ClassUncertain, false
+	return adapter.Classify(httpStatus, code, codeClasses, OptOutCode)
 }
 
 // ClassifyDelivery classifies the ErrorCode of a failed or undelivered
