@@ -37,6 +37,7 @@ import (
 
 	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/provider/apicall"
+	"github.com/crewcast/crewcast/provider/internal/adapter"
 )
 
 // ProviderName is the name this adapter reports in Events and SendErrors.
@@ -52,10 +53,6 @@ const DefaultTolerance = 300 * time.Second
 // DefaultTimeout bounds one API call when Config.HTTPClient is nil, so a
 // hung connection cannot hold a claimed recipient forever.
 const DefaultTimeout = 30 * time.Second
-
-// maxRetryAfter caps a provider-supplied wait so a silly header cannot
-// park a recipient for days.
-const maxRetryAfter = 24 * time.Hour
 
 // idempotencyKeyPattern is the key syntax Telnyx documents for its
 // Idempotency-Key header.
@@ -139,14 +136,14 @@ func New(cfg Config) (*Client, error) {
 	if base == "" {
 		base = DefaultAPIBase
 	}
-	if err := checkAbsoluteURL(base); err != nil {
+	if err := adapter.CheckAbsoluteURL(base); err != nil {
 		return nil, fmt.Errorf("telnyx: APIBase: %w", err)
 	}
 	for name, u := range map[string]string{"WebhookURL": cfg.WebhookURL, "WebhookFailoverURL": cfg.WebhookFailoverURL} {
 		if u == "" {
 			continue
 		}
-		if err := checkAbsoluteURL(u); err != nil {
+		if err := adapter.CheckAbsoluteURL(u); err != nil {
 			return nil, fmt.Errorf("telnyx: %s: %w", name, err)
 		}
 	}
@@ -162,6 +159,7 @@ func New(cfg Config) (*Client, error) {
 		sendIdemKey: cfg.SendIdempotencyKey,
 		verifier:    verifier,
 		tolerance:   cfg.Tolerance,
+		http:        adapter.HTTPClient(cfg.HTTPClient, DefaultTimeout),
 		now:         cfg.Now,
 		log:         cfg.Logger,
 	}
@@ -174,12 +172,6 @@ func New(cfg Config) (*Client, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	hc := http.Client{Timeout: DefaultTimeout}
-	if cfg.HTTPClient != nil {
-		hc = *cfg.HTTPClient
-	}
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	c.http = &hc
 	return c, nil
 }
 
@@ -197,17 +189,6 @@ func ParsePublicKey(s string) (ed25519.PublicKey, error) {
 		return nil, fmt.Errorf("public key is %d bytes, want %d", len(raw), ed25519.PublicKeySize)
 	}
 	return ed25519.PublicKey(raw), nil
-}
-
-func checkAbsoluteURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return err
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an absolute http(s) URL", s)
-	}
-	return nil
 }
 
 // Name returns "telnyx".
@@ -429,24 +410,11 @@ func pickError(errs []apiError) apiError {
 // retryAfter reads how long Telnyx asked us to wait: Retry-After (seconds
 // or an HTTP date), else x-ratelimit-reset (seconds). Zero when absent.
 func retryAfter(h http.Header, now time.Time) time.Duration {
-	var d time.Duration
-	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
-		if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-			d = clampSeconds(secs)
-		} else if t, err := http.ParseTime(v); err == nil {
-			d = t.Sub(now)
-		}
-	} else if v := strings.TrimSpace(h.Get("X-Ratelimit-Reset")); v != "" {
-		if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-			d = clampSeconds(secs)
-		}
+	if d, ok := adapter.RetryAfter(h, now); ok {
+		return d
 	}
-	return min(max(d, 0), maxRetryAfter)
-}
-
-func clampSeconds(secs int64) time.Duration {
-	if secs > int64(maxRetryAfter/time.Second) {
-		return maxRetryAfter
+	if secs, err := strconv.ParseInt(strings.TrimSpace(h.Get("X-Ratelimit-Reset")), 10, 64); err == nil {
+		return adapter.ClampSeconds(secs)
 	}
-	return time.Duration(secs) * time.Second
+	return 0
 }

@@ -27,12 +27,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/provider/apicall"
+	"github.com/crewcast/crewcast/provider/internal/adapter"
 )
 
 // ProviderName is the name this adapter reports in Events and SendErrors.
@@ -54,9 +54,6 @@ const MaxMedia = 10
 // the header some third-party clients send, and the one the simulator is
 // expected to honour.
 const IdempotencyHeader = "I-Twilio-Idempotency-Token"
-
-// maxRetryAfter caps a provider-supplied wait.
-const maxRetryAfter = 24 * time.Hour
 
 // ErrInvalidRequest marks a send refused locally, before any network I/O,
 // because it can never succeed (no recipient, too many media...). It
@@ -130,7 +127,7 @@ func New(cfg Config) (*Client, error) {
 		if u == "" {
 			continue
 		}
-		if err := checkAbsoluteURL(u); err != nil {
+		if err := adapter.CheckAbsoluteURL(u); err != nil {
 			return nil, fmt.Errorf("twilio: %s: %w", name, err)
 		}
 	}
@@ -141,6 +138,7 @@ func New(cfg Config) (*Client, error) {
 		statusCallback: cfg.StatusCallbackURL,
 		publicURL:      cfg.PublicURL,
 		sendIdemKey:    cfg.SendIdempotencyKey,
+		http:           adapter.HTTPClient(cfg.HTTPClient, DefaultTimeout),
 		now:            cfg.Now,
 		log:            cfg.Logger,
 	}
@@ -150,24 +148,7 @@ func New(cfg Config) (*Client, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	hc := http.Client{Timeout: DefaultTimeout}
-	if cfg.HTTPClient != nil {
-		hc = *cfg.HTTPClient
-	}
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	c.http = &hc
 	return c, nil
-}
-
-func checkAbsoluteURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return err
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an absolute http(s) URL", s)
-	}
-	return nil
 }
 
 // Name returns "twilio".
@@ -311,22 +292,7 @@ func interpretResponse(status int, header http.Header, body []byte, now time.Tim
 		OptOut:     optOut,
 	}
 	if class == crewcast.ClassNotSent {
-		se.RetryAfter = retryAfter(header, now)
+		se.RetryAfter, _ = adapter.RetryAfter(header, now)
 	}
 	return nil, se
-}
-
-// retryAfter reads Retry-After (seconds or an HTTP date); zero when absent.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	var d time.Duration
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs > int64(maxRetryAfter/time.Second) {
-			return maxRetryAfter
-		}
-		d = time.Duration(secs) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(now)
-	}
-	return min(max(d, 0), maxRetryAfter)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/provider/internal/adapter"
 )
 
 func webhookFixtures(f *testing.F) [][]byte {
@@ -130,7 +131,7 @@ func FuzzInterpretResponse(f *testing.F) {
 		if !errors.As(err, &se) || se.Class == crewcast.ClassNone || se.HTTPStatus != status {
 			t.Fatalf("unclassified error %v", err)
 		}
-		if se.RetryAfter < 0 || se.RetryAfter > maxRetryAfter {
+		if se.RetryAfter < 0 || se.RetryAfter > adapter.MaxRetryAfter {
 			t.Fatalf("RetryAfter %v out of bounds", se.RetryAfter)
 		}
 	})
