@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/provider/internal/adapter"
 )
 
 // Webhook signature headers. Matching is case-insensitive.
@@ -69,11 +69,11 @@ func NewVerifier(publicKey ed25519.PublicKey) (*Verifier, error) {
 
 // Verify checks header and body as the package-level Verify does.
 func (v *Verifier) Verify(header http.Header, body []byte, now time.Time, tolerance time.Duration) error {
-	sigText := headerValue(header, SignatureHeader)
+	sigText := adapter.HeaderValue(header, SignatureHeader)
 	if sigText == "" {
 		return badSignature("missing %s header", SignatureHeader)
 	}
-	tsText := headerValue(header, TimestampHeader)
+	tsText := adapter.HeaderValue(header, TimestampHeader)
 	if tsText == "" {
 		return badSignature("missing %s header", TimestampHeader)
 	}
@@ -117,20 +117,6 @@ func Sign(privateKey ed25519.PrivateKey, ts time.Time, body []byte) http.Header 
 
 func badSignature(format string, args ...any) error {
 	return fmt.Errorf("telnyx: %w: %s", crewcast.ErrBadSignature, fmt.Sprintf(format, args...))
-}
-
-// headerValue finds name in h ignoring case even when h was built by hand
-// with non-canonical keys (http.Header.Get only finds canonical ones).
-func headerValue(h http.Header, name string) string {
-	if v := h.Get(name); v != "" {
-		return v
-	}
-	for k, vs := range h {
-		if strings.EqualFold(k, name) && len(vs) > 0 && vs[0] != "" {
-			return vs[0]
-		}
-	}
-	return ""
 }
 
 // parseUnixSeconds accepts 1 to 18 ASCII digits: no sign, no spaces, no

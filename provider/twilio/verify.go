@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/provider/internal/adapter"
 )
 
 // SignatureHeader carries Twilio's webhook signature.
@@ -35,7 +36,7 @@ func Verify(authToken, rawURL string, header http.Header, params url.Values) err
 	if rawURL == "" {
 		return badSignature("no URL to check the signature against")
 	}
-	sigText := headerValue(header, SignatureHeader)
+	sigText := adapter.HeaderValue(header, SignatureHeader)
 	if sigText == "" {
 		return badSignature("missing %s header", SignatureHeader)
 	}
@@ -155,18 +156,4 @@ func portVariants(raw string) []string {
 
 func badSignature(format string, args ...any) error {
 	return fmt.Errorf("twilio: %w: %s", crewcast.ErrBadSignature, fmt.Sprintf(format, args...))
-}
-
-// headerValue finds name in h ignoring case even when h was built by hand
-// with non-canonical keys.
-func headerValue(h http.Header, name string) string {
-	if v := h.Get(name); v != "" {
-		return v
-	}
-	for k, vs := range h {
-		if strings.EqualFold(k, name) && len(vs) > 0 && vs[0] != "" {
-			return vs[0]
-		}
-	}
-	return ""
 }

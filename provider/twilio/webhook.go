@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/provider/internal/adapter"
 )
 
 // EmptyTwiML is the reply to an inbound-message webhook that sends nothing
@@ -58,7 +59,7 @@ func (c *Client) ParseWebhook(req crewcast.WebhookRequest) ([]crewcast.Event, er
 	if err := Verify(c.authToken, signedURL, req.Header, params); err != nil {
 		return nil, err
 	}
-	ev, ok, err := parseParams(params, headerValue(req.Header, IdempotencyTokenHeader))
+	ev, ok, err := parseParams(params, adapter.HeaderValue(req.Header, IdempotencyTokenHeader))
 	if err != nil || !ok {
 		return nil, err
 	}
