@@ -19,7 +19,6 @@ import (
 type message struct {
 	ID             flexString `json:"id"`
 	GroupMessageID flexString `json:"group_message_id"`
-	Direction      flexString `json:"direction"`
 	From           party      `json:"from"`
 	To             parties    `json:"to"`
 	CC             parties    `json:"cc"`

@@ -10,12 +10,10 @@ import (
 
 // message is the subset of Twilio's Message resource crewcast uses.
 type message struct {
-	SID          flexString `json:"sid"`
-	To           flexString `json:"to"`
-	From         flexString `json:"from"`
-	Status       flexString `json:"status"`
-	ErrorCode    flexString `json:"error_code"` // an integer or null
-	ErrorMessage flexString `json:"error_message"`
+	SID       flexString `json:"sid"`
+	To        flexString `json:"to"`
+	Status    flexString `json:"status"`
+	ErrorCode flexString `json:"error_code"` // an integer or null
 }
 
 // recipientStatus maps the message's status; unrecognized is used for a
