@@ -121,7 +121,15 @@ func FuzzInterpretResponse(f *testing.F) {
 			if status < 200 || status > 299 || msg == nil || msg.ID == "" {
 				t.Fatalf("status %d accepted as %+v", status, msg)
 			}
-			recipientStatuses(msg, crewcast.StatusSent)
+			rss := recipientStatuses(msg, crewcast.StatusSent)
+			if len(rss) != len(msg.To) {
+				t.Fatalf("%d recipients gave %d statuses", len(msg.To), len(rss))
+			}
+			for _, rs := range rss {
+				if !rs.Status.Valid() {
+					t.Fatalf("invalid status %+v", rs)
+				}
+			}
 			return
 		}
 		var se *crewcast.SendError
