@@ -20,6 +20,8 @@ package group
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/crewcast/crewcast"
@@ -151,6 +153,12 @@ type Group struct {
 	byNumber map[string]int
 	// dirty collects the recipients changed since TakeDirty.
 	dirty map[int]struct{}
+	// counts is what Counts returns, kept up to date from the dirty
+	// recipients (counted[i] is how recipient i was last counted), so that
+	// a commit's cost follows its changes, not the group's size. nil until
+	// the first count.
+	counts  map[string]int
+	counted []tally
 }
 
 // Index returns the recipient with the given number, or nil.
@@ -172,7 +180,7 @@ func (g *Group) reindex() {
 }
 
 // MarkDirty records recipient i as changed, so that its projection and
-// reminders are written with the next commit.
+// reminders are written with the next commit and it is counted again.
 func (g *Group) MarkDirty(i int) { g.markDirty(i) }
 
 func (g *Group) markDirty(i int) {
@@ -185,34 +193,65 @@ func (g *Group) markDirty(i int) {
 // TakeDirty returns the indices of recipients changed since the last call,
 // in ascending order, and forgets them.
 func (g *Group) TakeDirty() []int {
-	out := make([]int, 0, len(g.dirty))
-	for i := range g.Recipients {
-		if _, ok := g.dirty[i]; ok {
-			out = append(out, i)
-		}
-	}
+	g.recount()
+	out := slices.Sorted(maps.Keys(g.dirty))
 	g.dirty = nil
 	return out
 }
 
 // Counts returns how many recipients are in each status, plus "replied"
-// and "acknowledged".
+// and "acknowledged". It follows the changes Apply makes; a recipient
+// changed any other way must be marked with MarkDirty.
 func (g *Group) Counts() map[string]int {
-	c := make(map[string]int, len(crewcast.AllStatuses)+2)
-	for _, s := range crewcast.AllStatuses {
-		c[string(s)] = 0
+	g.recount()
+	return maps.Clone(g.counts)
+}
+
+// tally is how one recipient counts in Counts.
+type tally struct {
+	status         crewcast.Status
+	replied, acked bool
+}
+
+func tallyOf(r *Recipient) tally {
+	return tally{status: r.Status, replied: r.Replies > 0, acked: r.Ack != crewcast.AckNone}
+}
+
+func (t tally) add(c map[string]int, n int) {
+	c[string(t.status)] += n
+	if t.replied {
+		c["replied"] += n
 	}
-	c["replied"], c["acknowledged"] = 0, 0
-	for _, r := range g.Recipients {
-		c[string(r.Status)]++
-		if r.Replies > 0 {
-			c["replied"]++
+	if t.acked {
+		c["acknowledged"] += n
+	}
+}
+
+// recount brings counts up to date: from scratch the first time (after
+// creation or a snapshot), then by recounting only the recipients changed
+// since (every change Apply makes marks its recipient dirty). Recounting a
+// recipient twice is harmless, so TakeDirty and Counts may both call it.
+func (g *Group) recount() {
+	if g.counts == nil || len(g.counted) != len(g.Recipients) {
+		g.counts = make(map[string]int, len(crewcast.AllStatuses)+2)
+		for _, s := range crewcast.AllStatuses {
+			g.counts[string(s)] = 0
 		}
-		if r.Ack != crewcast.AckNone {
-			c["acknowledged"]++
+		g.counts["replied"], g.counts["acknowledged"] = 0, 0
+		g.counted = make([]tally, len(g.Recipients))
+		for i, r := range g.Recipients {
+			g.counted[i] = tallyOf(r)
+			g.counted[i].add(g.counts, 1)
+		}
+		return
+	}
+	for i := range g.dirty {
+		if now := tallyOf(g.Recipients[i]); now != g.counted[i] {
+			g.counted[i].add(g.counts, -1)
+			now.add(g.counts, 1)
+			g.counted[i] = now
 		}
 	}
-	return c
 }
 
 // rank orders statuses for the forward-only rule. A status of higher rank

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -259,6 +260,27 @@ func TestPropertyNeverSendsTwiceAndStatusesMoveForward(t *testing.T) {
 			}
 			if total != counts || total != n {
 				rt.Fatalf("step %d: counts add to %d, want %d", step, total, n)
+			}
+			// Counts follows changes incrementally: it must agree with
+			// counting every recipient afresh.
+			fresh := map[string]int{"replied": 0, "acknowledged": 0}
+			for _, s := range crewcast.AllStatuses {
+				fresh[string(s)] = 0
+			}
+			for _, r := range g.Recipients {
+				fresh[string(r.Status)]++
+				if r.Replies > 0 {
+					fresh["replied"]++
+				}
+				if r.Ack != crewcast.AckNone {
+					fresh["acknowledged"]++
+				}
+			}
+			if got := g.Counts(); !maps.Equal(got, fresh) {
+				rt.Fatalf("step %d: counts %v, counting afresh gives %v", step, got, fresh)
+			}
+			if rapid.Bool().Draw(rt, "take_dirty") {
+				g.TakeDirty() // as each commit does
 			}
 			if g.Status == crewcast.GroupComplete && hasOpen {
 				rt.Fatalf("step %d: complete with open recipients", step)
