@@ -3,7 +3,6 @@ package group
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/crewcast/crewcast"
@@ -53,8 +52,7 @@ func (g *Group) Apply(e Event) error {
 		if err := g.checkIndices(v.Type(), []int{v.Index}); err != nil {
 			return err
 		}
-		if v.EventID != "" {
-			key := observedKey(v.EventID, v.Index)
+		if key := observedKey(v.EventID, v.Index); key != "" {
 			if g.seen(key) {
 				return nil
 			}
@@ -424,15 +422,18 @@ func (g *Group) checkIndices(typ string, idx []int) error {
 const maxSeen = 200000
 
 // observedKey names one recipient's observation of a provider event (one
-// webhook may report several recipients).
+// webhook may report several recipients); "" for an event without id.
 func observedKey(eventID string, index int) string {
+	if eventID == "" {
+		return ""
+	}
 	return eventID + "#" + strconv.Itoa(index)
 }
 
 // seen reports whether a provider event (by key) was already applied; ""
 // (an event without id) never counts as seen.
 func (g *Group) seen(key string) bool {
-	if key == "" || strings.HasPrefix(key, "#") {
+	if key == "" {
 		return false
 	}
 	_, ok := g.Seen[key]
