@@ -362,16 +362,24 @@ func TestObservedIgnoresStaleMessageAndUnacceptedSend(t *testing.T) {
 	h := newHarness(t, crewcast.ModeIndividual, 1, nil)
 	num := h.g.Recipients[0].Number
 	c := h.claim(t0, 0)
+	// Both observations below must reach Apply: a zero Observed would
+	// leave the status alone too, and prove nothing.
+	observe := func(ev crewcast.Event) Observed {
+		t.Helper()
+		o, ok := h.g.Observe(ev, t0)
+		if !ok {
+			t.Fatalf("event %s not observed", ev.EventID)
+		}
+		return o
+	}
 	// A webhook that beats the send result: the actor parks it; even if it
 	// reached Apply, it must not move a recipient in "sending".
-	o, _ := h.g.Observe(crewcast.Event{EventID: "early", Kind: crewcast.KindStatus, MessageID: "m1", To: num, Status: crewcast.StatusDelivered}, t0)
-	h.apply(o)
+	h.apply(observe(crewcast.Event{EventID: "early", Kind: crewcast.KindStatus, MessageID: "m1", To: num, Status: crewcast.StatusDelivered}))
 	if h.status(0) != crewcast.StatusSending {
 		t.Fatalf("status %s", h.status(0))
 	}
 	h.outcome(c.Sends[0], crewcast.SendResult{MessageID: "m1"}, nil, t0)
-	o, _ = h.g.Observe(crewcast.Event{EventID: "old", Kind: crewcast.KindStatus, MessageID: "m0", To: num, Status: crewcast.StatusFailed}, t0)
-	h.apply(o)
+	h.apply(observe(crewcast.Event{EventID: "old", Kind: crewcast.KindStatus, MessageID: "m0", To: num, Status: crewcast.StatusFailed}))
 	if h.status(0) != crewcast.StatusSent {
 		t.Fatalf("stale message id moved status to %s", h.status(0))
 	}
