@@ -355,9 +355,21 @@ type unmatchedLog struct {
 	t   *Tracker
 	mu  sync.Mutex
 	seq uint64
+	// done remembers the latest entries this process recorded (ring holds
+	// them in order; ring[next] is the oldest once full). The sweep reads
+	// the inbox outside the commit that records and acknowledges an entry,
+	// so it may hand over one just recorded; no group's state dedupes
+	// these, so the log does.
+	done map[inboxKey]struct{}
+	ring []inboxKey
+	next int
 }
 
 const unmatchedKey = "unmatched"
+
+// unmatchedDone bounds the remembered entries: far more than one sweep
+// pass can have read stale.
+const unmatchedDone = 4096
 
 // unmatchedReply is the journal event of an unmatched inbound message. It
 // names the inbox event only: the number and text live in the replies
@@ -382,6 +394,10 @@ func (u *unmatchedLog) record(ctx context.Context, ref store.InboxRef, events []
 	now := t.cfg.Clock.Now()
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	key := inboxKey{ref.Provider, ref.EventID}
+	if _, ok := u.done[key]; ok {
+		return nil // recorded and acknowledged by an earlier commit
+	}
 	unit := actor.Unit{Key: unmatchedKey, ExpectSeq: u.seq}
 	var eff store.Effects
 	for _, ev := range events {
@@ -412,6 +428,21 @@ func (u *unmatchedLog) record(ctx context.Context, ref store.InboxRef, events []
 		return fmt.Errorf("record unmatched reply: %w", err)
 	}
 	u.seq += uint64(len(unit.Events))
+	u.remember(key)
 	t.hub.Publish(Change{GroupID: unmatchedKey, Seq: u.seq})
 	return nil
+}
+
+func (u *unmatchedLog) remember(key inboxKey) {
+	if u.done == nil {
+		u.done = make(map[inboxKey]struct{})
+	}
+	if len(u.ring) < unmatchedDone {
+		u.ring = append(u.ring, key)
+	} else {
+		delete(u.done, u.ring[u.next])
+		u.ring[u.next] = key
+		u.next = (u.next + 1) % unmatchedDone
+	}
+	u.done[key] = struct{}{}
 }
