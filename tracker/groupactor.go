@@ -550,8 +550,9 @@ func (a *groupActor) ackOrphaned(c *actor.Context[groupMsg], entries []routed) {
 		refs = append(refs, store.InboxRef{Provider: e.ref.Provider, EventID: e.ref.EventID, Target: a.key})
 	}
 	if err := a.t.st.AckInbox(c.Context(), refs); err != nil {
+		// Still pending in the inbox: the sweep routes them here again,
+		// once their routing marks are cleared below.
 		c.Logger().Error("acknowledge webhooks for a missing group", "err", err)
-		return
 	}
 	a.t.mu.Lock()
 	for _, e := range entries {

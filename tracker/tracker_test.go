@@ -653,3 +653,65 @@ func TestCompletedGroupGetsItsFinalSnapshot(t *testing.T) {
 		t.Fatalf("after activation: snapshot at seq %d (err %v), want %d", snap.Seq, err, g.Seq)
 	}
 }
+
+// ackFailStore fails AckInbox while failing is set, counting the calls.
+type ackFailStore struct {
+	store.Store
+	failing atomic.Bool
+	calls   atomic.Int64
+}
+
+func (s *ackFailStore) AckInbox(ctx context.Context, refs []store.InboxRef) error {
+	s.calls.Add(1)
+	if s.failing.Load() {
+		return errors.New("disk I/O error (injected)")
+	}
+	return s.Store.AckInbox(ctx, refs)
+}
+
+// TestWebhookForMissingGroupIsAcknowledgedAfterAFailedAck: a webhook routed
+// to a group that no longer exists is acknowledged by that group's empty
+// actor; when that acknowledgement fails, the entry stays pending and the
+// sweep must be able to route it again.
+func TestWebhookForMissingGroupIsAcknowledgedAfterAFailedAck(t *testing.T) {
+	e := &env{t: t, path: filepath.Join(t.TempDir(), "crewcast.db"), prov: &fakeProvider{}}
+	e.clk = actor.NewManualClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	base := openStore(t, e.path, e.clk.Now)
+	t.Cleanup(func() { _ = base.Close() })
+	fs := &ackFailStore{Store: base}
+	e.st = fs
+	e.tr = e.start(nil)
+	ctx := context.Background()
+	if err := base.PutRoute(ctx, store.Route{Key: msgKey("fake", "gone-msg"), Value: "grp_deleted"}); err != nil {
+		t.Fatal(err)
+	}
+	fs.failing.Store(true)
+	ev := crewcast.Event{Provider: "fake", EventID: "late-1", Kind: crewcast.KindStatus, MessageID: "gone-msg", From: from,
+		To: nums(1)[0], Status: crewcast.StatusDelivered}
+	if _, err := e.tr.Ingest(ctx, []crewcast.Event{ev}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); fs.calls.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the missing group's actor never tried to acknowledge the webhook")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	fs.failing.Store(false)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if err := e.tr.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		p, err := base.PendingInbox(ctx, store.InboxRef{}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("webhook for a missing group still pending after its failed acknowledgement: %+v", p)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
