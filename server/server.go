@@ -164,9 +164,12 @@ type Server struct {
 	http    *http.Server
 	done    chan struct{} // ends event streams
 	served  chan error
-	stopRet chan struct{}
 	wg      sync.WaitGroup
 	stopped bool
+
+	// retention is canceled by Stop, which ends a retention run in progress.
+	retention     context.Context
+	stopRetention context.CancelFunc
 }
 
 // New checks cfg; Start brings the server up.
@@ -175,7 +178,9 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, done: make(chan struct{}), served: make(chan error, 1), stopRet: make(chan struct{})}, nil
+	s := &Server{cfg: cfg, done: make(chan struct{}), served: make(chan error, 1)}
+	s.retention, s.stopRetention = context.WithCancel(context.Background())
+	return s, nil
 }
 
 // OpenStore opens the store a DB setting names: a postgres:// URL or a
@@ -225,7 +230,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Store: s.st, Provider: prov, Logger: cfg.Logger, Clock: cfg.Clock,
 		Metrics: s.reg.Service(), RuntimeMetrics: s.reg.Runtime(),
 		Settings: cfg.Settings, SendRate: cfg.SendRate, SendRates: cfg.SendRates, SendWorkers: cfg.SendWorkers,
-		IdleTimeout: cfg.IdleTimeout, SweepInterval: cfg.SweepInterval,
+		SendTimeout: cfg.ProviderTimeout, IdleTimeout: cfg.IdleTimeout, SweepInterval: cfg.SweepInterval,
 	})
 	if err != nil {
 		return err
@@ -343,12 +348,15 @@ func (s *Server) retentionLoop() {
 	defer t.Stop()
 	for {
 		select {
-		case <-s.stopRet:
+		case <-s.retention.Done():
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			ctx, cancel := context.WithTimeout(s.retention, 10*time.Minute)
 			rep, err := s.tr.RunRetention(ctx, s.cfg.Retention)
 			cancel()
+			if s.retention.Err() != nil {
+				return // stopped mid-run; the next start's run picks up the rest
+			}
 			if err != nil {
 				s.cfg.Logger.Error("retention run failed", "err", err)
 				continue
@@ -381,7 +389,7 @@ func (s *Server) Stop(ctx context.Context) error {
 	s.stopped = true
 	var errs []error
 	close(s.done)
-	close(s.stopRet)
+	s.stopRetention()
 	if s.http != nil {
 		if err := s.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
