@@ -81,12 +81,7 @@ func publicError(err error) (e *apiError, internal bool) {
 	case errors.As(err, &ae):
 		return ae, false
 	case errors.As(err, &ve):
-		msgs := make([]string, len(ve.Fields))
-		for i, f := range ve.Fields {
-			msgs[i] = f.Error()
-		}
-		return &apiError{Status: http.StatusBadRequest, Code: codeInvalidRequest,
-			Message: "invalid request: " + strings.Join(msgs, "; "), Fields: ve.Fields}, false
+		return &apiError{Status: http.StatusBadRequest, Code: codeInvalidRequest, Message: ve.Error(), Fields: ve.Fields}, false
 	case errors.As(err, &mbe):
 		return newError(http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("request body larger than %d bytes", mbe.Limit)), false
 	case errors.Is(err, tracker.ErrNotFound), errors.Is(err, actor.ErrNotFound):
