@@ -107,7 +107,7 @@ func spawn[M any](s *System, parent node, parentKey, name string, p Producer[M],
 		return nil, err
 	}
 	if parent != nil {
-		parent.(interface{ addChild(string, node) }).addChild(proc.self.key, proc)
+		parent.addChild(proc.self.key, proc)
 	}
 	go proc.run()
 	return &proc.self, nil

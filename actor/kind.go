@@ -141,15 +141,12 @@ func (k *Kind[M]) lookup(key string) *process[M] {
 // activate returns key's process, creating it if needed; nil once the kind
 // has shut down. The shard lock makes creation exactly-once per key.
 func (k *Kind[M]) activate(key string) *process[M] {
-	sh := k.shard(key)
-	sh.mu.RLock()
-	p := sh.m[key]
-	sh.mu.RUnlock()
-	if p != nil {
+	if p := k.lookup(key); p != nil {
 		return p
 	}
+	sh := k.shard(key)
 	sh.mu.Lock()
-	if p = sh.m[key]; p != nil {
+	if p := sh.m[key]; p != nil {
 		sh.mu.Unlock()
 		return p
 	}
@@ -157,7 +154,7 @@ func (k *Kind[M]) activate(key string) *process[M] {
 		sh.mu.Unlock()
 		return nil
 	}
-	p = k.newProcessLocked(sh, key, nil)
+	p := k.newProcessLocked(sh, key, nil)
 	sh.mu.Unlock()
 	go p.run()
 	return p

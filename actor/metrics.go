@@ -18,6 +18,9 @@ type Metrics interface {
 	// Passivate hook succeeded.
 	ActorPassivated(kind string)
 	// ActorStopped counts an actor that terminated for any other reason.
+	// Each ActorPassivated or ActorStopped pairs with an earlier
+	// ActorActivated: an actor that never started successfully reports
+	// neither.
 	ActorStopped(kind string)
 	// ActorRestarted counts a supervisor restart.
 	ActorRestarted(kind string)

@@ -2,6 +2,8 @@ package actor
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -62,5 +64,28 @@ func TestMetricsHooksCount(t *testing.T) {
 	}
 	if m.commitBatches.Load() != 1 || m.commitUnits.Load() != 1 {
 		t.Errorf("commit batches %d units %d", m.commitBatches.Load(), m.commitUnits.Load())
+	}
+}
+
+// An actor whose start never succeeded was never counted in, so stopping
+// it must not count it out: an in-memory gauge built on these hooks would
+// otherwise go negative.
+func TestMetricsPairStopsWithActivations(t *testing.T) {
+	m := newCountingMetrics()
+	sys := newTestSystem(t, WithMetrics(m))
+	var failures atomic.Int32
+	failures.Store(1)
+	r, _ := Spawn(sys, "never", func() Actor[smsg] { return &failingStart{failures: &failures, ready: make(chan struct{})} },
+		WithSupervisor(fixed(Stop)))
+	waitClosed(t, r.Done())
+
+	h := newHooks()
+	h.activateErr = func(string) error { return errors.New("store down") }
+	k := newVKind(sys, h, KindOptions{})
+	k.Tell("v", vmsg{add: 1})
+	shutdownClean(t, sys)
+
+	if a, s, p := m.activated.Load(), m.stopped.Load(), m.passivated.Load(); a != 0 || s != 0 || p != 0 {
+		t.Fatalf("activated %d, stopped %d, passivated %d; want 0 each", a, s, p)
 	}
 }

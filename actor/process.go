@@ -239,18 +239,22 @@ func (p *process[M]) growLocked() bool {
 		c = limit
 	}
 	nb := make([]envelope[M], c)
-	if p.n > 0 {
-		end := p.head + p.n
-		if end <= len(p.buf) {
-			copy(nb, p.buf[p.head:end])
-		} else {
-			k := copy(nb, p.buf[p.head:])
-			copy(nb[k:], p.buf[:end-len(p.buf)])
-		}
-	}
+	p.copyLocked(nb)
 	p.buf = nb
 	p.head = 0
 	return true
+}
+
+// copyLocked copies the queued messages, oldest first, to the front of dst
+// (len(dst) >= p.n).
+func (p *process[M]) copyLocked(dst []envelope[M]) {
+	end := p.head + p.n
+	if end <= len(p.buf) {
+		copy(dst, p.buf[p.head:end])
+		return
+	}
+	k := copy(dst, p.buf[p.head:])
+	copy(dst[k:], p.buf[:end-len(p.buf)])
 }
 
 // releaseLocked frees the k oldest slots after they were processed.
@@ -267,10 +271,7 @@ func (p *process[M]) releaseLocked(k int) {
 	if p.n == 0 {
 		p.head = 0
 	}
-	if p.room != nil {
-		close(p.room)
-		p.room = nil
-	}
+	p.closeRoomLocked()
 }
 
 // takeAllLocked empties the mailbox and returns its messages in order.
@@ -280,13 +281,7 @@ func (p *process[M]) takeAllLocked() []envelope[M] {
 		return nil
 	}
 	out := make([]envelope[M], p.n)
-	end := p.head + p.n
-	if end <= len(p.buf) {
-		copy(out, p.buf[p.head:end])
-	} else {
-		k := copy(out, p.buf[p.head:])
-		copy(out[k:], p.buf[:end-len(p.buf)])
-	}
+	p.copyLocked(out)
 	p.buf, p.head, p.n = nil, 0, 0
 	return out
 }
@@ -752,11 +747,18 @@ func (p *process[M]) finish(mode finishMode, cause error, passivated bool) {
 		go next.run()
 	}
 	kind := p.kindName()
+	// Departures are counted only for actors counted in by ActorActivated,
+	// so one whose start never succeeded (producer or Started failed, then
+	// stopped) cannot drive an in-memory gauge below zero.
 	if passivated {
-		p.sys.metrics.ActorPassivated(kind)
+		if p.activated {
+			p.sys.metrics.ActorPassivated(kind)
+		}
 		p.sys.emit(LifecycleEvent{Type: EventPassivated, Key: p.self.key, Kind: kind})
 	} else if mode != finDrop {
-		p.sys.metrics.ActorStopped(kind)
+		if p.activated {
+			p.sys.metrics.ActorStopped(kind)
+		}
 		p.sys.emit(LifecycleEvent{Type: EventStopped, Key: p.self.key, Kind: kind, Err: cause})
 	}
 	p.mu.Lock()
@@ -795,9 +797,8 @@ func (p *process[M]) context() context.Context {
 
 // node interface.
 
-func (p *process[M]) nodeKey() string { return p.self.key }
-func (p *process[M]) isRoot() bool    { return p.parent == nil }
-func (p *process[M]) stop()           { p.requestStop(false) }
+func (p *process[M]) isRoot() bool { return p.parent == nil }
+func (p *process[M]) stop()        { p.requestStop(false) }
 
 func (p *process[M]) doneCh() <-chan struct{} {
 	p.mu.Lock()

@@ -130,11 +130,11 @@ type System struct {
 // node is the type-erased view of a process that parents, the registry and
 // Shutdown use.
 type node interface {
-	nodeKey() string
 	isRoot() bool
 	stop()
 	doneCh() <-chan struct{}
 	postSys(s sysMsg) bool
+	addChild(key string, c node)
 	removeChild(key string)
 	childNodes() []node
 	info() ActorInfo
