@@ -110,6 +110,14 @@ func (f Faults) withDefaults() Faults {
 	return f
 }
 
+// failCodes returns the error codes a failure of provider draws from.
+func (f Faults) failCodes(provider string) []string {
+	if provider == providerTwilio {
+		return f.TwilioFailCodes
+	}
+	return f.FailCodes
+}
+
 // Validate reports the first knob out of range.
 func (f Faults) Validate() error {
 	rates := []struct {

@@ -112,10 +112,7 @@ func (d *draws) planRecipient(f Faults, provider string) recipientPlan {
 	case u < f.FailRate+f.UnknownRate:
 		p.outcome = outcomeUnknown
 	}
-	codes := f.FailCodes
-	if provider == providerTwilio {
-		codes = f.TwilioFailCodes
-	}
+	codes := f.failCodes(provider)
 	i := d.pick(len(codes))
 	if p.outcome == outcomeFailed {
 		p.code = codes[i]
@@ -182,11 +179,7 @@ func applyScript(p *recipientPlan, script string, f Faults, provider string) (ac
 		p.outcome, p.reply = outcomeFailed, false
 		p.code = arg
 		if p.code == "" {
-			codes := f.FailCodes
-			if provider == providerTwilio {
-				codes = f.TwilioFailCodes
-			}
-			p.code = codes[0]
+			p.code = f.failCodes(provider)[0]
 		}
 	case "unknown":
 		p.outcome, p.reply = outcomeUnknown, false

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/hmac"
@@ -237,16 +238,11 @@ func (s *Sim) statusPost(c *chain, st chainStep) *webhookPost {
 	return s.telnyxStatusPostLocked(c, st, status, now)
 }
 
-func (s *Sim) telnyxTargets(m *message) []target {
-	primary, failover := s.cfg.TelnyxWebhookURL, s.cfg.TelnyxFailoverURL
-	if m != nil && m.webhookURL != "" {
-		primary = m.webhookURL
-	}
-	if m != nil && m.failover != "" {
-		failover = m.failover
-	}
+// telnyxTargets returns a target per non-empty URL, in order, each with
+// the Telnyx attempts per URL.
+func (s *Sim) telnyxTargets(urls ...string) []target {
 	var ts []target
-	for _, u := range nonEmpty(primary, failover) {
+	for _, u := range nonEmpty(urls...) {
 		ts = append(ts, target{url: stripFragment(u), attempts: s.cfg.TelnyxAttemptsPerURL})
 	}
 	return ts
@@ -266,7 +262,9 @@ func (s *Sim) telnyxStatusPostLocked(c *chain, st chainStep, status string, now 
 	if st.kind == stepFinal {
 		event = "message.finalized"
 	}
-	return s.telnyxPost(event, st.plan.id, v, now, s.telnyxTargets(c.m))
+	// A send's own webhook URLs win over the messaging profile's.
+	targets := s.telnyxTargets(cmp.Or(c.m.webhookURL, s.cfg.TelnyxWebhookURL), cmp.Or(c.m.failover, s.cfg.TelnyxFailoverURL))
+	return s.telnyxPost(event, st.plan.id, v, now, targets)
 }
 
 // telnyxPost renders an event whose data is fixed and whose meta changes
@@ -432,11 +430,7 @@ func (s *Sim) postInbound(ctx context.Context, ib inbound, plan stepPlan, done f
 		for _, n := range ib.CC {
 			v.CC = append(v.CC, tnxAddr{PhoneNumber: n, Carrier: simCarrier, LineType: simLineType})
 		}
-		var targets []target
-		for _, u := range ib.urls {
-			targets = append(targets, target{url: stripFragment(u), attempts: s.cfg.TelnyxAttemptsPerURL})
-		}
-		p = s.telnyxPost("message.received", plan.id, v, ib.receivedAt, targets)
+		p = s.telnyxPost("message.received", plan.id, v, ib.receivedAt, s.telnyxTargets(ib.urls...))
 	}
 	s.post(ctx, p, plan, done)
 }
