@@ -297,12 +297,9 @@ func (a *Authenticator) Authenticate(ctx context.Context, key string) (p Princip
 	if prefix == "" {
 		return Principal{}, nil, ErrInvalidKey
 	}
-	k, err := a.keys.KeyByPrefix(ctx, prefix)
-	if errors.Is(err, actor.ErrNotFound) {
-		return Principal{}, nil, ErrInvalidKey
-	}
+	k, err := a.lookup(ctx, prefix)
 	if err != nil {
-		return Principal{}, nil, fmt.Errorf("apikey: look up key: %w", err)
+		return Principal{}, nil, err
 	}
 	if subtle.ConstantTimeCompare(k.Hash, Hash(key)) != 1 || !k.RevokedAt.IsZero() {
 		return Principal{}, nil, ErrInvalidKey
@@ -314,17 +311,27 @@ func (a *Authenticator) Authenticate(ctx context.Context, key string) (p Princip
 // has the given id and is not revoked (sessions re-check their key on every
 // request, so revoking a key ends its sessions).
 func (a *Authenticator) Check(ctx context.Context, prefix, id string) (p Principal, touchErr error, err error) {
-	k, err := a.keys.KeyByPrefix(ctx, prefix)
-	if errors.Is(err, actor.ErrNotFound) {
-		return Principal{}, nil, ErrInvalidKey
-	}
+	k, err := a.lookup(ctx, prefix)
 	if err != nil {
-		return Principal{}, nil, fmt.Errorf("apikey: look up key: %w", err)
+		return Principal{}, nil, err
 	}
 	if k.ID != id || !k.RevokedAt.IsZero() {
 		return Principal{}, nil, ErrInvalidKey
 	}
 	return PrincipalOf(k), a.touch(ctx, k.ID), nil
+}
+
+// lookup finds a stored key by prefix: ErrInvalidKey when there is none,
+// a wrapped store error when the store cannot answer.
+func (a *Authenticator) lookup(ctx context.Context, prefix string) (store.APIKey, error) {
+	k, err := a.keys.KeyByPrefix(ctx, prefix)
+	if errors.Is(err, actor.ErrNotFound) {
+		return store.APIKey{}, ErrInvalidKey
+	}
+	if err != nil {
+		return store.APIKey{}, fmt.Errorf("apikey: look up key: %w", err)
+	}
+	return k, nil
 }
 
 // touch records a use unless one was recorded less than every ago. A failed

@@ -132,6 +132,15 @@ func TestAuthenticate(t *testing.T) {
 			t.Errorf("key %q: %v, want ErrInvalidKey", k, err)
 		}
 	}
+	// Check (sessions): the key found by prefix must still have the id.
+	if p, _, err := a.Check(ctx, rec.Prefix, rec.ID); err != nil || p.KeyID != rec.ID || !p.Has(ScopeSend) {
+		t.Fatalf("Check: %+v %v", p, err)
+	}
+	for _, c := range []struct{ prefix, id string }{{rec.Prefix, "key_other"}, {"zzzzzzzz", rec.ID}} {
+		if _, _, err := a.Check(ctx, c.prefix, c.id); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("Check(%q, %q): %v, want ErrInvalidKey", c.prefix, c.id, err)
+		}
+	}
 	if err := st.RevokeKey(ctx, rec.ID, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -213,6 +222,9 @@ func TestAuthenticateStoreDown(t *testing.T) {
 	_, _, err := a.Authenticate(context.Background(), "cc_abcdefgh_abcdefghijklmnopqrstuvwxyz234567")
 	if err == nil || errors.Is(err, ErrInvalidKey) {
 		t.Errorf("a store failure must not look like a bad key (401 would make clients drop a good key): %v", err)
+	}
+	if _, _, err := a.Check(context.Background(), "abcdefgh", "key_x"); err == nil || errors.Is(err, ErrInvalidKey) {
+		t.Errorf("Check: a store failure must not look like a revoked session: %v", err)
 	}
 }
 
