@@ -251,11 +251,7 @@ func Do(t testing.TB, ctx context.Context, what string, actions ...chromedp.Acti
 // select-all and delete would) and then types text key by key.
 func Type(t testing.TB, ctx context.Context, sel, text string) {
 	t.Helper()
-	clear := fmt.Sprintf(`(() => { const el = document.querySelector(%s); if (!el) return false;
-		el.focus(); el.value = ""; el.dispatchEvent(new Event("input", {bubbles: true})); return true })()`, JS(sel))
-	if !Eval[bool](t, ctx, clear) {
-		t.Fatalf("type into %s: no such element\npage text:\n%s", sel, PageText(ctx))
-	}
+	setValue(t, ctx, "type into", sel, "")
 	if text != "" {
 		Do(t, ctx, "type into "+sel, chromedp.SendKeys(chromedp.CSS(sel), text))
 	}
@@ -266,10 +262,17 @@ func Type(t testing.TB, ctx context.Context, sel, text string) {
 // keystrokes the test does not care about.
 func Fill(t testing.TB, ctx context.Context, sel, value string) {
 	t.Helper()
+	setValue(t, ctx, "fill", sel, value)
+}
+
+// setValue focuses the field matched by sel, sets its value and fires an
+// input event; what names the action in the failure.
+func setValue(t testing.TB, ctx context.Context, what, sel, value string) {
+	t.Helper()
 	set := fmt.Sprintf(`(() => { const el = document.querySelector(%s); if (!el) return false;
 		el.focus(); el.value = %s; el.dispatchEvent(new Event("input", {bubbles: true})); return true })()`, JS(sel), JS(value))
 	if !Eval[bool](t, ctx, set) {
-		t.Fatalf("fill %s: no such element\npage text:\n%s", sel, PageText(ctx))
+		t.Fatalf("%s %s: no such element\npage text:\n%s", what, sel, PageText(ctx))
 	}
 }
 
