@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -324,7 +325,7 @@ func TestIdleActorsHoldNoGoroutine(t *testing.T) {
 	// Virtual actors: activated and idle, no goroutines either.
 	k := NewKind(sys, "idle", func(string) Actor[cmsg] { return newCounter() }, KindOptions{})
 	for i := 0; i < n; i++ {
-		k.Get("k" + itoa(i))
+		k.Get("k" + strconv.Itoa(i))
 	}
 	if k.Active() != n {
 		t.Fatalf("Active = %d, want %d", k.Active(), n)
@@ -339,20 +340,6 @@ func TestIdleActorsHoldNoGoroutine(t *testing.T) {
 		t.Fatalf("count = %d", got)
 	}
 	shutdownClean(t, sys)
-}
-
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	var b [20]byte
-	n := len(b)
-	for i > 0 {
-		n--
-		b[n] = byte('0' + i%10)
-		i /= 10
-	}
-	return string(b[n:])
 }
 
 // TestFloodedActorYields runs on one P: the flooded actor hands the

@@ -2,6 +2,7 @@ package actor
 
 import (
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -52,20 +53,9 @@ func TestSchedulerFiresInDueOrder(t *testing.T) {
 	waitClosed(t, done)
 	mu.Lock()
 	defer mu.Unlock()
-	if got := joinNames(order); got != "10a,10b,20,30" {
+	if got := strings.Join(order, ","); got != "10a,10b,20,30" {
 		t.Fatalf("order = %s, want 10a,10b,20,30 (and nothing due later)", got)
 	}
-}
-
-func joinNames(s []string) string {
-	out := ""
-	for i, v := range s {
-		if i > 0 {
-			out += ","
-		}
-		out += v
-	}
-	return out
 }
 
 func TestSchedulerLazyCancelAndRepeat(t *testing.T) {
@@ -178,14 +168,31 @@ func (a *ticker) Receive(c *Context[tickMsg], m tickMsg) {
 	}
 }
 
+// spawnRestartingTicker spawns a non-repeating ticker whose instances are
+// numbered from 1 and whose every failure is a restart.
+func spawnRestartingTicker(sys *System, ticks chan<- int) *Ref[tickMsg] {
+	instances := 0
+	r, _ := Spawn(sys, "ticker", func() Actor[tickMsg] {
+		instances++
+		return &ticker{instance: instances, ticks: ticks}
+	}, WithSupervisor(fixed(Restart)))
+	return r
+}
+
+// roundTrip returns once the ticker has handled everything sent before.
+func roundTrip(t *testing.T, r *Ref[tickMsg]) {
+	t.Helper()
+	started := make(chan struct{})
+	r.Tell(tickMsg{started: started})
+	waitClosed(t, started)
+}
+
 func TestTimersCancelledOnStop(t *testing.T) {
 	clk := NewManualClock(time.Unix(0, 0))
 	sys := newTestSystem(t, WithClock(clk))
 	ticks := make(chan int, 16)
 	r, _ := Spawn(sys, "ticker", func() Actor[tickMsg] { return &ticker{instance: 1, ticks: ticks, repeat: true} })
-	started := make(chan struct{})
-	r.Tell(tickMsg{started: started})
-	waitClosed(t, started)
+	roundTrip(t, r)
 	clk.Advance(10 * time.Millisecond)
 	if got := recv(t, ticks); got != 1 {
 		t.Fatalf("tick from instance %d", got)
@@ -215,22 +222,14 @@ func TestTimersCancelledOnRestart(t *testing.T) {
 	evs, hook := newEventLog()
 	sys := newTestSystem(t, WithClock(clk), hook)
 	ticks := make(chan int, 16)
-	instances := 0
-	r, _ := Spawn(sys, "ticker", func() Actor[tickMsg] {
-		instances++
-		return &ticker{instance: instances, ticks: ticks}
-	}, WithSupervisor(SupervisorFunc(func(Failure) Decision { return Decision{Directive: Restart} })))
-	started := make(chan struct{})
-	r.Tell(tickMsg{started: started})
-	waitClosed(t, started)
+	r := spawnRestartingTicker(sys, ticks)
+	roundTrip(t, r)
 	// Instance 1's tick is due at 10ms. Restart at 5ms: instance 2 schedules
 	// its own tick for 15ms.
 	clk.Advance(5 * time.Millisecond)
 	r.Tell(tickMsg{boom: true})
 	evs.wait(t, EventRestarted, "ticker", 1)
-	started2 := make(chan struct{})
-	r.Tell(tickMsg{started: started2})
-	waitClosed(t, started2)
+	roundTrip(t, r)
 	// Both due times pass; only the new instance may be ticked.
 	done := sentinel(sys, 20*time.Millisecond)
 	clk.Advance(20 * time.Millisecond)
@@ -240,9 +239,7 @@ func TestTimersCancelledOnRestart(t *testing.T) {
 	}
 	// The stale tick may be discarded at fire time or at processing time;
 	// a round trip through the mailbox makes sure it was not delivered.
-	started3 := make(chan struct{})
-	r.Tell(tickMsg{started: started3})
-	waitClosed(t, started3)
+	roundTrip(t, r)
 	select {
 	case v := <-ticks:
 		t.Fatalf("extra tick from instance %d", v)
@@ -257,11 +254,7 @@ func TestStaleTimerInMailboxIsDropped(t *testing.T) {
 	evs, hook := newEventLog()
 	sys := newTestSystem(t, WithClock(clk), hook)
 	ticks := make(chan int, 16)
-	instances := 0
-	r, _ := Spawn(sys, "ticker", func() Actor[tickMsg] {
-		instances++
-		return &ticker{instance: instances, ticks: ticks}
-	}, WithSupervisor(SupervisorFunc(func(Failure) Decision { return Decision{Directive: Restart} })))
+	r := spawnRestartingTicker(sys, ticks)
 	// Instance 1 is busy while its tick fires into the mailbox behind a
 	// failing message; the restart then happens before the tick is read.
 	in, gate := make(chan struct{}), make(chan struct{})
@@ -276,9 +269,7 @@ func TestStaleTimerInMailboxIsDropped(t *testing.T) {
 	}
 	close(gate)
 	evs.wait(t, EventRestarted, "ticker", 1)
-	started := make(chan struct{})
-	r.Tell(tickMsg{started: started})
-	waitClosed(t, started)
+	roundTrip(t, r)
 	select {
 	case v := <-ticks:
 		t.Fatalf("tick from instance %d reached the restarted actor", v)
