@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -43,6 +44,28 @@ func assetURLs(t *testing.T) map[string]string {
 	return urls
 }
 
+// sources returns the text of every embedded file with one of the
+// extensions, by file name; finding none fails, so a check over them
+// cannot pass on an empty set.
+func sources(t *testing.T, exts ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for file := range assetURLs(t) {
+		if !slices.Contains(exts, path.Ext(file)) {
+			continue
+		}
+		src, err := fs.ReadFile(static, file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[file] = string(src)
+	}
+	if len(out) == 0 {
+		t.Fatalf("no embedded %v files", exts)
+	}
+	return out
+}
+
 func get(t *testing.T, h http.Handler, method, url string, hdr http.Header) *http.Response {
 	t.Helper()
 	req := httptest.NewRequest(method, url, nil)
@@ -59,9 +82,10 @@ func checkSecurityHeaders(t *testing.T, url string, res *http.Response) {
 	want := map[string]string{
 		"Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 			"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
-		"X-Content-Type-Options": "nosniff",
-		"Referrer-Policy":        "no-referrer",
-		"X-Frame-Options":        "DENY",
+		"X-Content-Type-Options":     "nosniff",
+		"Referrer-Policy":            "no-referrer",
+		"X-Frame-Options":            "DENY",
+		"Cross-Origin-Opener-Policy": "same-origin",
 	}
 	for k, v := range want {
 		if got := res.Header.Get(k); got != v {
@@ -252,15 +276,8 @@ func TestScriptsUseNoHTMLSinks(t *testing.T) {
 	t.Parallel()
 	forbidden := regexp.MustCompile(`innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\s*\(|new\s+Function\s*\(|` +
 		`setAttribute\(\s*["']style|createContextualFragment|DOMParser|srcdoc`)
-	for file := range assetURLs(t) {
-		if path.Ext(file) != ".js" {
-			continue
-		}
-		src, err := fs.ReadFile(static, file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, line := range strings.Split(string(src), "\n") {
+	for file, src := range sources(t, ".js") {
+		for i, line := range strings.Split(src, "\n") {
 			if m := forbidden.FindString(line); m != "" {
 				t.Errorf("%s:%d uses %s: build nodes with h()/textContent instead", file, i+1, m)
 			}
@@ -272,15 +289,8 @@ func TestScriptsUseNoHTMLSinks(t *testing.T) {
 func TestNoExternalURLs(t *testing.T) {
 	t.Parallel()
 	remote := regexp.MustCompile(`https?://|@import|url\(\s*["']?//`)
-	for file := range assetURLs(t) {
-		if ext := path.Ext(file); ext != ".js" && ext != ".css" && ext != ".html" {
-			continue
-		}
-		src, err := fs.ReadFile(static, file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m := remote.FindString(string(src)); m != "" {
+	for file, src := range sources(t, ".js", ".css", ".html") {
+		if m := remote.FindString(src); m != "" {
 			t.Errorf("%s contains %q: no external resources", file, m)
 		}
 	}
@@ -291,15 +301,8 @@ func TestNoExternalURLs(t *testing.T) {
 func TestModuleImportsResolve(t *testing.T) {
 	t.Parallel()
 	imp := regexp.MustCompile(`(?m)^\s*import\s[^"']*["']([^"']+)["']`)
-	for file := range assetURLs(t) {
-		if path.Ext(file) != ".js" {
-			continue
-		}
-		src, err := fs.ReadFile(static, file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range imp.FindAllStringSubmatch(string(src), -1) {
+	for file, src := range sources(t, ".js") {
+		for _, m := range imp.FindAllStringSubmatch(src, -1) {
 			target := path.Join(path.Dir(file), m[1])
 			if !strings.HasPrefix(m[1], "./") {
 				t.Errorf("%s imports %q: only relative imports of embedded modules", file, m[1])
