@@ -61,20 +61,33 @@ func (c *capture) wait(t *testing.T, n int) []crewcast.WebhookRequest {
 	return append([]crewcast.WebhookRequest(nil), c.reqs...)
 }
 
+// startSim starts a simulator on a free port and stops it when t ends.
+func startSim(t *testing.T, cfg sim.Config) (*sim.Sim, string) {
+	t.Helper()
+	s, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := s.Start(context.Background(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return s, base
+}
+
 func TestSimulatorAndAdaptersAgree(t *testing.T) {
 	tnx, twl := newCapture(t), newCapture(t)
 	seed := int64(42)
-	s, err := sim.New(sim.Config{Seed: &seed, TelnyxWebhookURL: tnx.srv.URL + "/webhooks/telnyx", TwilioWebhookURL: twl.srv.URL + "/webhooks/twilio",
+	s, base := startSim(t, sim.Config{Seed: &seed, TelnyxWebhookURL: tnx.srv.URL + "/webhooks/telnyx", TwilioWebhookURL: twl.srv.URL + "/webhooks/twilio",
 		Faults: sim.Faults{DelayMS: [2]int{0, 1}, Script: map[string]string{"+15550100002": "fail:40008"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	base, err := s.Start(ctx, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop(ctx)
 	k := s.Keys()
 
 	// The Telnyx adapter's sends and lookups are accepted by the simulator.
@@ -184,16 +197,8 @@ func TestSignaturesMatch(t *testing.T) {
 	}
 	priv := ed25519.NewKeyFromSeed(seed)
 	cap := newCapture(t)
-	s, err := sim.New(sim.Config{TelnyxSigningKey: priv, TelnyxWebhookURL: cap.srv.URL + "/t", Faults: sim.Faults{DelayMS: [2]int{0, 0}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, base := startSim(t, sim.Config{TelnyxSigningKey: priv, TelnyxWebhookURL: cap.srv.URL + "/t", Faults: sim.Faults{DelayMS: [2]int{0, 0}}})
 	ctx := context.Background()
-	base, err := s.Start(ctx, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop(ctx)
 	k := s.Keys()
 	tc, err := telnyx.New(telnyx.Config{APIKey: k.TelnyxAPIKey, PublicKey: k.TelnyxPublicKey, APIBase: base})
 	if err != nil {

@@ -194,8 +194,8 @@ func (c *client) mustDo(req *http.Request) resp {
 	return r
 }
 
-// telnyxReq builds a Telnyx API request; key "" sends no Authorization.
-func (c *client) telnyxReq(method, path, key string, body any) *http.Request {
+// jsonReq builds a request whose body, when not nil, is body as JSON.
+func (c *client) jsonReq(method, path string, body any) *http.Request {
 	c.t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -209,6 +209,13 @@ func (c *client) telnyxReq(method, path, key string, body any) *http.Request {
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	return req
+}
+
+// telnyxReq builds a Telnyx API request; key "" sends no Authorization.
+func (c *client) telnyxReq(method, path, key string, body any) *http.Request {
+	c.t.Helper()
+	req := c.jsonReq(method, path, body)
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
@@ -264,19 +271,7 @@ func (c *client) twilioGet(sid string) resp {
 // simJSON calls a /sim endpoint.
 func (c *client) simJSON(method, path string, body any) resp {
 	c.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, c.base+path, rd)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return c.mustDo(req)
+	return c.mustDo(c.jsonReq(method, path, body))
 }
 
 func (c *client) ledger() []Send {
