@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
+	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/server"
+	"github.com/crewcast/crewcast/store"
 	"github.com/crewcast/crewcast/tracker"
 )
 
@@ -20,9 +22,10 @@ func init() {
 	register(command{name: "serve", summary: "run the crewcast server (API, webhooks, board)", run: runServe})
 }
 
-// serverFlags binds the server's flags, each defaulting to its CREWCAST_*
-// environment variable (design.md §10); flags win over the environment.
+// serverFlags binds the server's flags, each filled from its CREWCAST_*
+// environment variable when not given (design.md §10; flags win).
 type serverFlags struct {
+	fs                                              *flag.FlagSet
 	addr, db, provider, publicURL, logLevel         string
 	telnyxKey, telnyxPub, telnyxBase, telnyxProfile string
 	telnyxIdem                                      bool
@@ -36,45 +39,76 @@ type serverFlags struct {
 	hashKey                                         string
 }
 
+// serverFlagDocs lists serve's flags by section for -h, each with the
+// environment variable that fills it. A flag missing here is still shown
+// (under "Other"), but is not read from the environment.
+var serverFlagDocs = []flagSection{
+	{"Server", []envBinding{
+		{"addr", "CREWCAST_ADDR"}, {"public-url", "CREWCAST_PUBLIC_URL"}, {"admin-key", "CREWCAST_ADMIN_KEY"},
+		{"log-level", "CREWCAST_LOG_LEVEL"},
+	}},
+	{"Storage", []envBinding{{"db", "CREWCAST_DB"}}},
+	{"Provider", []envBinding{
+		{"provider", "CREWCAST_PROVIDER"}, {"provider-timeout", "CREWCAST_PROVIDER_TIMEOUT"},
+		{"telnyx-api-key", "CREWCAST_TELNYX_API_KEY"}, {"telnyx-public-key", "CREWCAST_TELNYX_PUBLIC_KEY"},
+		{"telnyx-messaging-profile", "CREWCAST_TELNYX_MESSAGING_PROFILE_ID"}, {"telnyx-api-base", "CREWCAST_TELNYX_API_BASE"},
+		{"telnyx-idempotency-keys", "CREWCAST_TELNYX_IDEMPOTENCY_KEYS"},
+		{"twilio-account-sid", "CREWCAST_TWILIO_ACCOUNT_SID"}, {"twilio-auth-token", "CREWCAST_TWILIO_AUTH_TOKEN"},
+		{"twilio-api-base", "CREWCAST_TWILIO_API_BASE"},
+	}},
+	{"Sending", []envBinding{
+		{"send-rate", "CREWCAST_SEND_RATE"}, {"send-rates", "CREWCAST_SEND_RATES"}, {"send-workers", "CREWCAST_SEND_WORKERS"},
+		{"check-after", "CREWCAST_CHECK_AFTER"}, {"check-deadline", "CREWCAST_CHECK_DEADLINE"},
+	}},
+	{"Retention", []envBinding{
+		{"redact-after", "CREWCAST_REDACT_AFTER"}, {"hash-after", "CREWCAST_HASH_AFTER"},
+		{"delete-after", "CREWCAST_DELETE_AFTER"}, {"hash-key", "CREWCAST_HASH_KEY"},
+	}},
+}
+
 func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
-	f := &serverFlags{}
-	fs.StringVar(&f.addr, "addr", envOr("CREWCAST_ADDR", "127.0.0.1:8080"), "listen address (CREWCAST_ADDR)")
-	fs.StringVar(&f.db, "db", envOr("CREWCAST_DB", defaultDB), "SQLite path or postgres:// URL (CREWCAST_DB)")
-	fs.StringVar(&f.provider, "provider", envOr("CREWCAST_PROVIDER", "demo"), "demo, telnyx or twilio (CREWCAST_PROVIDER)")
-	fs.StringVar(&f.publicURL, "public-url", envOr("CREWCAST_PUBLIC_URL", ""), "origin providers post webhooks to, when behind a proxy (CREWCAST_PUBLIC_URL)")
-	fs.StringVar(&f.logLevel, "log-level", envOr("CREWCAST_LOG_LEVEL", "info"), "debug, info, warn or error (CREWCAST_LOG_LEVEL)")
-	fs.StringVar(&f.telnyxKey, "telnyx-api-key", envOr("CREWCAST_TELNYX_API_KEY", ""), "Telnyx API key (CREWCAST_TELNYX_API_KEY)")
-	fs.StringVar(&f.telnyxPub, "telnyx-public-key", envOr("CREWCAST_TELNYX_PUBLIC_KEY", ""), "Telnyx webhook public key, base64 (CREWCAST_TELNYX_PUBLIC_KEY)")
-	fs.StringVar(&f.telnyxBase, "telnyx-api-base", envOr("CREWCAST_TELNYX_API_BASE", ""), "Telnyx API origin; the simulator's URL in tests (CREWCAST_TELNYX_API_BASE)")
-	fs.StringVar(&f.telnyxProfile, "telnyx-messaging-profile", envOr("CREWCAST_TELNYX_MESSAGING_PROFILE_ID", ""), "Telnyx messaging profile id (CREWCAST_TELNYX_MESSAGING_PROFILE_ID)")
-	fs.BoolVar(&f.telnyxIdem, "telnyx-idempotency-keys", envBool("CREWCAST_TELNYX_IDEMPOTENCY_KEYS"), "send claim keys as Idempotency-Key (only the simulator honours them)")
-	fs.StringVar(&f.twilioSID, "twilio-account-sid", envOr("CREWCAST_TWILIO_ACCOUNT_SID", ""), "Twilio account SID (CREWCAST_TWILIO_ACCOUNT_SID)")
-	fs.StringVar(&f.twilioToken, "twilio-auth-token", envOr("CREWCAST_TWILIO_AUTH_TOKEN", ""), "Twilio auth token (CREWCAST_TWILIO_AUTH_TOKEN)")
-	fs.StringVar(&f.twilioBase, "twilio-api-base", envOr("CREWCAST_TWILIO_API_BASE", ""), "Twilio API origin (CREWCAST_TWILIO_API_BASE)")
-	fs.StringVar(&f.adminKey, "admin-key", envOr("CREWCAST_ADMIN_KEY", ""), "register this admin API key at start (CREWCAST_ADMIN_KEY)")
-	fs.Float64Var(&f.sendRate, "send-rate", envFloat("CREWCAST_SEND_RATE", 10), "messages per second per sender number; 0 = no pacing (CREWCAST_SEND_RATE)")
-	fs.StringVar(&f.sendRates, "send-rates", envOr("CREWCAST_SEND_RATES", ""), "per-sender overrides, e.g. +18005550100=20,+15550100000=0.5 (CREWCAST_SEND_RATES)")
-	fs.IntVar(&f.sendWorkers, "send-workers", envInt("CREWCAST_SEND_WORKERS", 64), "concurrent provider calls (CREWCAST_SEND_WORKERS)")
+	f := &serverFlags{fs: fs}
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "listen address (host:port; port 0 picks a free one)")
+	fs.StringVar(&f.db, "db", defaultDB, "SQLite path or postgres:// URL")
+	fs.StringVar(&f.provider, "provider", "demo", "demo, telnyx or twilio (demo sends nothing real)")
+	fs.StringVar(&f.publicURL, "public-url", "", "the origin providers post webhooks to (https://crew.example.com); default: the listen address")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.telnyxKey, "telnyx-api-key", "", "Telnyx API key")
+	fs.StringVar(&f.telnyxPub, "telnyx-public-key", "", "Telnyx webhook public key, base64 (Mission Control → Keys & Credentials)")
+	fs.StringVar(&f.telnyxBase, "telnyx-api-base", "", "Telnyx API origin (default https://api.telnyx.com; a simulator's URL in tests)")
+	fs.StringVar(&f.telnyxProfile, "telnyx-messaging-profile", "", "Telnyx messaging profile id")
+	fs.BoolVar(&f.telnyxIdem, "telnyx-idempotency-keys", false, "send claim keys as Idempotency-Key (only the simulator honours them)")
+	fs.StringVar(&f.twilioSID, "twilio-account-sid", "", "Twilio account SID")
+	fs.StringVar(&f.twilioToken, "twilio-auth-token", "", "Twilio auth token")
+	fs.StringVar(&f.twilioBase, "twilio-api-base", "", "Twilio API origin (default https://api.twilio.com)")
+	fs.StringVar(&f.adminKey, "admin-key", "", "register this admin API key at start (the first key of a fresh server)")
+	fs.Float64Var(&f.sendRate, "send-rate", 10, "messages per second per sender number; 0 = no pacing")
+	fs.StringVar(&f.sendRates, "send-rates", "", "per-sender overrides, e.g. +18005550100=20,+15550100000=0.5")
+	fs.IntVar(&f.sendWorkers, "send-workers", 64, "concurrent provider calls")
 	d := group.DefaultSettings()
-	fs.DurationVar(&f.checkAfter, "check-after", envDuration("CREWCAST_CHECK_AFTER", d.CheckAfter), "first provider status check of a sent recipient (CREWCAST_CHECK_AFTER)")
-	fs.DurationVar(&f.deadline, "check-deadline", envDuration("CREWCAST_CHECK_DEADLINE", d.Deadline), "mark a sent recipient unknown after this long without a final receipt (CREWCAST_CHECK_DEADLINE)")
-	fs.DurationVar(&f.providerTimeout, "provider-timeout", envDuration("CREWCAST_PROVIDER_TIMEOUT", 30*time.Second), "bound on one provider call (CREWCAST_PROVIDER_TIMEOUT)")
+	fs.DurationVar(&f.checkAfter, "check-after", d.CheckAfter, "first provider status check of a sent recipient without a receipt")
+	fs.DurationVar(&f.deadline, "check-deadline", d.Deadline, "mark a sent recipient unknown after this long without a final receipt")
+	fs.DurationVar(&f.providerTimeout, "provider-timeout", 30*time.Second, "bound on one provider call (a timed-out send is unconfirmed)")
 	r := tracker.DefaultRetention()
-	fs.DurationVar(&f.redactAfter, "redact-after", envDuration("CREWCAST_REDACT_AFTER", r.RedactAfter), "empty message and reply bodies after (CREWCAST_REDACT_AFTER; negative: never)")
-	fs.DurationVar(&f.hashAfter, "hash-after", envDuration("CREWCAST_HASH_AFTER", r.HashAfter), "replace phone numbers by a keyed hash after (CREWCAST_HASH_AFTER; needs CREWCAST_HASH_KEY)")
-	fs.DurationVar(&f.deleteAfter, "delete-after", envDuration("CREWCAST_DELETE_AFTER", r.DeleteAfter), "delete whole groups after (CREWCAST_DELETE_AFTER; negative: never)")
-	fs.StringVar(&f.hashKey, "hash-key", envOr("CREWCAST_HASH_KEY", ""), "secret key for hashing numbers (CREWCAST_HASH_KEY)")
+	fs.DurationVar(&f.redactAfter, "redact-after", r.RedactAfter, "empty message and reply bodies after this long; negative: never")
+	fs.DurationVar(&f.hashAfter, "hash-after", r.HashAfter, "replace phone numbers by a keyed hash after this long (needs --hash-key)")
+	fs.DurationVar(&f.deleteAfter, "delete-after", r.DeleteAfter, "delete whole groups after this long; negative: never")
+	fs.StringVar(&f.hashKey, "hash-key", "", "secret key for hashing numbers")
+	fs.Usage = func() { serveUsage(fs) }
 	return f
 }
 
 func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
+	if err := applyEnv(f.fs, sectionBindings(serverFlagDocs)); err != nil {
+		return server.Config{}, err
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return server.Config{}, fmt.Errorf("--log-level: %w", err)
+		return server.Config{}, usagef("--log-level: %v", err)
 	}
 	rates, err := parseSendRates(f.sendRates)
 	if err != nil {
-		return server.Config{}, fmt.Errorf("--send-rates: %w", err)
+		return server.Config{}, usagef("--send-rates: %v", err)
 	}
 	return server.Config{
 		SendRates: rates,
@@ -87,6 +121,34 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 		Retention: tracker.RetentionPolicy{RedactAfter: f.redactAfter, HashAfter: f.hashAfter, DeleteAfter: f.deleteAfter, HashKey: []byte(f.hashKey)},
 		Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}, nil
+}
+
+func serveUsage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprint(w, `Usage: crewcast serve [flags]
+
+Runs the crewcast server: the HTTP API, the provider webhooks and the live
+board. Every flag may instead be given by its environment variable (shown
+after it); a flag on the command line wins. A value that does not parse
+stops start-up.
+
+`)
+	printFlagSections(w, fs, serverFlagDocs)
+	fmt.Fprint(w, `Examples:
+  # Try it without a provider account (nothing real is sent):
+  crewcast keys create --db ./crewcast.db --scope admin --name me   # prints the first key
+  crewcast serve
+
+  # Against Telnyx, behind https://crew.example.com:
+  CREWCAST_TELNYX_API_KEY=… CREWCAST_TELNYX_PUBLIC_KEY=… CREWCAST_ADMIN_KEY=… \
+    crewcast serve --provider telnyx --public-url https://crew.example.com
+  # then set the Messaging Profile's webhook URL in Telnyx to
+  #   https://crew.example.com/webhooks/telnyx
+
+  # Against Twilio, on PostgreSQL:
+  CREWCAST_TWILIO_ACCOUNT_SID=AC… CREWCAST_TWILIO_AUTH_TOKEN=… \
+    crewcast serve --provider twilio --db postgres://crewcast@db/crewcast --public-url https://crew.example.com
+`)
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -107,7 +169,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	fmt.Fprintf(stdout, "crewcast serving on %s (provider %s, store %s)\n", srv.URL(), cfg.Provider, srv.Store().Engine())
-	fmt.Fprintf(stdout, "  board:    %s/\n  webhooks: %s/webhooks/%s\n", srv.URL(), srv.URL(), webhookPath(cfg.Provider))
+	fmt.Fprintf(stdout, "  board:    %s/\n  database: %s\n\n", srv.URL(), dbLabel(cfg.DB))
+	printProviderNotes(stdout, cfg, srv.URL())
+	printSignIn(ctx, stdout, srv.Store(), cfg)
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "shutting down…")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -115,37 +179,76 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return srv.Stop(sctx)
 }
 
-func webhookPath(provider string) string {
-	if provider == server.ProviderTwilio {
-		return "twilio"
+// dbLabel shows where the data is without a PostgreSQL URL's password.
+func dbLabel(db string) string {
+	if isPostgres(db) {
+		if u, err := url.Parse(db); err == nil {
+			return u.Redacted()
+		}
+		return "PostgreSQL"
 	}
-	return "telnyx"
+	if abs, err := filepath.Abs(db); err == nil {
+		return abs
+	}
+	return db
 }
 
-func envBool(name string) bool {
-	v, _ := strconv.ParseBool(os.Getenv(name))
-	return v
+func isPostgres(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
-func envFloat(name string, def float64) float64 {
-	if v, err := strconv.ParseFloat(strings.TrimSpace(os.Getenv(name)), 64); err == nil {
-		return v
+// printProviderNotes says loudly when nothing real is sent, and which
+// webhook URL to register with a real provider.
+func printProviderNotes(w io.Writer, cfg server.Config, listenURL string) {
+	public := strings.TrimRight(cfg.PublicURL, "/")
+	if public == "" {
+		public = listenURL
 	}
-	return def
+	switch cfg.Provider {
+	case server.ProviderTelnyx:
+		fmt.Fprintf(w, "  Telnyx: set your Messaging Profile's webhook URL to %s/webhooks/telnyx\n", public)
+	case server.ProviderTwilio:
+		fmt.Fprintf(w, "  Twilio: delivery callbacks go to %s/webhooks/twilio (set on each message);\n", public)
+		fmt.Fprintf(w, "          set each sending number's \"A message comes in\" webhook (HTTP POST) to %s/webhooks/twilio\n", public)
+	default:
+		fmt.Fprintln(w, "  *** DEMO PROVIDER: nothing real is sent. Messages go to a built-in simulator")
+		fmt.Fprintln(w, "  *** that invents delivery receipts and replies. For real texts use")
+		fmt.Fprintln(w, "  *** --provider telnyx or --provider twilio with its credentials (crewcast serve -h).")
+		fmt.Fprintln(w)
+		return
+	}
+	if cfg.PublicURL == "" {
+		fmt.Fprintln(w, "  (no --public-url: the provider must reach this server at its listen address;")
+		fmt.Fprintln(w, "   behind a proxy or tunnel set --public-url to the https origin it forwards from)")
+	}
+	fmt.Fprintln(w)
 }
 
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(strings.TrimSpace(os.Getenv(name))); err == nil {
-		return v
+// printSignIn says how to sign in to the board and call the API: with the
+// configured admin key, or how to make the first one.
+func printSignIn(ctx context.Context, w io.Writer, st store.Store, cfg server.Config) {
+	if cfg.AdminKey != "" {
+		fmt.Fprintln(w, "  Sign in with the admin key given by CREWCAST_ADMIN_KEY (--admin-key).")
+		return
 	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, err := time.ParseDuration(strings.TrimSpace(os.Getenv(name))); err == nil {
-		return v
+	keys, err := st.ListKeys(ctx)
+	active := 0
+	for _, k := range keys {
+		if k.RevokedAt.IsZero() {
+			active++
+		}
 	}
-	return def
+	db := cfg.DB
+	if isPostgres(db) {
+		db = `"$CREWCAST_DB"`
+	}
+	if err == nil && active == 0 {
+		fmt.Fprintln(w, "  No API key exists yet, so nobody can sign in. Make the first admin key with")
+	} else {
+		fmt.Fprintln(w, "  Sign in with an API key. A new admin key, straight into the database:")
+	}
+	fmt.Fprintf(w, "    crewcast keys create --db %s --scope admin --name me\n", db)
+	fmt.Fprintln(w, "  or restart with CREWCAST_ADMIN_KEY set to a secret of your choice.")
 }
 
 // parseSendRates reads "NUMBER=RATE,NUMBER=RATE" (numbers normalized to

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"context"
+	"io"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseSendRates(t *testing.T) {
@@ -21,5 +26,62 @@ func TestParseSendRates(t *testing.T) {
 		if _, err := parseSendRates(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// An environment value that does not parse fails start-up naming the
+// variable, instead of falling back to the default (issue 12, finding 15).
+func TestServerEnvironmentMustParse(t *testing.T) {
+	for name, value := range map[string]string{
+		"CREWCAST_DELETE_AFTER":            "-1",
+		"CREWCAST_REDACT_AFTER":            "30 days",
+		"CREWCAST_HASH_AFTER":              "x",
+		"CREWCAST_CHECK_AFTER":             "5",
+		"CREWCAST_CHECK_DEADLINE":          "soon",
+		"CREWCAST_PROVIDER_TIMEOUT":        "1 minute",
+		"CREWCAST_SEND_RATE":               "abc",
+		"CREWCAST_SEND_WORKERS":            "many",
+		"CREWCAST_TELNYX_IDEMPOTENCY_KEYS": "yes please",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, value)
+			fs := newFlagSet("serve", io.Discard)
+			f := bindServerFlags(fs, "")
+			if err := fs.Parse(nil); err != nil {
+				t.Fatal(err)
+			}
+			_, err := f.config(io.Discard)
+			if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), strconv.Quote(value)) {
+				t.Fatalf("%s=%q: config error %v, want one naming the variable and its value", name, value, err)
+			}
+			// The whole command refuses to start, as a usage error.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			code, _, stderr := runCLI(ctx, "serve", "--addr", "127.0.0.1:0", "--db", t.TempDir()+"/c.db")
+			if code != 2 || !strings.Contains(stderr, name) {
+				t.Fatalf("serve with %s=%q: exit %d, stderr %q", name, value, code, stderr)
+			}
+		})
+	}
+	// A value given by flag wins: the environment is not consulted for it.
+	t.Setenv("CREWCAST_SEND_RATE", "abc")
+	fs := newFlagSet("serve", io.Discard)
+	f := bindServerFlags(fs, "")
+	if err := fs.Parse([]string{"--send-rate", "3"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := f.config(io.Discard); err != nil || cfg.SendRate != 3 {
+		t.Fatalf("flag over bad env: %v %v", cfg.SendRate, err)
+	}
+	// Valid values still work, including a negative duration ("never").
+	t.Setenv("CREWCAST_SEND_RATE", "2.5")
+	t.Setenv("CREWCAST_DELETE_AFTER", "-1h")
+	fs = newFlagSet("serve", io.Discard)
+	f = bindServerFlags(fs, "")
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := f.config(io.Discard); err != nil || cfg.SendRate != 2.5 || cfg.Retention.DeleteAfter != -time.Hour {
+		t.Fatalf("valid env: %v %v %v", cfg.SendRate, cfg.Retention.DeleteAfter, err)
 	}
 }
