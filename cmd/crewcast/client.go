@@ -20,30 +20,38 @@ import (
 // JSON shapes of the HTTP API (docs/openapi.yaml), nothing shared with the
 // server's code so that the CLI tests exercise the wire format.
 
-// clientFlags are the --server and --key flags every client command takes.
+// clientFlags are the --url and --key flags every client command takes,
+// filled from CREWCAST_URL and CREWCAST_KEY when not given (design.md §10).
 type clientFlags struct {
-	server, key string
+	fs       *flag.FlagSet
+	url, key string
 }
 
+// clientEnv binds the client flags to their environment variables.
+var clientEnv = []envBinding{{"url", "CREWCAST_URL"}, {"key", "CREWCAST_KEY"}}
+
 func bindClientFlags(fs *flag.FlagSet) *clientFlags {
-	f := &clientFlags{}
-	fs.StringVar(&f.server, "server", envOr("CREWCAST_SERVER", "http://127.0.0.1:8080"), "crewcast server URL (CREWCAST_SERVER)")
-	fs.StringVar(&f.key, "key", envOr("CREWCAST_KEY", ""), "API key (CREWCAST_KEY)")
+	f := &clientFlags{fs: fs}
+	fs.StringVar(&f.url, "url", "http://127.0.0.1:8080", "crewcast server URL (env CREWCAST_URL)")
+	fs.StringVar(&f.key, "key", "", "API key (env CREWCAST_KEY)")
 	return f
 }
 
 // client returns an API client for the flags, checking them first.
 func (f *clientFlags) client() (*apiClient, error) {
-	u, err := url.Parse(f.server)
+	if err := applyEnv(f.fs, clientEnv); err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(f.url)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("--server %q is not an http(s) URL", f.server)
+		return nil, usagef("--url %q is not an http(s) URL (set --url or CREWCAST_URL)", f.url)
 	}
 	if f.key == "" {
-		return nil, errors.New("an API key is required: --key or CREWCAST_KEY (create one with 'crewcast keys create')")
+		return nil, usagef("an API key is required: --key or CREWCAST_KEY ('crewcast demo' prints one; 'crewcast keys create' makes one)")
 	}
 	// No overall timeout: event streams are long-lived. Requests carry the
 	// command's context (Ctrl-C) instead.
-	return &apiClient{base: strings.TrimRight(f.server, "/"), key: f.key, http: &http.Client{}}, nil
+	return &apiClient{base: strings.TrimRight(f.url, "/"), key: f.key, http: &http.Client{}}, nil
 }
 
 type apiClient struct {
@@ -257,11 +265,14 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// wantArgs checks the number of positional arguments.
+// wantArgs checks the number of positional arguments, naming the first
+// unexpected one or what is missing.
 func wantArgs(fs *flag.FlagSet, pos []string, n int, what string) error {
-	if len(pos) != n {
-		fmt.Fprintf(fs.Output(), "%s: want %s\n", fs.Name(), what)
-		return errUsage
+	switch {
+	case len(pos) > n:
+		return usagef("unexpected argument %q: want %s (see '%s -h')", pos[n], what, fs.Name())
+	case len(pos) < n:
+		return usagef("missing argument: want %s (see '%s -h')", what, fs.Name())
 	}
 	return nil
 }

@@ -200,7 +200,7 @@ func runCLI(ctx context.Context, args ...string) (code int, stdout, stderr strin
 
 // client runs a client command against the env's server with a key.
 func (e *cliEnv) client(key string, args ...string) (int, string, string) {
-	return runCLI(context.Background(), append(args, "--server", e.url, "--key", e.keys[key])...)
+	return runCLI(context.Background(), append(args, "--url", e.url, "--key", e.keys[key])...)
 }
 
 func TestKeysCommands(t *testing.T) {
@@ -208,8 +208,12 @@ func TestKeysCommands(t *testing.T) {
 	ctx := context.Background()
 	code, key, stderr := runCLI(ctx, "keys", "create", "--scope", "send", "--name", "ci bot", "--db", db)
 	key = strings.TrimSpace(key)
-	if code != 0 || !strings.HasPrefix(key, "cc_") || !strings.Contains(stderr, "shown only now") {
-		t.Fatalf("create: %d %q %q", code, key, stderr)
+	if code != 0 || !strings.HasPrefix(key, "cc_") || !strings.Contains(stderr, "shown only now") ||
+		!strings.Contains(stderr, "in a new database "+db) {
+		t.Fatalf("create (must say which database it wrote): %d %q %q", code, key, stderr)
+	}
+	if code, _, stderr := runCLI(ctx, "keys", "create", "--scope", "admin", "--db", db); code != 0 || !strings.Contains(stderr, "in database "+db) {
+		t.Fatalf("second create: %d %q", code, stderr)
 	}
 	code, list, _ := runCLI(ctx, "keys", "list", "--db", db)
 	if code != 0 || !strings.Contains(list, "ci bot") || !strings.Contains(list, "send") || strings.Contains(list, key[12:]) {
@@ -231,7 +235,10 @@ func TestKeysCommands(t *testing.T) {
 		t.Fatalf("revoke: %d %q %q", code, out, errs)
 	}
 	_, list, _ = runCLI(ctx, "keys", "list", "--db", db)
-	fields := strings.Fields(strings.Split(strings.TrimSpace(list), "\n")[1])
+	fields := strings.Fields(lines(list)[1])
+	if fields[0] != id {
+		fields = strings.Fields(lines(list)[2])
+	}
 	if fields[len(fields)-1] == "-" {
 		t.Errorf("revoked key not shown as revoked:\n%s", list)
 	}
@@ -245,9 +252,57 @@ func TestKeysCommands(t *testing.T) {
 		{[]string{"keys", "create", "--db", db}, 2, "unknown scope"},
 		{[]string{"keys", "create", "--scope", "root", "--db", db}, 2, "unknown scope"},
 		{[]string{"keys", "rotate"}, 2, "unknown subcommand"},
-		{[]string{"keys"}, 2, "usage"},
+		{[]string{"keys"}, 2, "Usage:"},
 	} {
 		code, _, errs := runCLI(ctx, c.args...)
+		if code != c.code || !strings.Contains(errs, c.msg) {
+			t.Errorf("%v: %d %q, want %d and %q", c.args, code, errs, c.code, c.msg)
+		}
+	}
+}
+
+// Without --db, keys go through the API with an admin key.
+func TestKeysThroughAPI(t *testing.T) {
+	e := newCLIEnv(t)
+	code, key, stderr := e.client("admin", "keys", "create", "--scope", "send", "--name", "dispatch")
+	key = strings.TrimSpace(key)
+	if code != 0 || !strings.HasPrefix(key, "cc_") || !strings.Contains(stderr, "on "+e.url) {
+		t.Fatalf("create: %d %q %q", code, key, stderr)
+	}
+	// The new key sends.
+	code, out, errs := runCLI(context.Background(), "send", "--url", e.url, "--key", key, "--from", "+15550100000",
+		"--to", "+15550100001", "--text", "x", "--no-follow")
+	if code != 0 || strings.TrimSpace(out) != "grp1" {
+		t.Fatalf("send with the new key: %d %q %q", code, out, errs)
+	}
+	code, list, _ := e.client("admin", "keys", "list")
+	if code != 0 || !strings.Contains(list, "dispatch") || strings.Contains(list, key[12:]) {
+		t.Fatalf("list: %d\n%s", code, list)
+	}
+	var id string
+	for _, l := range lines(list) {
+		if strings.Contains(l, "dispatch") {
+			id = strings.Fields(l)[0]
+		}
+	}
+	if code, out, errs := e.client("admin", "keys", "revoke", id); code != 0 || !strings.Contains(out, "revoked "+id) {
+		t.Fatalf("revoke %q: %d %q %q", id, code, out, errs)
+	}
+	code, _, errs = runCLI(context.Background(), "status", "grp1", "--url", e.url, "--key", key)
+	if code != 1 || !strings.Contains(errs, "401") {
+		t.Errorf("revoked key still works: %d %q", code, errs)
+	}
+	for _, c := range []struct {
+		key  string
+		args []string
+		code int
+		msg  string
+	}{
+		{"send", []string{"keys", "create", "--scope", "read"}, 1, "403"},
+		{"admin", []string{"keys", "revoke", "key_nope"}, 1, "no key with ID"},
+		{"admin", []string{"keys", "create", "--scope", "read", "extra"}, 2, `unexpected argument "extra"`},
+	} {
+		code, _, errs := e.client(c.key, c.args...)
 		if code != c.code || !strings.Contains(errs, c.msg) {
 			t.Errorf("%v: %d %q, want %d and %q", c.args, code, errs, c.code, c.msg)
 		}
@@ -324,12 +379,12 @@ func TestSendRefusals(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "forbidden") {
 		t.Errorf("read key: %d %q", code, errs)
 	}
-	code, _, errs = runCLI(context.Background(), "send", "--server", e.url, "--key", "", "--from", "+15550100000", "--to", "+15550100001", "--text", "x")
-	if code != 1 || !strings.Contains(errs, "API key is required") {
+	code, _, errs = runCLI(context.Background(), "send", "--url", e.url, "--key", "", "--from", "+15550100000", "--to", "+15550100001", "--text", "x")
+	if code != 2 || !strings.Contains(errs, "API key is required") {
 		t.Errorf("no key: %d %q", code, errs)
 	}
-	code, _, errs = runCLI(context.Background(), "send", "--server", "ftp://x", "--key", "k", "--text", "x")
-	if code != 1 || !strings.Contains(errs, "not an http(s) URL") {
+	code, _, errs = runCLI(context.Background(), "send", "--url", "ftp://x", "--key", "k", "--text", "x")
+	if code != 2 || !strings.Contains(errs, "not an http(s) URL") {
 		t.Errorf("bad server: %d %q", code, errs)
 	}
 }
@@ -369,7 +424,7 @@ func TestSendInterrupted(t *testing.T) {
 	var errb bytes.Buffer
 	codeC := make(chan int, 1)
 	go func() {
-		codeC <- run(ctx, []string{"send", "--server", e.url, "--key", e.keys["send"], "--from", "+15550100000",
+		codeC <- run(ctx, []string{"send", "--url", e.url, "--key", e.keys["send"], "--from", "+15550100000",
 			"--to", "+15550100001", "--text", "x"}, out, &errb)
 	}()
 	for !strings.Contains(out.String(), "0/1 delivered") {
@@ -410,8 +465,8 @@ func TestStatus(t *testing.T) {
 	}
 	// The id may come before or after the flags.
 	for _, args := range [][]string{
-		{"status", id, "--server", e.url, "--key", e.keys["read"]},
-		{"status", "--server", e.url, "--key", e.keys["read"], id},
+		{"status", id, "--url", e.url, "--key", e.keys["read"]},
+		{"status", "--url", e.url, "--key", e.keys["read"], id},
 	} {
 		code, out, errs := runCLI(context.Background(), args...)
 		if code != 0 {
@@ -431,10 +486,10 @@ func TestStatus(t *testing.T) {
 	}
 }
 
-// CREWCAST_SERVER and CREWCAST_KEY stand in for the flags.
+// CREWCAST_URL and CREWCAST_KEY stand in for the flags.
 func TestClientEnvironment(t *testing.T) {
 	e := newCLIEnv(t)
-	t.Setenv("CREWCAST_SERVER", e.url)
+	t.Setenv("CREWCAST_URL", e.url)
 	t.Setenv("CREWCAST_KEY", e.keys["send"])
 	code, out, errs := runCLI(context.Background(), "send", "--from", "+15550100000", "--to", "+15550100001", "--text", "x", "--no-follow")
 	if code != 0 || strings.TrimSpace(out) != "grp1" {

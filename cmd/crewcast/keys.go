@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,17 +19,30 @@ import (
 )
 
 func init() {
-	register(command{name: "keys", summary: "create, list and revoke API keys (directly in the database)", run: runKeys})
+	register(command{name: "keys", summary: "create, list and revoke API keys (through the API, or --db to bootstrap)", run: runKeys})
 }
 
-// keys works on the database rather than through the API: the first admin
-// key has to come from somewhere, and whoever can open the database can
-// already do anything.
+// keys goes through the API with an admin key, like every client command.
+// With an explicit --db it works on the database file instead: the first
+// admin key of a fresh server has to come from somewhere, and whoever can
+// open the database can already do anything.
 func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	usage := func() {
-		fmt.Fprintln(stderr, "usage: crewcast keys create --scope admin|send|read [--name NAME] [--db PATH|URL]")
-		fmt.Fprintln(stderr, "       crewcast keys list [--db PATH|URL]")
-		fmt.Fprintln(stderr, "       crewcast keys revoke ID [--db PATH|URL]")
+		fmt.Fprint(stderr, `Usage:
+  crewcast keys create --scope admin|send|read [--name NAME]
+  crewcast keys list
+  crewcast keys revoke ID
+
+Through the server's API at CREWCAST_URL (--url) with an admin key in
+CREWCAST_KEY (--key). With --db PATH|URL instead, the key is written straight
+into that database (to make the first admin key before the server has one);
+it says which database it wrote.
+
+Flags (every subcommand):
+  --url URL    crewcast server URL (env CREWCAST_URL; default http://127.0.0.1:8080)
+  --key KEY    an admin API key (env CREWCAST_KEY)
+  --db PATH    work on this SQLite file or postgres:// URL instead of the API
+`)
 	}
 	if len(args) == 0 {
 		usage()
@@ -49,82 +64,148 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return errUsage
 }
 
-func dbFlag(fs *flag.FlagSet) *string {
-	return fs.String("db", envOr("CREWCAST_DB", "./crewcast.db"), "SQLite path or postgres:// URL (CREWCAST_DB)")
+// keyFlags are the flags of every keys subcommand: the API client's, and
+// --db for working on a database directly.
+type keyFlags struct {
+	client *clientFlags
+	db     string
 }
 
-func openKeyStore(ctx context.Context, db string) (store.Store, error) {
+func bindKeyFlags(fs *flag.FlagSet) *keyFlags {
+	f := &keyFlags{client: bindClientFlags(fs)}
+	fs.StringVar(&f.db, "db", "", "work on this SQLite file or postgres:// URL directly instead of through the API")
+	return f
+}
+
+// keyRow is a key as GET /v1/keys lists it.
+type keyRow struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"`
+	Scopes     []string   `json:"scopes"`
+	CreatedAt  *time.Time `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+}
+
+// openKeyStore opens the database for --db, saying whether the SQLite
+// file existed before.
+func openKeyStore(ctx context.Context, db string) (store.Store, string, error) {
+	where := dbLabel(db)
+	if !isPostgres(db) {
+		if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
+			where = "a new database " + where
+		} else {
+			where = "database " + where
+		}
+	}
 	st, err := server.OpenStore(ctx, db, "", time.Now, nil)
 	if err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
+		return nil, "", fmt.Errorf("open database %s: %w", dbLabel(db), err)
 	}
-	return st, nil
+	return st, where, nil
 }
 
 func keysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("keys create", stderr)
-	db := dbFlag(fs)
+	kf := bindKeyFlags(fs)
 	scope := fs.String("scope", "", "admin, send or read (required; each includes the ones after it)")
 	name := fs.String("name", "", "a label to recognise the key by")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := wantArgs(fs, pos, 0, "no arguments"); err != nil {
+	if err := wantArgs(fs, pos, 0, "flags only"); err != nil {
 		return err
 	}
 	s, err := apikey.ParseScope(*scope)
 	if err != nil {
-		fmt.Fprintf(stderr, "crewcast keys create: --scope: %v\n", err)
-		return errUsage
+		return usagef("--scope: %v", err)
 	}
-	st, err := openKeyStore(ctx, *db)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	plaintext, rec, err := apikey.Create(ctx, st, *name, []apikey.Scope{s}, time.Now())
-	if err != nil {
-		return err
+	var plaintext, id, where string
+	if kf.db != "" {
+		st, w, err := openKeyStore(ctx, kf.db)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		key, rec, err := apikey.Create(ctx, st, *name, []apikey.Scope{s}, time.Now())
+		if err != nil {
+			return err
+		}
+		plaintext, id, where = key, rec.ID, "in "+w
+	} else {
+		c, err := kf.client.client()
+		if err != nil {
+			return err
+		}
+		var out struct {
+			ID  string `json:"id"`
+			Key string `json:"key"`
+		}
+		body := map[string]any{"scopes": []string{string(s)}, "name": *name}
+		if _, err := c.doJSON(ctx, "POST", "/v1/keys", body, nil, &out); err != nil {
+			return explain(err)
+		}
+		plaintext, id, where = out.Key, out.ID, "on "+c.base
 	}
 	// The key alone on stdout, so scripts can capture it; the rest on
 	// stderr.
 	fmt.Fprintln(stdout, plaintext)
-	fmt.Fprintf(stderr, "created %s key %s; it is shown only now, keep it safe\n", s, rec.ID)
+	fmt.Fprintf(stderr, "created %s key %s %s; it is shown only now, keep it safe\n", s, id, where)
 	return nil
 }
 
 func keysList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("keys list", stderr)
-	db := dbFlag(fs)
+	kf := bindKeyFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := wantArgs(fs, pos, 0, "no arguments"); err != nil {
+	if err := wantArgs(fs, pos, 0, "flags only"); err != nil {
 		return err
 	}
-	st, err := openKeyStore(ctx, *db)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	keys, err := st.ListKeys(ctx)
-	if err != nil {
-		return err
+	var rows []keyRow
+	if kf.db != "" {
+		st, _, err := openKeyStore(ctx, kf.db)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		keys, err := st.ListKeys(ctx)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			rows = append(rows, keyRow{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Scopes: k.Scopes,
+				CreatedAt: timePtr(k.CreatedAt), LastUsedAt: timePtr(k.LastUsedAt), RevokedAt: timePtr(k.RevokedAt)})
+		}
+	} else {
+		c, err := kf.client.client()
+		if err != nil {
+			return err
+		}
+		var out struct {
+			Keys []keyRow `json:"keys"`
+		}
+		if _, err := c.doJSON(ctx, "GET", "/v1/keys", nil, nil, &out); err != nil {
+			return err
+		}
+		rows = out.Keys
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tPREFIX\tSCOPES\tCREATED\tLAST USED\tREVOKED")
-	for _, k := range keys {
+	for _, k := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, dash(k.Name), k.Prefix, strings.Join(k.Scopes, ","),
-			fmtZero(k.CreatedAt), fmtZero(k.LastUsedAt), fmtZero(k.RevokedAt))
+			fmtTime(k.CreatedAt), fmtTime(k.LastUsedAt), fmtTime(k.RevokedAt))
 	}
 	return tw.Flush()
 }
 
 func keysRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("keys revoke", stderr)
-	db := dbFlag(fs)
+	kf := bindKeyFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -132,16 +213,30 @@ func keysRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := wantArgs(fs, pos, 1, "one key ID (see 'crewcast keys list')"); err != nil {
 		return err
 	}
-	st, err := openKeyStore(ctx, *db)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if err := st.RevokeKey(ctx, pos[0], time.Now()); err != nil {
-		if errors.Is(err, actor.ErrNotFound) {
-			return fmt.Errorf("no key with ID %q", pos[0])
+	if kf.db != "" {
+		st, _, err := openKeyStore(ctx, kf.db)
+		if err != nil {
+			return err
 		}
-		return err
+		defer st.Close()
+		if err := st.RevokeKey(ctx, pos[0], time.Now()); err != nil {
+			if errors.Is(err, actor.ErrNotFound) {
+				return fmt.Errorf("no key with ID %q", pos[0])
+			}
+			return err
+		}
+	} else {
+		c, err := kf.client.client()
+		if err != nil {
+			return err
+		}
+		if _, err := c.doJSON(ctx, "DELETE", "/v1/keys/"+url.PathEscape(pos[0]), nil, nil, nil); err != nil {
+			var ae *apiError
+			if errors.As(err, &ae) && ae.Status == 404 {
+				return fmt.Errorf("no key with ID %q", pos[0])
+			}
+			return err
+		}
 	}
 	fmt.Fprintf(stdout, "revoked %s\n", pos[0])
 	return nil
@@ -154,9 +249,9 @@ func dash(s string) string {
 	return s
 }
 
-func fmtZero(t time.Time) string {
+func timePtr(t time.Time) *time.Time {
 	if t.IsZero() {
-		return "-"
+		return nil
 	}
-	return fmtTime(&t)
+	return &t
 }
