@@ -3,10 +3,15 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/crewcast/crewcast"
@@ -43,8 +48,14 @@ var demoCrew = []struct {
 	{"+15550100112", "Lena Brandt", ""},
 }
 
+// demoWalkthrough are the numbers the README's walkthrough sends to: the
+// demo always delivers to them (the first also replies), so the
+// walkthrough ends the same way every time. Other numbers outside the
+// example crew follow the simulator's rates.
+var demoWalkthrough = map[string]string{"+15550100001": "reply:YES", "+15550100002": "deliver"}
+
 // DemoFaults returns the demo simulator's behaviour: lifelike rates plus
-// the scripted fates of the example crew.
+// the scripted fates of the example crew and the walkthrough's numbers.
 func demoFaults() sim.Faults {
 	f := sim.DemoFaults()
 	f.Script = map[string]string{}
@@ -53,40 +64,115 @@ func demoFaults() sim.Faults {
 			f.Script[c.number] = c.fate
 		}
 	}
+	for n, fate := range demoWalkthrough {
+		f.Script[n] = fate
+	}
 	return f
+}
+
+// The demo's timing (shown by demo -h, so it must match what runDemo sets).
+const (
+	demoCheckAfter      = 20 * time.Second
+	demoDeadline        = 90 * time.Second
+	demoProviderTimeout = 5 * time.Second
+)
+
+// demoFlagDocs are the demo's flags for -h, with their environment
+// variables.
+var demoFlagDocs = []flagSection{{"Flags", []envBinding{
+	{"data", ""}, {"addr", "CREWCAST_ADDR"}, {"admin-key", "CREWCAST_ADMIN_KEY"}, {"no-example", ""},
+	{"log-level", "CREWCAST_LOG_LEVEL"}, {"db", ""},
+}}}
+
+func demoUsage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprintf(w, `Usage: crewcast demo [flags]
+
+Runs the server with the built-in demo provider: nothing real is sent. A
+simulator of Telnyx answers each send and posts signed webhooks back, as
+Telnyx would: a receipt 0.5 to 2.5 s after the send; about 8%% of messages
+fail, 5%% end "unknown" (the carrier reports no final outcome), 60%% of
+recipients reply. A send the simulator holds open is "unconfirmed" after %s.
+Status checks start %s after sending; a recipient still without a receipt
+after %s is marked unknown. Every outcome shows within about 6 seconds.
+
+The example crew (+15550100101 to +15550100112) has fixed fates, so the
+board shows every outcome; +15550100001 (replies YES) and +15550100002 are
+always delivered; any other number follows the rates above.
+
+It prints the board URL, an admin key, and two lines to paste into another
+terminal so that client commands (send, status, ...) talk to it:
+  export CREWCAST_URL=http://127.0.0.1:8080
+  export CREWCAST_KEY=cc_...
+
+Without --data the database lives in a temporary directory that is removed
+when the demo stops. With --data DIR the database and the admin key stay in
+DIR and the next run with the same DIR starts where this one stopped.
+
+`, demoProviderTimeout, demoCheckAfter, demoDeadline)
+	printFlagSections(w, fs, demoFlagDocs)
+	fmt.Fprint(w, `Examples:
+  crewcast demo                          # a throw-away demo
+  crewcast demo --data ./crewcast-demo   # keep its data and key across runs
+`)
 }
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("demo", stderr)
-	f := bindServerFlags(fs, "")
+	data := fs.String("data", "", "keep the database and admin key in this directory across runs (default: a temporary one, removed on exit)")
+	addr := fs.String("addr", "127.0.0.1:8080", "listen address (host:port; port 0 picks a free one)")
+	adminKey := fs.String("admin-key", "", "use this admin key (default: a new one, kept in --data when given)")
 	noExample := fs.Bool("no-example", false, "do not create the example group")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	db := fs.String("db", "", "a SQLite path or postgres:// URL instead of the one in --data")
+	fs.Usage = func() { demoUsage(fs) }
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if f.db == "" {
-		dir, err := os.MkdirTemp("", "crewcast-demo-")
-		if err != nil {
-			return err
-		}
-		f.db = filepath.Join(dir, "crewcast.db")
-	}
-	cfg, err := f.config(stderr)
-	if err != nil {
+	if err := applyEnv(fs, sectionBindings(demoFlagDocs)); err != nil {
 		return err
 	}
-	cfg.Provider = server.ProviderDemo
-	faults := demoFaults()
-	cfg.DemoFaults = &faults
-	// Demo pacing off and quick checks: outcomes show within a minute.
-	cfg.SendRate = 0
-	cfg.ProviderTimeout = 5 * time.Second
-	cfg.Settings = group.Settings{CheckAfter: 20 * time.Second, Deadline: 90 * time.Second}
-	if cfg.AdminKey == "" {
-		key, _, err := apikey.Generate(rand.Reader, "demo admin", []apikey.Scope{apikey.ScopeAdmin}, time.Now())
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usagef("--log-level: %v", err)
+	}
+	dir, temporary := *data, *data == ""
+	if temporary {
+		removeStaleDemoDirs(stderr)
+		d, err := os.MkdirTemp("", demoTempPrefix)
 		if err != nil {
 			return err
 		}
-		cfg.AdminKey = key
+		dir = d
+		defer os.RemoveAll(dir)
+		if err := os.WriteFile(filepath.Join(dir, demoPIDFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("--data: %w", err)
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if *db == "" {
+		*db = filepath.Join(dir, "crewcast.db")
+	}
+	_, statErr := os.Stat(*db)
+	fresh := errors.Is(statErr, os.ErrNotExist) || isPostgres(*db)
+	key := *adminKey
+	if key == "" {
+		var err error
+		if key, err = demoAdminKey(dir, temporary); err != nil {
+			return err
+		}
+	}
+	faults := demoFaults()
+	cfg := server.Config{
+		Addr: *addr, DB: *db, Provider: server.ProviderDemo, AdminKey: key, DemoFaults: &faults,
+		// Demo pacing off and quick checks: outcomes show within seconds.
+		SendRate: 0, ProviderTimeout: demoProviderTimeout,
+		Settings: group.Settings{CheckAfter: demoCheckAfter, Deadline: demoDeadline},
+		Logger:   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -95,8 +181,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "crewcast demo is running.\n\n  board:     %s/\n  admin key: %s\n  database:  %s\n\n", srv.URL(), cfg.AdminKey, cfg.DB)
-	if !*noExample {
+	where := "kept in " + dir + " (run again with --data " + dir + " to continue)"
+	if temporary {
+		where = "temporary: removed when the demo stops (--data DIR keeps it)"
+	}
+	fmt.Fprintln(stdout, "crewcast demo is running. DEMO PROVIDER: nothing real is sent; a built-in simulator answers.")
+	fmt.Fprintf(stdout, "\n  board:     %s/\n  admin key: %s\n  database:  %s\n             %s\n", srv.URL(), key, dbLabel(cfg.DB), where)
+	if !*noExample && fresh {
 		req := group.Request{From: demoFrom, Mode: crewcast.ModeIndividual,
 			Text: "Crew call: site B, 7:00 tomorrow. Reply YES if you can make it, NO if not."}
 		for _, c := range demoCrew {
@@ -108,12 +199,66 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("create the example group: %w", err)
 		}
 		fmt.Fprintf(stdout, "  example group: %s/#/groups/%s\n", srv.URL(), id)
-		fmt.Fprintf(stdout, "  API:           curl -H 'Authorization: Bearer %s' %s/v1/groups/%s\n\n", cfg.AdminKey, srv.URL(), id)
+	} else if !*noExample {
+		fmt.Fprintln(stdout, "  example group: created on the first run with this database (see the board)")
 	}
+	fmt.Fprintf(stdout, "\nFor the command line (crewcast send, status, ...), paste into another terminal:\n\n")
+	fmt.Fprintf(stdout, "export CREWCAST_URL=%s\nexport CREWCAST_KEY=%s\n\n", srv.URL(), key)
 	fmt.Fprintln(stdout, "Sign in to the board with the admin key. Press Ctrl-C to stop.")
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "shutting down…")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return srv.Stop(sctx)
+}
+
+// demoAdminKey returns the demo's admin key: with --data the one kept in
+// the directory (made on the first run, readable only by its owner), else
+// a new one.
+func demoAdminKey(dir string, temporary bool) (string, error) {
+	path := filepath.Join(dir, demoKeyFile)
+	if !temporary {
+		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) != "" {
+			return strings.TrimSpace(string(b)), nil
+		} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("read the demo's admin key: %w", err)
+		}
+	}
+	key, _, err := apikey.Generate(rand.Reader, "demo admin", []apikey.Scope{apikey.ScopeAdmin}, time.Now())
+	if err != nil {
+		return "", err
+	}
+	if !temporary {
+		if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+			return "", fmt.Errorf("keep the demo's admin key: %w", err)
+		}
+	}
+	return key, nil
+}
+
+// Files of the demo's directory.
+const (
+	demoTempPrefix = "crewcast-demo-"
+	demoPIDFile    = "demo.pid"
+	demoKeyFile    = "admin-key"
+)
+
+// removeStaleDemoDirs removes the temporary directories of earlier demos
+// that did not get to clean up (killed): those whose recorded process is
+// gone. A directory without a readable pid is left alone.
+func removeStaleDemoDirs(stderr io.Writer) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), demoTempPrefix+"*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, demoPIDFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 || processAlive(pid) {
+			continue
+		}
+		if os.RemoveAll(d) == nil {
+			fmt.Fprintf(stderr, "removed %s, left behind by an earlier demo\n", d)
+		}
+	}
 }
