@@ -27,7 +27,7 @@ func register(c command) { commands[c.name] = c }
 // Exit codes (documented in `crewcast help` and README.md).
 const (
 	exitOK         = 0 // done; for send: every recipient delivered (or opted out / canceled)
-	exitFailed     = 1 // an error, or send/status found failed or unconfirmed recipients
+	exitFailed     = 1 // an error, or send ended with failed, unconfirmed or unknown recipients
 	exitUsage      = 2 // a wrong argument, flag or environment value
 	exitIncomplete = 3 // send stopped following (Ctrl-C) before every recipient had an outcome
 )
@@ -104,9 +104,9 @@ Client commands (keys, send, status, report, cancel, retry, resolve) talk to
 a running server at CREWCAST_URL (--url, default http://127.0.0.1:8080) with
 the API key in CREWCAST_KEY (--key). 'crewcast demo' prints both.
 
-Exit codes: 0 done; 1 an error, or recipients that failed or are unconfirmed
-(send, status); 2 a wrong argument, flag or environment value; 3 send stopped
-following before every recipient had an outcome.
+Exit codes: 0 done; 1 an error, or (send) recipients that failed, are
+unconfirmed or unknown; 2 a wrong argument, flag or environment value;
+3 send stopped following before every recipient had an outcome.
 
 Run 'crewcast <command> -h' for a command's flags.
 `)

@@ -167,6 +167,7 @@ type recipientView struct {
 	ProviderMessageID string     `json:"provider_message_id"`
 	ErrorCode         string     `json:"error_code"`
 	ErrorClass        string     `json:"error_class"`
+	ErrorDetail       string     `json:"error_detail"` // plain language; optional
 	SentAt            *time.Time `json:"sent_at"`
 	DeliveredAt       *time.Time `json:"delivered_at"`
 	RepliedAt         *time.Time `json:"replied_at"`

@@ -332,9 +332,14 @@ func TestSendFollowsToCompletion(t *testing.T) {
 	}
 	code, out, errs := e.client("send", "send", "--from", "+15550100000", "--to", "+15550100001,+15550100002",
 		"--to", "+15550100003", "--text", "Crew call 7am")
-	if code != 0 {
+	// One recipient failed: exit 1, and the failure is listed with its code.
+	if code != 1 || !strings.Contains(errs, "1 recipient needs attention") {
 		t.Fatalf("send: %d\n%s\n%s", code, out, errs)
 	}
+	if !strings.Contains(out, "+15550100002  failed  30007 carrier") {
+		t.Errorf("failed recipient not listed:\n%s", out)
+	}
+	out = strings.Join(lines(out)[:len(lines(out))-3], "\n") // without the attention list
 	ls := lines(out)
 	if ls[0] != "grp1" {
 		t.Fatalf("first line %q, want the group id", ls[0])
@@ -415,7 +420,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// Ctrl-C while following stops following; the group is left alone.
+// Ctrl-C while following stops following (exit 3); the group is left alone.
 func TestSendInterrupted(t *testing.T) {
 	e := newCLIEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -431,8 +436,9 @@ func TestSendInterrupted(t *testing.T) {
 		<-out.line
 	}
 	cancel()
-	if code := <-codeC; code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
+	// Nothing is known of the outcomes yet: not a success.
+	if code := <-codeC; code != exitIncomplete {
+		t.Fatalf("exit %d, want %d: %s", code, exitIncomplete, errb.String())
 	}
 	if !strings.Contains(out.String(), "stopped following") {
 		t.Errorf("output %q", out.String())
@@ -559,6 +565,17 @@ func TestReportCommand(t *testing.T) {
 		code, _, errs := e.client("read", c.args...)
 		if code != c.code || !strings.Contains(errs, c.msg) {
 			t.Errorf("%v: %d %q", c.args, code, errs)
+		}
+	}
+}
+
+// The ERROR cell joins what is known, without a leading space.
+func TestErrorText(t *testing.T) {
+	for _, c := range []struct{ code, class, want string }{
+		{"", "", "-"}, {"30007", "carrier", "30007 carrier"}, {"", "timeout", "timeout"}, {"40008", "", "40008"},
+	} {
+		if got := errorText(recipientView{ErrorCode: c.code, ErrorClass: c.class}); got != c.want {
+			t.Errorf("%q %q: %q, want %q", c.code, c.class, got, c.want)
 		}
 	}
 }

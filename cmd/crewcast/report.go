@@ -128,12 +128,8 @@ func deliveriesTable(ctx context.Context, c *apiClient, path string, q url.Value
 			return explain(err)
 		}
 		for _, d := range page.Deliveries {
-			errText := "-"
-			if d.ErrorCode != "" || d.ErrorClass != "" {
-				errText = d.ErrorCode + " " + d.ErrorClass
-			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.GroupID, d.Number, dash(d.Name), d.Status, d.Attempts,
-				fmtTime(d.SentAt), fmtTime(d.DeliveredAt), errText, fmtTime(d.UpdatedAt))
+				fmtTime(d.SentAt), fmtTime(d.DeliveredAt), errorText(d), fmtTime(d.UpdatedAt))
 			rows++
 		}
 		if page.NextCursor == "" || (limit > 0 && rows >= limit) {

@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 )
 
 func init() {
-	register(command{name: "send", summary: "send a message to a group and follow its progress", run: runSend})
+	register(command{name: "send", summary: "send a message and follow it until every recipient has an outcome", run: runSend})
 }
 
 // listFlag collects a repeatable, comma-separated flag.
@@ -51,6 +53,23 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	idem := fs.String("idempotency-key", "", "makes a retried command return the same group instead of sending twice")
 	checkAfter := fs.Duration("check-after", 0, "first status check delay (default: the server's)")
 	noFollow := fs.Bool("no-follow", false, "print the group id and exit without following progress")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: crewcast send --from NUMBER --to NUMBER[,NUMBER...] --text TEXT [flags]
+
+Sends one message to every recipient and follows the group until each has an
+outcome, printing the group id first and then one line per change. Then it
+lists the recipients that need a person: failed (crewcast retry), unconfirmed
+or unknown (crewcast resolve).
+
+Exit status: 0 when no recipient failed, is unconfirmed or unknown (opted-out
+and canceled ones are not failures); 1 when some did, or on an error; 2 on a
+wrong argument; 3 when following stopped (Ctrl-C) before the end. With
+--no-follow: 0 once the server accepted the group.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -82,7 +101,64 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *noFollow {
 		return nil
 	}
-	return follow(ctx, c, g, stdout, isTerminal(stdout))
+	final, err := follow(ctx, c, g, stdout, isTerminal(stdout))
+	if err != nil {
+		return err
+	}
+	return attention(ctx, c, final, stdout)
+}
+
+// attentionStatuses are the outcomes that need a person: failed may be
+// retried, unconfirmed and unknown resolved.
+var attentionStatuses = []string{"failed", "unconfirmed", "unknown"}
+
+// maxListed bounds the recipients listed per status (the rest are counted).
+const maxListed = 50
+
+// attention lists the recipients of a finished group that need a person and
+// returns an exit error when there are any.
+func attention(ctx context.Context, c *apiClient, g groupView, out io.Writer) error {
+	total := 0
+	var parts []string
+	for _, st := range attentionStatuses {
+		if n := g.Counts[st]; n > 0 {
+			total += n
+			parts = append(parts, fmt.Sprintf("%d %s", n, st))
+		}
+	}
+	if total == 0 {
+		return nil
+	}
+	fmt.Fprintf(out, "Needs attention (crewcast retry %s NUMBER; crewcast resolve %s NUMBER --outcome …):\n", g.ID, g.ID)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NUMBER\tSTATUS\tERROR\tDETAIL")
+	for _, st := range attentionStatuses {
+		n := g.Counts[st]
+		if n == 0 {
+			continue
+		}
+		var page struct {
+			Recipients []recipientView `json:"recipients"`
+		}
+		q := url.Values{"status": {st}, "limit": {strconv.Itoa(maxListed)}}
+		if _, err := c.doJSON(ctx, "GET", "/v1/groups/"+url.PathEscape(g.ID)+"/recipients?"+q.Encode(), nil, nil, &page); err != nil {
+			return err
+		}
+		for _, r := range page.Recipients {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Number, r.Status, errorText(r), dash(oneLine(r.ErrorDetail, 80)))
+		}
+		if more := n - len(page.Recipients); more > 0 {
+			fmt.Fprintf(tw, "… %d more %s\t\t\t(crewcast status %s)\n", more, st, g.ID)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	noun := "recipients need"
+	if total == 1 {
+		noun = "recipient needs"
+	}
+	return exitError{code: exitFailed, msg: fmt.Sprintf("%d %s attention: %s", total, noun, strings.Join(parts, ", "))}
 }
 
 // explain adds the field errors of a validation answer to its message.
@@ -126,7 +202,10 @@ func progressLine(g groupView) string {
 // ends (Ctrl-C). The stream only says that something changed; the counts
 // come from the group itself, re-read after each burst of changes. A
 // dropped stream is resumed with Last-Event-ID.
-func follow(ctx context.Context, c *apiClient, g groupView, out io.Writer, tty bool) error {
+//
+// It returns the finished group; an interrupted follow is an exitError
+// (exitIncomplete).
+func follow(ctx context.Context, c *apiClient, g groupView, out io.Writer, tty bool) (groupView, error) {
 	last := ""
 	show := func(g groupView) {
 		line := progressLine(g)
@@ -140,7 +219,7 @@ func follow(ctx context.Context, c *apiClient, g groupView, out io.Writer, tty b
 	}
 	show(g)
 	if g.finished() {
-		return done(out, tty)
+		return g, done(out, tty)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -193,23 +272,23 @@ func follow(ctx context.Context, c *apiClient, g groupView, out io.Writer, tty b
 				fmt.Fprintln(out)
 			}
 			fmt.Fprintf(out, "stopped following; the group goes on (crewcast status %s)\n", g.ID)
-			return nil
+			return g, exitError{code: exitIncomplete}
 		case err := <-streamErr:
 			if tty {
 				fmt.Fprintln(out)
 			}
-			return err
+			return g, err
 		case <-changed:
 			var cur groupView
 			if _, err := c.doJSON(ctx, "GET", "/v1/groups/"+g.ID+"?recipients=0", nil, nil, &cur); err != nil {
 				if ctx.Err() != nil {
 					continue // Ctrl-C: reported above
 				}
-				return err
+				return g, err
 			}
 			show(cur)
 			if cur.finished() {
-				return done(out, tty)
+				return cur, done(out, tty)
 			}
 		}
 	}

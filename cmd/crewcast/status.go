@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -36,14 +37,24 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NUMBER\tNAME\tSTATUS\tATTEMPTS\tSENT\tDELIVERED\tERROR\tACK\tREPLY")
 	for _, r := range g.Recipients {
-		errText := "-"
-		if r.ErrorCode != "" || r.ErrorClass != "" {
-			errText = r.ErrorCode + " " + r.ErrorClass
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Number, dash(r.Name), r.Status, r.Attempts,
-			fmtTime(r.SentAt), fmtTime(r.DeliveredAt), errText, dash(r.Ack), dash(oneLine(r.ReplyText, 40)))
+			fmtTime(r.SentAt), fmtTime(r.DeliveredAt), errorText(r), dash(r.Ack), dash(oneLine(r.ReplyText, 40)))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// What each error means, once per code, when the server explains it.
+	seen := map[string]bool{}
+	for _, r := range g.Recipients {
+		if r.ErrorDetail != "" && !seen[r.ErrorCode+r.ErrorDetail] {
+			if len(seen) == 0 {
+				fmt.Fprintln(stdout)
+			}
+			seen[r.ErrorCode+r.ErrorDetail] = true
+			fmt.Fprintf(stdout, "error %s: %s\n", dash(r.ErrorCode), oneLine(r.ErrorDetail, 200))
+		}
+	}
+	return nil
 }
 
 // oneLine shortens free text for a table cell.
@@ -58,4 +69,19 @@ func oneLine(s string, max int) string {
 		return string(r[:max-1]) + "…"
 	}
 	return string(r)
+}
+
+// errorText is a recipient's ERROR cell: its code and class, whichever
+// are known.
+func errorText(r recipientView) string {
+	var parts []string
+	for _, p := range []string{r.ErrorCode, r.ErrorClass} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
 }
