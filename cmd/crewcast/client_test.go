@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"net/http/httptest"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -35,6 +37,8 @@ type fakeTracker struct {
 	groups map[string]*group.Group
 	seq    map[string]uint64
 	idem   map[string]string
+	// actions records the Resolve and Retry calls.
+	actions []string
 	// afterCreate, when set, runs (in its own goroutine) after each create.
 	afterCreate func(id string)
 	wg          sync.WaitGroup
@@ -122,11 +126,23 @@ func (f *fakeTracker) applyLocked(ctx context.Context, g *group.Group, evs ...gr
 func (f *fakeTracker) Cancel(ctx context.Context, id, by string) error {
 	return f.apply(id, group.Canceled{At: time.Now(), By: by})
 }
-func (f *fakeTracker) Resolve(context.Context, string, string, string, string) error { return nil }
-func (f *fakeTracker) Retry(context.Context, string, string, string) error           { return nil }
-func (f *fakeTracker) Resume(context.Context, string, string) error                  { return nil }
-func (f *fakeTracker) Ingest(context.Context, []crewcast.Event) (bool, error)        { return true, nil }
-func (f *fakeTracker) Hub() *tracker.Hub                                             { return f.hub }
+func (f *fakeTracker) Resolve(_ context.Context, id, number, outcome, _ string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.actions = append(f.actions, "resolve "+id+" "+number+" "+outcome)
+	return nil
+}
+
+func (f *fakeTracker) Retry(_ context.Context, id, number, _ string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.actions = append(f.actions, "retry "+id+" "+number)
+	return nil
+}
+
+func (f *fakeTracker) Resume(context.Context, string, string) error           { return nil }
+func (f *fakeTracker) Ingest(context.Context, []crewcast.Event) (bool, error) { return true, nil }
+func (f *fakeTracker) Hub() *tracker.Hub                                      { return f.hub }
 
 // deliver takes recipient i through claim, acceptance and delivery (or a
 // definite failure), one commit each.
@@ -623,6 +639,74 @@ func TestReportTime(t *testing.T) {
 	for _, bad := range []string{"yesterday", "-5h", "2026-02-01"} {
 		if _, err := reportTime(bad, now); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// cancel, retry and resolve reach their API routes with the right body.
+func TestActionCommands(t *testing.T) {
+	e := newCLIEnv(t)
+	id, _, err := e.fake.Create(context.Background(), group.Request{From: "+15550100000", Text: "x",
+		To: []string{"+15550100001", "+15550100002"}}, tracker.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fake.deliver(id, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := e.client("send", "retry", id, "+15550100001")
+	if code != 0 || !strings.Contains(out, "+15550100001  failed") || !strings.Contains(out, "1 failed") {
+		t.Errorf("retry: %d %q %q", code, out, errs)
+	}
+	code, out, errs = e.client("send", "resolve", id, "+15550100002", "--outcome", "not_delivered")
+	if code != 0 || !strings.Contains(out, "+15550100002") {
+		t.Errorf("resolve: %d %q %q", code, out, errs)
+	}
+	e.fake.mu.Lock()
+	got := strings.Join(e.fake.actions, "; ")
+	e.fake.mu.Unlock()
+	if want := "retry " + id + " +15550100001; resolve " + id + " +15550100002 not_delivered"; got != want {
+		t.Errorf("tracker saw %q, want %q", got, want)
+	}
+	code, out, errs = e.client("send", "cancel", id)
+	if code != 0 || !strings.HasPrefix(out, "canceled") {
+		t.Errorf("cancel: %d %q %q", code, out, errs)
+	}
+	for _, c := range []struct {
+		key  string
+		args []string
+		code int
+		msg  string
+	}{
+		{"send", []string{"resolve", id, "+15550100002"}, 2, "--outcome must be delivered or not_delivered"},
+		{"send", []string{"resolve", id, "+15550100002", "--outcome", "maybe"}, 2, `got "maybe"`},
+		{"send", []string{"retry", id}, 2, "missing argument: want a group ID and a recipient's number"},
+		{"send", []string{"retry", id, "+15550100001", "foo"}, 2, `unexpected argument "foo"`},
+		{"send", []string{"cancel"}, 2, "want one group ID"},
+		{"read", []string{"cancel", id}, 1, "403"},
+		{"send", []string{"retry", "grp_nope", "+15550100001"}, 1, "404"},
+	} {
+		code, _, errs := e.client(c.key, c.args...)
+		if code != c.code || !strings.Contains(errs, c.msg) {
+			t.Errorf("%v: %d %q, want %d and %q", c.args, code, errs, c.code, c.msg)
+		}
+	}
+}
+
+func TestVersionLine(t *testing.T) {
+	info := &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "github.com/crewcast/crewcast", Version: "v1.2.0"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "48b9493c0ffee0123456789"}, {Key: "vcs.time", Value: "2026-12-01T12:00:00Z"},
+			{Key: "vcs.modified", Value: "true"}}}
+	if got, want := versionLine(info, "linux/amd64"), "crewcast v1.2.0 revision 48b9493c0ffe 2026-12-01T12:00:00Z (modified) go1.26.0 linux/amd64"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if got := versionLine(&debug.BuildInfo{GoVersion: "go1.26.0"}, "linux/amd64"); got != "crewcast (devel) go1.26.0 linux/amd64" {
+		t.Errorf("no vcs: %q", got)
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		code, out, _ := runCLI(context.Background(), args...)
+		if code != 0 || !strings.HasPrefix(out, "crewcast ") || !strings.Contains(out, runtime.Version()) {
+			t.Errorf("%v: %d %q", args, code, out)
 		}
 	}
 }
