@@ -16,6 +16,10 @@ func init() {
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("status", stderr)
 	cf := bindClientFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: crewcast status GROUP\n\nShows a group's counts and every recipient: status, attempts, times, error,\nacknowledgement and reply. Error codes the server explains are listed below\nthe table.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err

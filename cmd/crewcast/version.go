@@ -15,6 +15,9 @@ func init() {
 
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("version", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: crewcast version   (or crewcast --version)\n\nPrints the module version, the VCS revision and time the binary was built\nfrom (with \"(modified)\" when the tree had local changes), the Go version and\nthe platform.\n")
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
