@@ -20,6 +20,7 @@ func TestHelpGolden(t *testing.T) {
 	t.Setenv("CREWCAST_ADMIN_KEY", "admin_secret_from_env")
 	t.Setenv("CREWCAST_DB", "postgres://u:pw@db/x")
 	t.Setenv("CREWCAST_SEND_RATE", "7")
+	t.Setenv("CREWCAST_SIM_ADDR", "127.0.0.1:1")
 	for _, c := range []struct {
 		name string
 		args []string
@@ -37,6 +38,8 @@ func TestHelpGolden(t *testing.T) {
 		{"report", []string{"report", "-h"}},
 		{"report-deliveries", []string{"report", "deliveries", "-h"}},
 		{"version", []string{"version", "-h"}},
+		{"migrate", []string{"migrate", "-h"}},
+		{"sim", []string{"sim", "-h"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(context.Background(), c.args...)

@@ -15,8 +15,11 @@ func init() {
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("migrate", stderr)
-	db := fs.String("db", envOr("CREWCAST_DB", "./crewcast.db"), "SQLite path or postgres:// URL (CREWCAST_DB)")
+	db := fs.String("db", "./crewcast.db", "SQLite path or postgres:// URL (env CREWCAST_DB)")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := applyEnv(fs, []envBinding{{"db", "CREWCAST_DB"}}); err != nil {
 		return err
 	}
 	st, err := server.OpenStore(ctx, *db, "", time.Now, nil)

@@ -20,7 +20,7 @@ func init() {
 
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("sim", stderr)
-	addr := fs.String("addr", envOr("CREWCAST_SIM_ADDR", "127.0.0.1:9090"), "listen address (CREWCAST_SIM_ADDR)")
+	addr := fs.String("addr", "127.0.0.1:9090", "listen address (env CREWCAST_SIM_ADDR)")
 	telnyxURL := fs.String("telnyx-webhook-url", "", "Telnyx messaging profile webhook URL (a send's webhook_url wins)")
 	telnyxFailover := fs.String("telnyx-failover-url", "", "Telnyx failover webhook URL, after 3 failed attempts on the first")
 	twilioURL := fs.String("twilio-webhook-url", "", "Twilio status callback and inbound URL (a send's StatusCallback wins)")
@@ -50,6 +50,9 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	replyRate := fs.Float64("reply-rate", 0, "probability a delivered recipient replies with one of --reply-texts")
 	replyTexts := fs.String("reply-texts", strings.Join(sim.DefaultReplyTexts, ","), "comma-separated replies")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := applyEnv(fs, []envBinding{{"addr", "CREWCAST_SIM_ADDR"}}); err != nil {
 		return err
 	}
 
