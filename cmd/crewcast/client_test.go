@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"runtime/debug"
@@ -355,7 +357,10 @@ func TestSendFollowsToCompletion(t *testing.T) {
 	if !strings.Contains(out, "+15550100002  failed  30007 carrier") {
 		t.Errorf("failed recipient not listed:\n%s", out)
 	}
-	out = strings.Join(lines(out)[:len(lines(out))-3], "\n") // without the attention list
+	if !strings.Contains(out, "crewcast retry grp1 NUMBER") || strings.Contains(out, "crewcast resolve") {
+		t.Errorf("hint for the failed recipient only:\n%s", out)
+	}
+	out, _, _ = strings.Cut(out, "Needs attention:\n") // the progress lines
 	ls := lines(out)
 	if ls[0] != "grp1" {
 		t.Fatalf("first line %q, want the group id", ls[0])
@@ -708,5 +713,47 @@ func TestVersionLine(t *testing.T) {
 		if code != 0 || !strings.HasPrefix(out, "crewcast ") || !strings.Contains(out, runtime.Version()) {
 			t.Errorf("%v: %d %q", args, code, out)
 		}
+	}
+}
+
+// error_detail, when the server gives it, is shown beside the code by send
+// and under the table by status; recipients beyond the listing cap are
+// counted.
+func TestAttentionShowsErrorDetail(t *testing.T) {
+	rec := func(number, status, code, class, detail string) map[string]any {
+		return map[string]any{"number": number, "status": status, "error_code": code, "error_class": class, "error_detail": detail}
+	}
+	byStatus := map[string][]map[string]any{
+		"failed":      {rec("+15550100003", "failed", "40008", "permanent", "The number cannot receive texts.")},
+		"unconfirmed": {rec("+15550100004", "unconfirmed", "", "uncertain", "")},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/recipients") {
+			_ = json.NewEncoder(w).Encode(map[string]any{"recipients": byStatus[r.URL.Query().Get("status")]})
+			return
+		}
+		all := append(append([]map[string]any{}, byStatus["failed"]...), byStatus["unconfirmed"]...)
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": "grp9", "status": "complete",
+			"counts": map[string]int{"failed": 1, "unconfirmed": 2, "delivered": 3}, "recipients": all})
+	}))
+	defer srv.Close()
+	c := &apiClient{base: srv.URL, key: "k", http: srv.Client()}
+	var out bytes.Buffer
+	g := groupView{ID: "grp9", Status: "complete", Counts: map[string]int{"failed": 1, "unconfirmed": 2, "delivered": 3}}
+	err := attention(context.Background(), c, g, &out)
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != exitFailed || ee.msg != "3 recipients need attention: 1 failed, 2 unconfirmed" {
+		t.Errorf("attention: %v", err)
+	}
+	for _, want := range []string{"40008 permanent  The number cannot receive texts.", "+15550100004  unconfirmed  uncertain", "… and 1 more unconfirmed (crewcast status grp9 lists everyone)",
+		"crewcast retry grp9 NUMBER", "crewcast resolve grp9 NUMBER --outcome delivered|not_delivered"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("attention output lacks %q:\n%s", want, out.String())
+		}
+	}
+	code, status, errs := runCLI(context.Background(), "status", "grp9", "--url", srv.URL, "--key", "k")
+	if code != 0 || !strings.Contains(status, "error 40008: The number cannot receive texts.") {
+		t.Errorf("status: %d %q\n%s", code, errs, status)
 	}
 }

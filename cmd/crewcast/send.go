@@ -129,9 +129,10 @@ func attention(ctx context.Context, c *apiClient, g groupView, out io.Writer) er
 	if total == 0 {
 		return nil
 	}
-	fmt.Fprintf(out, "Needs attention (crewcast retry %s NUMBER; crewcast resolve %s NUMBER --outcome …):\n", g.ID, g.ID)
+	fmt.Fprintln(out, "Needs attention:")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NUMBER\tSTATUS\tERROR\tDETAIL")
+	var mores []string
 	for _, st := range attentionStatuses {
 		n := g.Counts[st]
 		if n == 0 {
@@ -148,11 +149,20 @@ func attention(ctx context.Context, c *apiClient, g groupView, out io.Writer) er
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Number, r.Status, errorText(r), dash(oneLine(r.ErrorDetail, 80)))
 		}
 		if more := n - len(page.Recipients); more > 0 {
-			fmt.Fprintf(tw, "… %d more %s\t\t\t(crewcast status %s)\n", more, st, g.ID)
+			mores = append(mores, fmt.Sprintf("%d more %s", more, st))
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(mores) > 0 {
+		fmt.Fprintf(out, "… and %s (crewcast status %s lists everyone)\n", strings.Join(mores, ", "), g.ID)
+	}
+	if g.Counts["failed"] > 0 {
+		fmt.Fprintf(out, "Send once more to a failed one:  crewcast retry %s NUMBER\n", g.ID)
+	}
+	if g.Counts["unconfirmed"]+g.Counts["unknown"] > 0 {
+		fmt.Fprintf(out, "Once you know about the others:  crewcast resolve %s NUMBER --outcome delivered|not_delivered\n", g.ID)
 	}
 	noun := "recipients need"
 	if total == 1 {
