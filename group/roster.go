@@ -99,6 +99,16 @@ func TooMany(n int) *FieldError {
 	return &FieldError{Field: "to", Message: fmt.Sprintf("at most %d recipients per group, got %d", MaxRecipients, n)}
 }
 
+// TooMany is the package TooMany for a whole request, naming the field
+// the client used ("to" or "recipients").
+func (r Request) TooMany() *FieldError {
+	e := TooMany(len(r.To) + len(r.Recipients))
+	if e != nil && len(r.To) == 0 {
+		e.Field = "recipients"
+	}
+	return e
+}
+
 // problems collects field errors: the first MaxFieldErrors, and how many
 // there were in all.
 type problems struct {
@@ -124,8 +134,7 @@ func PlanWith(id string, req Request, settings Settings, suppressed map[string]b
 	if len(req.To) > 0 {
 		field = "to"
 	}
-	if e := TooMany(len(req.To) + len(req.Recipients)); e != nil {
-		e.Field = field
+	if e := req.TooMany(); e != nil {
 		return Created{}, []FieldError{*e}, 1
 	}
 	var errs problems

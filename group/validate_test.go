@@ -155,6 +155,10 @@ func TestErrorsAreCappedAndHugeListsRefusedEarly(t *testing.T) {
 	if e := TooMany(len(req.To)); e == nil {
 		t.Fatal("TooMany(520000) = nil")
 	}
+	named := Request{Recipients: make([]RecipientInput, MaxRecipients+1)}
+	if e := named.TooMany(); e == nil || e.Field != "recipients" {
+		t.Fatalf("TooMany of %d named recipients = %v, want an error on recipients", MaxRecipients+1, e)
+	}
 	if e := TooMany(MaxRecipients); e != nil {
 		t.Fatalf("TooMany(MaxRecipients) = %v", e)
 	}

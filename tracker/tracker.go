@@ -407,7 +407,7 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 		}
 	}
 	// An oversized request is refused before any number is parsed.
-	if e := group.TooMany(len(req.To) + len(req.Recipients)); e != nil {
+	if e := req.TooMany(); e != nil {
 		return "", false, &ValidationError{Fields: []group.FieldError{*e}, Total: 1}
 	}
 	// Normalize every number once: for the suppression lookup and for Plan.
