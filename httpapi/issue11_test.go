@@ -51,7 +51,7 @@ func TestCreateValidationIsBounded(t *testing.T) {
 				}
 			}},
 		{name: "too many named recipients: one error", method: "POST", path: "/v1/groups", key: "send",
-			body: `{"from":"+15550100000","text":"x","recipients":[` + strings.Repeat(`{"number":""},`, group.MaxRecipients) + `{"number":""}]}`,
+			body:   `{"from":"+15550100000","text":"x","recipients":[` + strings.Repeat(`{"number":""},`, group.MaxRecipients) + `{"number":""}]}`,
 			status: 400, code: "invalid_request", fields: []string{"recipients"}},
 		{name: "a large named roster is not refused for its size", method: "POST", path: "/v1/groups", key: "send",
 			body: `{"from":"+15550100000","text":"x","recipients":[` +
@@ -67,7 +67,7 @@ func TestCreateValidationIsBounded(t *testing.T) {
 				}
 			}},
 		{name: "emoji text over 10 segments", method: "POST", path: "/v1/groups", key: "send",
-			body: `{"from":"+15550100000","to":["+15550100001"],"text":"` + strings.Repeat("😀", 1600) + `"}`,
+			body:   `{"from":"+15550100000","to":["+15550100001"],"text":"` + strings.Repeat("😀", 1600) + `"}`,
 			status: 400, code: "invalid_request", fields: []string{"text"}, has: []string{"segments"}},
 		{name: "metadata media URL", method: "POST", path: "/v1/groups", key: "send",
 			body:   `{"from":"+15550100000","to":["+15550100001"],"text":"x","media_urls":["http://169.254.169.254/latest"]}`,
