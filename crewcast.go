@@ -78,9 +78,9 @@ const (
 	ModeGroupMMS   Mode = "group_mms"  // one provider group MMS thread, ≤ MaxGroupMMS recipients
 )
 
-// Limits on a group's size per mode.
+// Limits on a group's size per mode (design §11: up to 100,000).
 const (
-	MaxIndividualRecipients = 10000
+	MaxIndividualRecipients = 100000
 	MaxGroupMMS             = 8
 )
 

@@ -141,7 +141,7 @@ func (g *Group) Apply(e Event) error {
 			return err
 		}
 		r := g.Recipients[v.Index]
-		if r.Status != crewcast.StatusUnconfirmed {
+		if !Resolvable(r.Status) {
 			return nil
 		}
 		switch v.Outcome {

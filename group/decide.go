@@ -282,7 +282,16 @@ func (g *Group) Cancel(now time.Time, by string) (Canceled, error) {
 	return Canceled{At: now, By: by}, nil
 }
 
-// Resolve records an operator's decision about an unconfirmed recipient.
+// Resolvable reports whether an operator may resolve a recipient in status
+// s: the outcome is unknowable (unconfirmed) or the provider never said
+// (unknown). Both are decided the same way (design §10).
+func Resolvable(s crewcast.Status) bool {
+	return s == crewcast.StatusUnconfirmed || s == crewcast.StatusUnknown
+}
+
+// Resolve records an operator's decision about an unconfirmed or unknown
+// recipient: delivered, or not_delivered, which allows one more attempt
+// while the budget lasts.
 func (g *Group) Resolve(number, outcome string, now time.Time, by string) (Resolved, error) {
 	r := g.Recipient(number)
 	if r == nil {
@@ -291,10 +300,10 @@ func (g *Group) Resolve(number, outcome string, now time.Time, by string) (Resol
 	if outcome != ResolveDelivered && outcome != ResolveNotDelivered {
 		return Resolved{}, stateErr("outcome must be %q or %q", ResolveDelivered, ResolveNotDelivered)
 	}
-	if r.Status != crewcast.StatusUnconfirmed {
-		return Resolved{}, stateErr("recipient is %s; only unconfirmed recipients can be resolved", r.Status)
+	if !Resolvable(r.Status) {
+		return Resolved{}, stateErr("recipient is %s; only unconfirmed or unknown recipients can be resolved", r.Status)
 	}
-	return Resolved{At: now, Index: r.Index, Outcome: outcome, By: by}, nil
+	return Resolved{At: now, Index: r.Index, Outcome: outcome, By: by, From: r.Status}, nil
 }
 
 // Retry requests a new attempt for a failed recipient whose failure class

@@ -179,12 +179,16 @@ const (
 	ResolveNotDelivered = "not_delivered"
 )
 
-// Resolved is an operator's decision about an unconfirmed recipient.
+// Resolved is an operator's decision about an unconfirmed or unknown
+// recipient. The journal keeps who decided (By) and what the recipient was
+// before (From; empty in events written before unknown could be resolved,
+// when it was always unconfirmed).
 type Resolved struct {
-	At      time.Time `json:"at"`
-	Index   int       `json:"i"`
-	Outcome string    `json:"outcome"`
-	By      string    `json:"by,omitempty"`
+	At      time.Time       `json:"at"`
+	Index   int             `json:"i"`
+	Outcome string          `json:"outcome"`
+	By      string          `json:"by,omitempty"`
+	From    crewcast.Status `json:"from,omitempty"`
 }
 
 // RetryRequested is an operator's request to send to a failed recipient again.

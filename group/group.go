@@ -199,31 +199,66 @@ func (g *Group) TakeDirty() []int {
 	return out
 }
 
-// Counts returns how many recipients are in each status, plus "replied"
-// and "acknowledged". It follows the changes Apply makes; a recipient
+// Counts returns how many recipients are in each status, plus the reply
+// tallies (see countKeys). It follows the changes Apply makes; a recipient
 // changed any other way must be marked with MarkDirty.
 func (g *Group) Counts() map[string]int {
 	g.recount()
 	return maps.Clone(g.counts)
 }
 
+// Reply tallies beside the per-status counts:
+//   - "replied": recipients who replied at all (any text);
+//   - "acknowledged": recipients whose latest answer is yes or no (design
+//     §10), split into "ack_yes" and "ack_no" so a board never adds a NO to
+//     the YESes; replied − acknowledged replied something else;
+//   - "no_reply": recipients who have not replied, except those who were
+//     never texted and never will be (suppressed or canceled before their
+//     send): the people a dispatcher is still waiting for (design §11).
+const (
+	CountReplied      = "replied"
+	CountAcknowledged = "acknowledged"
+	CountAckYes       = "ack_yes"
+	CountAckNo        = "ack_no"
+	CountNoReply      = "no_reply"
+)
+
+// CountKeys lists every key Counts returns, zero or not: the statuses in
+// display order, then the reply tallies.
+var CountKeys = func() []string {
+	keys := make([]string, 0, len(crewcast.AllStatuses)+5)
+	for _, s := range crewcast.AllStatuses {
+		keys = append(keys, string(s))
+	}
+	return append(keys, CountReplied, CountAcknowledged, CountAckYes, CountAckNo, CountNoReply)
+}()
+
 // tally is how one recipient counts in Counts.
 type tally struct {
-	status         crewcast.Status
-	replied, acked bool
+	status  crewcast.Status
+	replied bool
+	ack     crewcast.Ack
 }
 
 func tallyOf(r *Recipient) tally {
-	return tally{status: r.Status, replied: r.Replies > 0, acked: r.Ack != crewcast.AckNone}
+	return tally{status: r.Status, replied: r.Replies > 0, ack: r.Ack}
 }
 
 func (t tally) add(c map[string]int, n int) {
 	c[string(t.status)] += n
-	if t.replied {
-		c["replied"] += n
+	switch {
+	case t.replied:
+		c[CountReplied] += n
+	case t.status != crewcast.StatusOptedOut && t.status != crewcast.StatusCanceled:
+		c[CountNoReply] += n
 	}
-	if t.acked {
-		c["acknowledged"] += n
+	switch t.ack {
+	case crewcast.AckYes:
+		c[CountAcknowledged] += n
+		c[CountAckYes] += n
+	case crewcast.AckNo:
+		c[CountAcknowledged] += n
+		c[CountAckNo] += n
 	}
 }
 
@@ -233,11 +268,10 @@ func (t tally) add(c map[string]int, n int) {
 // recipient twice is harmless, so TakeDirty and Counts may both call it.
 func (g *Group) recount() {
 	if g.counts == nil || len(g.counted) != len(g.Recipients) {
-		g.counts = make(map[string]int, len(crewcast.AllStatuses)+2)
-		for _, s := range crewcast.AllStatuses {
-			g.counts[string(s)] = 0
+		g.counts = make(map[string]int, len(CountKeys))
+		for _, k := range CountKeys {
+			g.counts[k] = 0
 		}
-		g.counts["replied"], g.counts["acknowledged"] = 0, 0
 		g.counted = make([]tally, len(g.Recipients))
 		for i, r := range g.Recipients {
 			g.counted[i] = tallyOf(r)

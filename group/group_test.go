@@ -136,7 +136,7 @@ func TestPlanErrorsNameFields(t *testing.T) {
 		{"bad number", Request{From: sender, To: []string{"+15550100001", "hello"}, Text: "x"}, "to[1]"},
 		{"bad recipient number", Request{From: sender, Recipients: []RecipientInput{{Number: "12"}}, Text: "x"}, "recipients[0].number"},
 		{"no text", Request{From: sender, To: []string{"+15550100001"}}, "text"},
-		{"too long", Request{From: sender, To: []string{"+15550100001"}, Text: string(make([]byte, MaxTextLen+1))}, "text"},
+		{"too long", Request{From: sender, To: []string{"+15550100001"}, Text: strings.Repeat("x", MaxSegments*153+1)}, "text"},
 		{"no recipients", Request{From: sender, Text: "x"}, "to"},
 		{"bad mode", Request{From: sender, To: []string{"+15550100001"}, Text: "x", Mode: "blast"}, "mode"},
 		{"mms too many", Request{From: sender, To: numbers(9), Text: "x", Mode: crewcast.ModeGroupMMS}, "to"},
@@ -155,8 +155,8 @@ func TestPlanErrorsNameFields(t *testing.T) {
 			t.Fatalf("want an error on %q, got %v", tc.field, errs)
 		})
 	}
-	if _, errs := Plan("g", Request{From: sender, To: numbers(10001), Text: "x"}, Settings{}, nil, t0); len(errs) != 1 || errs[0].Field != "to" {
-		t.Fatalf("10,001 recipients: %v", errs)
+	if _, errs := Plan("g", Request{From: sender, To: numbers(MaxRecipients + 1), Text: "x"}, Settings{}, nil, t0); len(errs) != 1 || errs[0].Field != "to" {
+		t.Fatalf("100,001 recipients: %v", errs)
 	}
 }
 

@@ -263,7 +263,7 @@ func TestPropertyNeverSendsTwiceAndStatusesMoveForward(t *testing.T) {
 			}
 			// Counts follows changes incrementally: it must agree with
 			// counting every recipient afresh.
-			fresh := map[string]int{"replied": 0, "acknowledged": 0}
+			fresh := map[string]int{"replied": 0, "acknowledged": 0, "ack_yes": 0, "ack_no": 0, "no_reply": 0}
 			for _, s := range crewcast.AllStatuses {
 				fresh[string(s)] = 0
 			}
@@ -271,9 +271,12 @@ func TestPropertyNeverSendsTwiceAndStatusesMoveForward(t *testing.T) {
 				fresh[string(r.Status)]++
 				if r.Replies > 0 {
 					fresh["replied"]++
+				} else if r.Status != crewcast.StatusOptedOut && r.Status != crewcast.StatusCanceled {
+					fresh["no_reply"]++
 				}
 				if r.Ack != crewcast.AckNone {
 					fresh["acknowledged"]++
+					fresh["ack_"+string(r.Ack)]++
 				}
 			}
 			if got := g.Counts(); !maps.Equal(got, fresh) {

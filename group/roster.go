@@ -2,6 +2,8 @@ package group
 
 import (
 	"fmt"
+	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -10,8 +12,15 @@ import (
 	"github.com/crewcast/crewcast"
 )
 
-// MaxTextLen bounds a message body (10 concatenated SMS segments of 160).
-const MaxTextLen = 1600
+// Limits of a create request. MaxRecipients is design §11's group size;
+// MaxFieldErrors bounds how many problems one answer lists (the rest are
+// counted), so a huge bad request cannot make a huge answer.
+const (
+	MaxRecipients  = crewcast.MaxIndividualRecipients
+	MaxFieldErrors = 100
+	MaxMediaURLs   = 10   // Twilio refuses more (error 21623)
+	maxURLLen      = 2048 // longer URLs are refused by common servers and CDNs
+)
 
 // RecipientInput is one recipient as a client gave it.
 type RecipientInput struct {
@@ -33,6 +42,10 @@ type Request struct {
 type FieldError struct {
 	Field   string `json:"field"`
 	Message string `json:"message"`
+	// Input is what the client sent for this field, verbatim, when the
+	// field is one value (a number): the board and the CLI show it as it
+	// was typed, not as it was cleaned.
+	Input string `json:"input,omitempty"`
 }
 
 func (e FieldError) Error() string { return e.Field + ": " + e.Message }
@@ -70,61 +83,114 @@ func NormalizeNumber(s string) (string, error) {
 // Plan validates a request and builds the Created event that starts the
 // group: numbers normalized to E.164, duplicates merged (the first name
 // wins), suppressed numbers marked so they are never sent to. It returns
-// every problem it finds, each naming its field.
+// the problems it finds, each naming its field, at most MaxFieldErrors.
 func Plan(id string, req Request, settings Settings, suppressed map[string]bool, now time.Time) (Created, []FieldError) {
-	return PlanWith(id, req, settings, suppressed, now, NormalizeNumber)
+	c, errs, _ := PlanWith(id, req, settings, suppressed, now, NormalizeNumber)
+	return c, errs
+}
+
+// TooMany returns the error for a request of n recipients when n is over
+// MaxRecipients, else nil. Callers check it before parsing any number, so
+// an oversized request costs nothing more.
+func TooMany(n int) *FieldError {
+	if n <= MaxRecipients {
+		return nil
+	}
+	return &FieldError{Field: "to", Message: fmt.Sprintf("at most %d recipients per group, got %d", MaxRecipients, n)}
+}
+
+// TooMany is the package TooMany for a whole request, naming the field
+// the client used ("to" or "recipients").
+func (r Request) TooMany() *FieldError {
+	e := TooMany(len(r.To) + len(r.Recipients))
+	if e != nil && len(r.To) == 0 {
+		e.Field = "recipients"
+	}
+	return e
+}
+
+// problems collects field errors: the first MaxFieldErrors, and how many
+// there were in all.
+type problems struct {
+	list  []FieldError
+	total int
+}
+
+func (p *problems) add(e FieldError) {
+	p.total++
+	if len(p.list) < MaxFieldErrors {
+		p.list = append(p.list, e)
+	}
 }
 
 // PlanWith is Plan with the number normalizer given, so that a caller who
 // already normalized the numbers (to look up suppressions) does not parse
-// each one twice.
+// each one twice. It also returns how many problems there were in all
+// (the list stops at MaxFieldErrors).
 func PlanWith(id string, req Request, settings Settings, suppressed map[string]bool, now time.Time,
-	normalize func(string) (string, error)) (Created, []FieldError) {
-	var errs []FieldError
+	normalize func(string) (string, error)) (Created, []FieldError, int) {
+	inputs := req.Recipients
+	field := "recipients"
+	if len(req.To) > 0 {
+		field = "to"
+	}
+	if e := req.TooMany(); e != nil {
+		return Created{}, []FieldError{*e}, 1
+	}
+	var errs problems
 	from, err := normalize(req.From)
 	if err != nil {
-		errs = append(errs, FieldError{"from", err.Error()})
+		msg := "use international format, such as +15550100000"
+		if strings.TrimSpace(req.From) != "" {
+			msg = fmt.Sprintf("%q is %s; %s", strings.TrimSpace(req.From), err, msg)
+		}
+		errs.add(FieldError{Field: "from", Message: msg, Input: req.From})
 	}
 	mode := req.Mode
 	if mode == "" {
 		mode = crewcast.ModeIndividual
 	}
 	if mode != crewcast.ModeIndividual && mode != crewcast.ModeGroupMMS {
-		errs = append(errs, FieldError{"mode", fmt.Sprintf("must be %q or %q", crewcast.ModeIndividual, crewcast.ModeGroupMMS)})
+		errs.add(FieldError{Field: "mode", Message: fmt.Sprintf("must be %q or %q", crewcast.ModeIndividual, crewcast.ModeGroupMMS)})
 	}
 	if strings.TrimSpace(req.Text) == "" && len(req.MediaURLs) == 0 {
-		errs = append(errs, FieldError{"text", "required (or media_urls)"})
+		errs.add(FieldError{Field: "text", Message: "required (or media_urls)"})
 	}
-	if len([]rune(req.Text)) > MaxTextLen {
-		errs = append(errs, FieldError{"text", fmt.Sprintf("longer than %d characters", MaxTextLen)})
+	if seg := Segments(req.Text); seg.Segments > MaxSegments {
+		errs.add(FieldError{Field: "text", Message: fmt.Sprintf("%d SMS segments (%s); at most %d: shorten it to %d characters",
+			seg.Segments, seg.Encoding, MaxSegments, maxChars(seg.Encoding))})
+	}
+	if len(req.MediaURLs) > MaxMediaURLs {
+		errs.add(FieldError{Field: "media_urls", Message: fmt.Sprintf("at most %d media URLs, got %d", MaxMediaURLs, len(req.MediaURLs))})
 	}
 	for i, u := range req.MediaURLs {
-		if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
-			errs = append(errs, FieldError{fmt.Sprintf("media_urls[%d]", i), "must be an http(s) URL"})
+		if err := CheckMediaURL(u); err != nil {
+			errs.add(FieldError{Field: fmt.Sprintf("media_urls[%d]", i), Message: err.Error()})
 		}
 	}
-	inputs := req.Recipients
-	field := "recipients"
 	if len(req.To) > 0 {
 		if len(req.Recipients) > 0 {
-			errs = append(errs, FieldError{"to", "give either to or recipients, not both"})
+			errs.add(FieldError{Field: "to", Message: "give either to or recipients, not both"})
 		}
-		field = "to"
 		inputs = make([]RecipientInput, len(req.To))
 		for i, n := range req.To {
 			inputs[i] = RecipientInput{Number: n}
 		}
 	}
 	var roster []RosterEntry
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(inputs))
 	for i, in := range inputs {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if field == "recipients" {
+			f += ".number"
+		}
 		n, err := normalize(in.Number)
 		if err != nil {
-			f := fmt.Sprintf("%s[%d]", field, i)
-			if field == "recipients" {
-				f += ".number"
+			msg := err.Error()
+			if strings.TrimSpace(in.Number) != "" {
+				msg = fmt.Sprintf("%q is %s", strings.TrimSpace(in.Number), err)
 			}
-			errs = append(errs, FieldError{f, err.Error()})
+			errs.add(FieldError{Field: f, Message: msg, Input: in.Number})
 			continue
 		}
 		if seen[n] {
@@ -132,26 +198,97 @@ func PlanWith(id string, req Request, settings Settings, suppressed map[string]b
 		}
 		seen[n] = true
 		if n == from {
-			errs = append(errs, FieldError{fmt.Sprintf("%s[%d]", field, i), "is the sender's own number"})
+			errs.add(FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Message: "is the sender's own number", Input: in.Number})
 			continue
 		}
 		roster = append(roster, RosterEntry{Number: n, Name: strings.TrimSpace(in.Name), Suppressed: suppressed[n]})
 	}
 	switch {
 	case len(inputs) == 0:
-		errs = append(errs, FieldError{"to", "at least one recipient is required"})
+		errs.add(FieldError{Field: "to", Message: "at least one recipient is required"})
 	case mode == crewcast.ModeGroupMMS && len(roster) > crewcast.MaxGroupMMS:
-		errs = append(errs, FieldError{field, fmt.Sprintf("group_mms allows at most %d recipients, got %d", crewcast.MaxGroupMMS, len(roster))})
-	case len(roster) > crewcast.MaxIndividualRecipients:
-		errs = append(errs, FieldError{field, fmt.Sprintf("at most %d recipients, got %d", crewcast.MaxIndividualRecipients, len(roster))})
+		errs.add(FieldError{Field: field, Message: fmt.Sprintf("group_mms allows at most %d recipients, got %d", crewcast.MaxGroupMMS, len(roster))})
 	}
-	if len(errs) > 0 {
-		return Created{}, errs
+	if errs.total > 0 {
+		return Created{}, errs.list, errs.total
 	}
 	return Created{
 		ID: id, From: from, Text: req.Text, MediaURLs: req.MediaURLs, Mode: mode, At: now,
 		Settings: settings.WithDefaults(), Recipients: roster,
-	}, nil
+	}, nil, 0
+}
+
+// maxChars is how many plain characters fit in MaxSegments in an encoding.
+func maxChars(encoding string) int {
+	if encoding == EncodingUCS2 {
+		return MaxSegments * ucsPart
+	}
+	return MaxSegments * gsmPart
+}
+
+// CheckMediaURL accepts an absolute https URL whose host is a name or a
+// public IP address. The provider fetches media from its own network, so
+// this is not a defence of crewcast's network; it keeps operators from
+// handing the provider addresses that can only be wrong (loopback,
+// private, link-local, cloud metadata) and credentials in URLs. Names are
+// not resolved: that would be I/O, and the provider resolves them anyway.
+func CheckMediaURL(s string) error {
+	if len(s) > maxURLLen {
+		return fmt.Errorf("longer than %d characters", maxURLLen)
+	}
+	u, err := url.Parse(s)
+	if err != nil || !u.IsAbs() {
+		return fmt.Errorf("must be an absolute https:// URL")
+	}
+	if u.Scheme != "https" {
+		return fmt.Errorf("must be an https:// URL (got %s://)", u.Scheme)
+	}
+	if u.User != nil {
+		return fmt.Errorf("must not carry a user name or password")
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	if host == "" {
+		return fmt.Errorf("has no host")
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") || host == "metadata.google.internal" ||
+		strings.HasSuffix(host, ".internal") {
+		return fmt.Errorf("host %s is not reachable from the provider", host)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ip = ip.Unmap()
+		if !ip.IsGlobalUnicast() || ip.IsPrivate() || ip.IsLoopback() || ip.IsLinkLocalUnicast() || cgnat.Contains(ip) {
+			return fmt.Errorf("host %s is a loopback, private, link-local or metadata address", host)
+		}
+		return nil
+	}
+	if numericHost(host) {
+		return fmt.Errorf("host %s is written as a number; use a name or a dotted IP address", host)
+	}
+	return nil
+}
+
+// cgnat is the shared address space of carrier-grade NAT (RFC 6598),
+// private in all but name.
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// numericHost reports whether every label of host is a number (decimal,
+// octal or 0x hex): forms such as 2130706433 or 0x7f.1 that some resolvers
+// read as IPv4 addresses (127.0.0.1) and netip does not.
+func numericHost(host string) bool {
+	for _, label := range strings.Split(host, ".") {
+		l := strings.TrimPrefix(label, "0x")
+		if l == "" {
+			return false
+		}
+		hex := l != label
+		for _, c := range l {
+			digit := c >= '0' && c <= '9'
+			if !digit && !(hex && (c >= 'a' && c <= 'f')) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // isNANPE164 reports whether s is "+1" and ten digits whose area code does

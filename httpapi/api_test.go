@@ -209,7 +209,7 @@ func TestGroupsCreate(t *testing.T) {
 			body: `{"from":"+15550100000","text":"x"}`, fields: []string{"to"}},
 		{name: "text/plain refused", method: "POST", path: "/v1/groups", key: "send", body: createBody,
 			header: map[string]string{"Content-Type": "text/plain"}, status: 415, code: "unsupported_media_type"},
-		{name: "body over limit", mod: func(c *Config) { c.MaxBodyBytes = 64 }, method: "POST", path: "/v1/groups",
+		{name: "body over limit", mod: func(c *Config) { c.MaxCreateBodyBytes = 64 }, method: "POST", path: "/v1/groups",
 			key: "send", body: createBody, status: 413, code: "too_large"},
 		{name: "bad check_after", method: "POST", path: "/v1/groups", key: "send", status: 400, code: "invalid_request",
 			body: `{"from":"+15550100000","to":["+15550100001"],"text":"x","check_after":"soon"}`, fields: []string{"check_after"}},
@@ -287,8 +287,8 @@ func TestGroupsRead(t *testing.T) {
 				if want := []string{"+15550100003", "+15550100001", "+15550100002"}; !slices.Equal(nums, want) {
 					t.Errorf("roster order %v, want %v", nums, want)
 				}
-				if len(g.Counts) != 11 {
-					t.Errorf("counts has %d keys, want 11: %v", len(g.Counts), g.Counts)
+				if len(g.Counts) != 14 || g.Counts["no_reply"] != 3 {
+					t.Errorf("counts has %d keys, want 14 (statuses, replied, acknowledged, ack_yes, ack_no, no_reply): %v", len(g.Counts), g.Counts)
 				}
 			}},
 		{name: "get without roster", method: "GET", path: "/v1/groups/{id}?recipients=0", key: "read", status: 200,

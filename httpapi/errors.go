@@ -46,7 +46,10 @@ type apiError struct {
 	Code    string
 	Message string
 	Fields  []group.FieldError
-	Header  http.Header // extra response headers (Allow, WWW-Authenticate)
+	// FieldsTotal counts every problem when Fields lists only the first
+	// group.MaxFieldErrors; 0 otherwise.
+	FieldsTotal int
+	Header      http.Header // extra response headers (Allow, WWW-Authenticate)
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
@@ -81,7 +84,12 @@ func publicError(err error) (e *apiError, internal bool) {
 	case errors.As(err, &ae):
 		return ae, false
 	case errors.As(err, &ve):
-		return &apiError{Status: http.StatusBadRequest, Code: codeInvalidRequest, Message: ve.Error(), Fields: ve.Fields}, false
+		e := &apiError{Status: http.StatusBadRequest, Code: codeInvalidRequest, Message: ve.Error(), Fields: ve.Fields}
+		if ve.Total > len(ve.Fields) {
+			e.FieldsTotal = ve.Total
+			e.Message += fmt.Sprintf("; and %d more", ve.Total-len(ve.Fields))
+		}
+		return e, false
 	case errors.As(err, &mbe):
 		return newError(http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("request body larger than %d bytes", mbe.Limit)), false
 	case errors.Is(err, tracker.ErrNotFound), errors.Is(err, actor.ErrNotFound):
@@ -119,6 +127,8 @@ type errorJSON struct {
 	Code    string             `json:"code"`
 	Message string             `json:"message"`
 	Fields  []group.FieldError `json:"fields,omitempty"`
+	// FieldsTotal is set when fields lists only the first problems.
+	FieldsTotal int `json:"fields_total,omitempty"`
 }
 
 // writeError answers with err's public form and logs internal causes once.
@@ -137,7 +147,7 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, route string, e
 	for k, vs := range e.Header {
 		w.Header()[k] = vs
 	}
-	writeJSON(w, e.Status, errorBody{Error: errorJSON{Code: e.Code, Message: e.Message, Fields: e.Fields}})
+	writeJSON(w, e.Status, errorBody{Error: errorJSON{Code: e.Code, Message: e.Message, Fields: e.Fields, FieldsTotal: e.FieldsTotal}})
 }
 
 // writeJSON writes v as the JSON response body.
@@ -178,9 +188,12 @@ func jsonError(err error) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	var mbe *http.MaxBytesError
+	var ae *apiError
 	switch {
 	case errors.As(err, &mbe):
 		return err
+	case errors.As(err, &ae): // a field's own decoder refused it (a list over its limit)
+		return ae
 	case errors.Is(err, io.EOF):
 		return newError(http.StatusBadRequest, codeInvalidJSON, "request body is empty")
 	case errors.Is(err, io.ErrUnexpectedEOF):

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/errcode"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/store"
 	"github.com/crewcast/crewcast/tracker"
@@ -44,6 +46,8 @@ type recipientJSON struct {
 	ProviderMessageID string     `json:"provider_message_id"`
 	ErrorCode         string     `json:"error_code"`
 	ErrorClass        string     `json:"error_class"`
+	ErrorDetail       string     `json:"error_detail"` // plain language, from package errcode
+	ErrorURL          string     `json:"error_url"`    // the provider's page about error_code
 	ClaimedAt         *time.Time `json:"claimed_at"`
 	SentAt            *time.Time `json:"sent_at"`
 	DeliveredAt       *time.Time `json:"delivered_at"`
@@ -55,13 +59,7 @@ type recipientJSON struct {
 }
 
 // countKeys are the keys every counts object carries, zero or not.
-var countKeys = func() []string {
-	keys := make([]string, 0, len(crewcast.AllStatuses)+2)
-	for _, s := range crewcast.AllStatuses {
-		keys = append(keys, string(s))
-	}
-	return append(keys, "replied", "acknowledged")
-}()
+var countKeys = group.CountKeys
 
 // tsOrNil returns nil for the zero time (JSON null) and the UTC time
 // otherwise.
@@ -78,6 +76,17 @@ func groupOf(g store.GroupRow) groupJSON {
 	for _, k := range countKeys {
 		counts[k] = g.Counts[k]
 	}
+	if _, ok := g.Counts[group.CountNoReply]; !ok && len(g.Counts) > 0 {
+		// A row written before no_reply was counted: everyone who was
+		// texted and has not replied (an opted-out person who replied STOP
+		// is not subtracted twice only approximately; the next commit of
+		// the group writes the exact figure).
+		n := -g.Counts[group.CountReplied] - g.Counts[string(crewcast.StatusOptedOut)] - g.Counts[string(crewcast.StatusCanceled)]
+		for _, s := range crewcast.AllStatuses {
+			n += g.Counts[string(s)]
+		}
+		counts[group.CountNoReply] = max(n, 0)
+	}
 	return groupJSON{
 		ID: g.ID, Status: string(g.Status), PauseReason: g.PauseReason, Mode: string(g.Mode), From: g.From,
 		Text: g.Text, CreatedAt: tsOrNil(g.CreatedAt), UpdatedAt: tsOrNil(g.UpdatedAt), Seq: g.Seq, Counts: counts,
@@ -88,6 +97,7 @@ func recipientOf(d store.DeliveryRow) recipientJSON {
 	return recipientJSON{
 		Number: d.Number, Name: d.Name, Status: string(d.Status), Attempts: d.Attempts,
 		ProviderMessageID: d.ProviderMessageID, ErrorCode: d.ErrorCode, ErrorClass: string(d.ErrorClass),
+		ErrorDetail: errcode.Detail(d.ErrorCode, d.ErrorClass), ErrorURL: errcode.URL(d.ErrorCode),
 		ClaimedAt: tsOrNil(d.ClaimedAt), SentAt: tsOrNil(d.SentAt), DeliveredAt: tsOrNil(d.DeliveredAt),
 		FailedAt: tsOrNil(d.FailedAt), RepliedAt: tsOrNil(d.RepliedAt), ReplyText: d.LastReply, Ack: string(d.Ack),
 		UpdatedAt: tsOrNil(d.UpdatedAt),
@@ -161,12 +171,12 @@ func recipientStatus(r *http.Request) (crewcast.Status, error) {
 
 // createRequest is the body of POST /v1/groups.
 type createRequest struct {
-	From       string                 `json:"from"`
-	To         []string               `json:"to"`
-	Recipients []group.RecipientInput `json:"recipients"`
-	Text       string                 `json:"text"`
-	MediaURLs  []string               `json:"media_urls"`
-	Mode       crewcast.Mode          `json:"mode"`
+	From       string                            `json:"from"`
+	To         boundedList[string]               `json:"to"`
+	Recipients boundedList[group.RecipientInput] `json:"recipients"`
+	Text       string                            `json:"text"`
+	MediaURLs  []string                          `json:"media_urls"`
+	Mode       crewcast.Mode                     `json:"mode"`
 	// CheckAfter is a Go duration string ("10m") or whole seconds.
 	CheckAfter json.RawMessage `json:"check_after"`
 }
@@ -216,9 +226,56 @@ func validIdempotencyKey(k string) bool {
 	return true
 }
 
+// boundedList decodes a JSON array of at most group.MaxRecipients
+// elements and stops reading at the first one over, so an oversized list
+// is refused before it is held in memory, let alone validated.
+type boundedList[T any] []T
+
+func (l *boundedList[T]) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*l = nil
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		var zero []T
+		return json.Unmarshal(data, &zero) // the decoder's own type error
+	}
+	var out []T
+	var v0 T
+	n := 0
+	for dec.More() {
+		n++
+		if n > group.MaxRecipients {
+			total := n
+			for dec.More() { // count without keeping, for the message
+				var skip json.RawMessage
+				if err := dec.Decode(&skip); err != nil {
+					break
+				}
+				total++
+			}
+			fe := group.TooMany(total)
+			if _, ok := any(v0).(group.RecipientInput); ok {
+				fe.Field = "recipients"
+			}
+			return &apiError{Status: http.StatusBadRequest, Code: codeInvalidRequest, Message: fe.Error(),
+				Fields: []group.FieldError{*fe}}
+		}
+		var v T
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		out = append(out, v)
+	}
+	*l = out
+	return nil
+}
+
 func (a *api) createGroup(w http.ResponseWriter, r *http.Request) error {
 	var body createRequest
-	if err := decodeJSON(w, r, a.cfg.MaxBodyBytes, &body); err != nil {
+	if err := decodeJSON(w, r, a.cfg.MaxCreateBodyBytes, &body); err != nil {
 		return err
 	}
 	checkAfter, err := parseCheckAfter(body.CheckAfter)

@@ -129,9 +129,9 @@ func (m *miniTracker) create(ctx context.Context, req group.Request, opts tracke
 	}
 	m.n++
 	id := fmt.Sprintf("grp%04d", m.n)
-	created, errs := group.Plan(id, req, group.DefaultSettings(), nil, m.now())
+	created, errs, total := group.PlanWith(id, req, group.DefaultSettings(), nil, m.now(), group.NormalizeNumber)
 	if len(errs) > 0 {
-		return "", false, &tracker.ValidationError{Fields: errs}
+		return "", false, &tracker.ValidationError{Fields: errs, Total: total}
 	}
 	g := &group.Group{}
 	if err := m.applyLocked(ctx, g, created); err != nil {

@@ -108,6 +108,9 @@ type Config struct {
 	// MaxBodyBytes limits API request bodies. Default 2 MiB (a
 	// 10,000-recipient group fits).
 	MaxBodyBytes int64
+	// MaxCreateBodyBytes limits POST /v1/groups bodies. Default 8 MiB:
+	// 100,000 named recipients (design §11) fit.
+	MaxCreateBodyBytes int64
 	// MaxWebhookBytes limits webhook bodies. Default 1 MiB.
 	MaxWebhookBytes int64
 	// KeyTouchInterval throttles writes of a key's last use. Default 1 min.
@@ -138,6 +141,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 2 << 20
+	}
+	if c.MaxCreateBodyBytes <= 0 {
+		c.MaxCreateBodyBytes = 8 << 20
 	}
 	if c.MaxWebhookBytes <= 0 {
 		c.MaxWebhookBytes = 1 << 20

@@ -25,9 +25,12 @@ var (
 // group.ErrState (→ 409) and group.ErrNoRecipient (→ 404) come through
 // unchanged from operator commands.
 
-// ValidationError lists everything wrong with a create request. → 400
+// ValidationError lists what is wrong with a create request: the first
+// group.MaxFieldErrors problems in Fields, and how many there were in all
+// in Total (0 when Fields is the whole list). → 400
 type ValidationError struct {
 	Fields []group.FieldError
+	Total  int
 }
 
 func (e *ValidationError) Error() string {

@@ -1434,3 +1434,74 @@ func TestIntegrationStopWhileAdoptingParkedWebhooks(t *testing.T) {
 		checkLedger(t, h.sim)
 	})
 }
+
+// TestIntegrationUnknownRecipientsAreResolvable: recipients the provider
+// reported as delivery_unconfirmed end "unknown"; an operator resolves one
+// as delivered (nothing is sent) and one as not delivered (exactly one new
+// attempt, which the provider now delivers). Issue 11: unknown was a dead
+// end ("only unconfirmed recipients can be resolved").
+func TestIntegrationUnknownRecipientsAreResolvable(t *testing.T) {
+	itEngines(t, func(t *testing.T, eng itEngine) {
+		numbers := itNumbers(3)
+		got, lost, other := numbers[0], numbers[1], numbers[2]
+		h := newHarness(t, sim.Faults{Script: map[string]string{got: "unknown", lost: "unknown"}}, nil)
+		st := eng.open(t)
+		tr := h.startTracker(t, st, nil)
+		id := itCreate(t, tr, numbers)
+		awaitGroup(t, tr, st, id, 20*time.Second, "two unknown, one delivered", func(g store.GroupRow) bool {
+			return g.Counts["unknown"] == 2 && g.Counts["delivered"] == 1
+		})
+		ctx := context.Background()
+		if err := h.sim.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		h.sim.Reset()
+		if err := h.sim.SetFaults(sim.Faults{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Resolve(ctx, id, other, group.ResolveDelivered, "op"); !errors.Is(err, group.ErrState) {
+			t.Errorf("resolve of a delivered recipient: %v, want ErrState", err)
+		}
+		if err := tr.Resolve(ctx, id, got, group.ResolveDelivered, "op-ana"); err != nil {
+			t.Fatalf("resolve unknown as delivered: %v", err)
+		}
+		if err := tr.Resolve(ctx, id, lost, group.ResolveNotDelivered, "op-bo"); err != nil {
+			t.Fatalf("resolve unknown as not delivered: %v", err)
+		}
+		awaitGroup(t, tr, st, id, 20*time.Second, "all delivered", func(g store.GroupRow) bool {
+			return g.Counts["delivered"] == 3 && g.Status == crewcast.GroupComplete
+		})
+		rows := itDeliveries(t, st, id)
+		if d := rows[got]; d.Attempts != 1 {
+			t.Errorf("resolved delivered: %d attempts, want 1", d.Attempts)
+		}
+		if d := rows[lost]; d.Attempts != 2 {
+			t.Errorf("resolved not delivered: %d attempts, want 2", d.Attempts)
+		}
+		if err := h.sim.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if sent := checkLedger(t, h.sim); sent[lost] != 1 || len(sent) != 1 {
+			t.Errorf("sends after the decisions %v, want one, to %s", sent, lost)
+		}
+		// The journal says who decided, from what status.
+		var resolved []group.Resolved
+		err := st.Load(ctx, id, 0, func(e actor.Event) error {
+			if e.Type == group.TypeResolved {
+				ev, err := group.Decode(e.Type, e.Data)
+				if err != nil {
+					return err
+				}
+				resolved = append(resolved, ev.(group.Resolved))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resolved) != 2 || resolved[0].By != "op-ana" || resolved[0].From != crewcast.StatusUnknown ||
+			resolved[1].By != "op-bo" || resolved[1].Outcome != group.ResolveNotDelivered || resolved[1].From != crewcast.StatusUnknown {
+			t.Errorf("journal resolved events %+v", resolved)
+		}
+	})
+}

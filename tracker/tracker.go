@@ -406,6 +406,10 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 			return id, false, err
 		}
 	}
+	// An oversized request is refused before any number is parsed.
+	if e := req.TooMany(); e != nil {
+		return "", false, &ValidationError{Fields: []group.FieldError{*e}, Total: 1}
+	}
 	// Normalize every number once: for the suppression lookup and for Plan.
 	type norm struct {
 		e164 string
@@ -444,9 +448,9 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 		settings.CheckAfter = opts.CheckAfter
 	}
 	id := t.cfg.NewID()
-	created, ferrs := group.PlanWith(id, req, settings, suppressed, t.cfg.Clock.Now(), normalize)
+	created, ferrs, total := group.PlanWith(id, req, settings, suppressed, t.cfg.Clock.Now(), normalize)
 	if len(ferrs) > 0 {
-		return "", false, &ValidationError{Fields: ferrs}
+		return "", false, &ValidationError{Fields: ferrs, Total: total}
 	}
 	var idem *store.IdempotencyKey
 	if opts.IdempotencyKey != "" {

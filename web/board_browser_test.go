@@ -79,6 +79,10 @@ func TestBoardInBrowser(t *testing.T) {
 	if got := text(`[data-group-id="grp_old"] .summary-main`); got != "10 of 12 delivered · 1 failed · 1 not sent" {
 		t.Errorf("grp_old summary = %q", got)
 	}
+	// A complete group with a failed recipient is not a green "Complete".
+	if got := text(`[data-group-id="grp_old"] [data-group-status]`); got != "Complete — 1 needs attention" {
+		t.Errorf("grp_old status chip = %q", got)
+	}
 	if got := webtest.Eval[string](t, ctx, `document.querySelector('[data-group-id="grp_seed"] [role=progressbar]').getAttribute("aria-valuenow")`); got != "2" {
 		t.Errorf("grp_seed progressbar aria-valuenow = %q, want 2 (two final recipients)", got)
 	}
@@ -89,13 +93,29 @@ func TestBoardInBrowser(t *testing.T) {
 	// naming the line the user typed it on (blank lines don't count).
 	do("open the form", chromedp.Click(chromedp.CSS("#nav-new")))
 	wait("the create form", `!!document.querySelector("#create-form")`)
-	webtest.Type(t, ctx, "#from", "+15550100000")
-	webtest.Type(t, ctx, "#to", created[0]+"\n\n12345\n"+created[2])
+	// A From number without its country code is explained in words, not
+	// just an orange border, as soon as the field is left.
+	webtest.Type(t, ctx, "#from", "5550100000")
+	webtest.Type(t, ctx, "#to", created[0]+"\n\n12345\n"+created[2]+"\n"+created[0])
+	wait("the From explanation", `document.querySelector("#from-error").textContent === "Use international format: +15550100000"`)
+	if got := webtest.Eval[string](t, ctx, `document.querySelector("#from").getAttribute("aria-invalid")`); got != "true" {
+		t.Errorf("#from aria-invalid = %q", got)
+	}
+	do("submit with the local From", chromedp.Click(chromedp.CSS("#submit")))
+	if got := webtest.Eval[string](t, ctx, `location.hash`); got != "#/new" {
+		t.Errorf("a From in local format was submitted; hash = %q", got)
+	}
+	webtest.Fill(t, ctx, "#from", "+15550100000")
+	wait("the From explanation gone", `document.querySelector("#from-error").textContent === "" && !document.querySelector("#from").hasAttribute("aria-invalid")`)
 	webtest.Fill(t, ctx, "#text", "Crew call 6am at the north gate. Reply YES to confirm.")
 	wait("the client-side hint for line 3", `document.querySelector("#to-hint").textContent.includes("Line 3")`)
+	// Four lines: one malformed, one repeated. Two people get the message.
+	if got := text("#submit"); got != "Send to 2 recipients" {
+		t.Errorf("submit button = %q, want it to count only the recipients that will be sent", got)
+	}
 	do("submit", chromedp.Click(chromedp.CSS("#submit")))
 	wait("the server's field error next to the recipients", `document.querySelector("#to-error").textContent.length > 0`)
-	if got, want := text("#to-error"), "Line 3 (12345): not a valid phone number in E.164 format"; got != want {
+	if got, want := text("#to-error"), `Line 3: "12345" is not a possible phone number`; got != want {
 		t.Errorf("#to-error = %q, want %q", got, want)
 	}
 	_, createShot := webtest.SaveScreenshot(t, ctx, "board-create.png", webtest.DesktopWidth, webtest.DesktopHeight)
@@ -128,10 +148,22 @@ func TestBoardInBrowser(t *testing.T) {
 	f.start(id)
 
 	// Counters reach their final values from SSE-driven refetches alone.
-	for name, want := range map[string]string{"delivered": "3", "failed": "1", "unconfirmed": "1", "replied": "1", "acknowledged": "1", "in_progress": "0"} {
+	// Yes, No, other replies and no reply are separate tiles: a NO is
+	// never added to the YESes.
+	for name, want := range map[string]string{"delivered": "3", "failed": "1", "unconfirmed": "1", "ack_yes": "1", "ack_no": "0",
+		"replied": "0", "no_reply": "4", "in_progress": "0"} {
 		wait("counter "+name+" = "+want, counter(name)+" === "+webtest.JS(want))
 	}
+	if n := webtest.Eval[int](t, ctx, `document.querySelectorAll('[data-counter="acknowledged"]').length`); n != 0 {
+		t.Error("the board still shows one Acknowledged tile adding yes and no")
+	}
 	wait("group status complete", `!!document.querySelector('.group-head [data-group-status="complete"]')`)
+	if got := text(".group-head [data-group-status]"); got != "Complete — 2 need attention" {
+		t.Errorf("group status label = %q, want it to say two recipients need attention", got)
+	}
+	if got := text("#attention"); !strings.Contains(got, "2 recipients need attention (1 failed, 1 unconfirmed)") {
+		t.Errorf("attention banner = %q", got)
+	}
 	if !webtest.Eval[bool](t, ctx, `window.__sameDocument === true`) {
 		t.Fatal("the page reloaded; live updates must not reload")
 	}
@@ -141,8 +173,12 @@ func TestBoardInBrowser(t *testing.T) {
 	if got := text(row(created[0]) + " .chip[data-status]"); got != "Delivered" {
 		t.Errorf("%s chip = %q", created[0], got)
 	}
-	if got := text(row(created[2]) + " .error-line"); got != "Error 30003 · permanent for this recipient" {
-		t.Errorf("%s error line = %q", created[2], got)
+	// The error is explained in words, with the provider's page.
+	if got := text(row(created[2]) + " .error-line .error-detail"); !strings.Contains(got, "landline") {
+		t.Errorf("%s error explanation = %q", created[2], got)
+	}
+	if got := webtest.Eval[string](t, ctx, fmt.Sprintf(`document.querySelector(%s).getAttribute("href")`, webtest.JS(row(created[2])+" .error-link"))); got != "https://www.twilio.com/docs/api/errors/30006" {
+		t.Errorf("%s error link = %q", created[2], got)
 	}
 
 	// The reply is text, not markup.
@@ -172,7 +208,7 @@ func TestBoardInBrowser(t *testing.T) {
 	// A refused retry (409) shows the server's reason.
 	do("retry the failed recipient", chromedp.Click(chromedp.CSS(row(created[2])+" button.retry")))
 	wait("the refusal", `!document.querySelector("#notice").hidden`)
-	if got := text("#notice"); !strings.Contains(got, "error 30003 is a permanent failure for this recipient") {
+	if got := text("#notice"); !strings.Contains(got, "error 30006 is a permanent failure for this recipient") {
 		t.Errorf("notice = %q", got)
 	}
 
@@ -189,6 +225,7 @@ func TestBoardInBrowser(t *testing.T) {
 	wait("the recipient delivered", fmt.Sprintf(`(document.querySelector(%s) || {dataset: {}}).dataset.status === "delivered"`, webtest.JS(row(created[3]))))
 	wait("delivered counter 4", counter("delivered")+` === "4"`)
 	wait("unconfirmed counter 0", counter("unconfirmed")+` === "0"`)
+	wait("one left needing attention", `document.querySelector(".group-head [data-group-status]").textContent === "Complete — 1 needs attention"`)
 
 	png, deskShot := webtest.SaveScreenshot(t, ctx, "board.png", webtest.DesktopWidth, webtest.DesktopHeight)
 	webtest.SetViewport(t, ctx, webtest.PhoneWidth, webtest.PhoneHeight)
@@ -295,12 +332,27 @@ func checkHelpers(t *testing.T, ctx context.Context) {
   eq("161 GSM-7 chars", f.segments("a".repeat(161)), {encoding: "GSM-7", count: 2});
   eq("306 GSM-7 chars", f.segments("a".repeat(306)), {encoding: "GSM-7", count: 2});
   eq("extension chars count twice", f.segments("€".repeat(81)), {encoding: "GSM-7", count: 2});
-  eq("70 UCS-2 chars", f.segments("ł".repeat(70)), {encoding: "Unicode", count: 1});
-  eq("71 UCS-2 chars", f.segments("ł".repeat(71)), {encoding: "Unicode", count: 2});
+  eq("70 UCS-2 chars", f.segments("ł".repeat(70)), {encoding: "UCS-2", count: 1});
+  eq("71 UCS-2 chars", f.segments("ł".repeat(71)), {encoding: "UCS-2", count: 2});
+  // The same cases as group.TestSegments: the form and the server agree.
+  eq("1600 emoji", f.segments("😀".repeat(1600)), {encoding: "UCS-2", count: 49});
+  eq("surrogate pair never split", f.segments("👍".repeat(67)), {encoding: "UCS-2", count: 3});
+  eq("escape never split", f.segments("a".repeat(152) + "{" + "a".repeat(10)), {encoding: "GSM-7", count: 2});
+  eq("1530 GSM-7 is ten", f.segments("x".repeat(1530)), {encoding: "GSM-7", count: 10});
+  eq("too long explained", c.textProblem("😀".repeat(1600)).startsWith("Too long: 49 SMS segments"), true);
+  eq("ten segments fine", c.textProblem("x".repeat(1530)), "");
   eq("recipients: spacing stripped, blank lines skipped, lines kept",
-    c.parseRecipients(" +1 (555) 010-0001 \n\n+15550100002\n"), {numbers: ["+15550100001", "+15550100002"], lines: [1, 3]});
-  const t = f.tally({pending: 1, sending: 1, sent: 2, delivered: 3, failed: 1, unconfirmed: 1, unknown: 1, opted_out: 1, canceled: 1, replied: 2, acknowledged: 1});
-  eq("tally", [t.total, t.final, t.inFlight, t.attention, t.stopped], [12, 8, 4, 2, 2]);
+    c.parseRecipients(" +1 (555) 010-0001 \n\n+15550100002\n"), {numbers: ["+15550100001", "+15550100002"], raw: ["+1 (555) 010-0001", "+15550100002"], lines: [1, 3]});
+  eq("sendable: malformed and repeated lines not counted", c.sendable(["+15550100001", "notanumber", "+15550100001", "+15550100002"]), 2);
+  eq("from without country code", c.fromProblem("5550100000"), "Use international format: +15550100000");
+  eq("from with 1", c.fromProblem("1 555 010 0000"), "Use international format: +15550100000");
+  eq("from fine", c.fromProblem("+15550100000"), "");
+  const t = f.tally({pending: 1, sending: 1, sent: 2, delivered: 3, failed: 1, unconfirmed: 1, unknown: 1, opted_out: 1, canceled: 1,
+    replied: 4, acknowledged: 3, ack_yes: 2, ack_no: 1, no_reply: 6});
+  eq("tally", [t.total, t.final, t.inFlight, t.attention, t.stopped, t.needAttention], [12, 8, 4, 2, 2, 3]);
+  eq("tally replies", [t.ackYes, t.ackNo, t.repliedOther, t.noReply], [2, 1, 1, 6]);
+  eq("complete with problems", f.groupStatusInfo("complete", {delivered: 3, failed: 1, unknown: 1}), {label: "Complete — 2 need attention", tone: "warn"});
+  eq("complete and clean", f.groupStatusInfo("complete", {delivered: 3, opted_out: 1}).label, "Complete");
   eq("summary", f.summaryLine(t), "3 of 12 delivered · 1 failed · 1 unconfirmed · 1 unknown · 4 in progress · 2 not sent");
   eq("tally of nothing", f.tally(undefined).total, 0);
   eq("Go zero time is no time", f.parseTime("0001-01-01T00:00:00Z"), null);

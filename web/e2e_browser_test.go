@@ -79,7 +79,8 @@ func TestBoardEndToEndDemo(t *testing.T) {
 
 	// Final states arrive over SSE: delivered (2: one plain, one that
 	// replied), failed, unknown, unconfirmed (the ambiguous send), replied.
-	for name, want := range map[string]string{"delivered": "2", "failed": "1", "unknown": "1", "unconfirmed": "1", "replied": "1", "acknowledged": "1", "in_progress": "0"} {
+	for name, want := range map[string]string{"delivered": "2", "failed": "1", "unknown": "1", "unconfirmed": "1", "ack_yes": "1", "ack_no": "0",
+		"replied": "0", "no_reply": "4", "in_progress": "0"} {
 		wait("counter "+name+" = "+want, counter(name)+" === "+webtest.JS(want))
 	}
 	if !webtest.Eval[bool](t, ctx, `window.__sameDocument === true`) {

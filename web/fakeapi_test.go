@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/errcode"
 	"github.com/crewcast/crewcast/web"
 )
 
@@ -32,6 +34,9 @@ type fakeCounts struct {
 	Canceled     int `json:"canceled"`
 	Replied      int `json:"replied"`
 	Acknowledged int `json:"acknowledged"`
+	AckYes       int `json:"ack_yes"`
+	AckNo        int `json:"ack_no"`
+	NoReply      int `json:"no_reply"`
 }
 
 type fakeRecipient struct {
@@ -42,6 +47,8 @@ type fakeRecipient struct {
 	ProviderMessageID string     `json:"provider_message_id"`
 	ErrorCode         string     `json:"error_code"`
 	ErrorClass        string     `json:"error_class"`
+	ErrorDetail       string     `json:"error_detail"`
+	ErrorURL          string     `json:"error_url"`
 	SentAt            *time.Time `json:"sent_at"`
 	DeliveredAt       *time.Time `json:"delivered_at"`
 	FailedAt          *time.Time `json:"failed_at"`
@@ -75,6 +82,7 @@ type fakeEvent struct {
 type fieldError struct {
 	Field   string `json:"field"`
 	Message string `json:"message"`
+	Input   string `json:"input,omitempty"`
 }
 
 const (
@@ -155,11 +163,19 @@ func recount(g *fakeGroup) {
 		case "canceled":
 			c.Canceled++
 		}
-		if r.ReplyText != "" {
+		switch {
+		case r.ReplyText != "":
 			c.Replied++
+		case r.Status != "opted_out" && r.Status != "canceled":
+			c.NoReply++
 		}
-		if r.Ack == "yes" {
+		switch r.Ack {
+		case "yes":
 			c.Acknowledged++
+			c.AckYes++
+		case "no":
+			c.Acknowledged++
+			c.AckNo++
 		}
 	}
 	g.Counts = c
@@ -214,7 +230,7 @@ func (f *fakeAPI) seed() {
 		}
 	}
 	rs[10].Status, rs[10].ErrorCode, rs[10].ErrorClass, rs[10].DeliveredAt, rs[10].FailedAt =
-		"failed", "30003", "recipient", nil, ptr(old.Add(5*time.Second))
+		"failed", "30006", "recipient", nil, ptr(old.Add(5*time.Second))
 	rs[11].Status, rs[11].DeliveredAt, rs[11].SentAt = "opted_out", nil, nil
 	f.add(&fakeGroup{ID: "grp_old", Mode: "individual", From: "+15550100000", CreatedAt: old, UpdatedAt: old.Add(time.Minute),
 		Text: "Tomorrow's load-in starts 6am at dock 4. Reply Y to confirm.", Recipients: rs})
@@ -319,8 +335,8 @@ func (f *fakeAPI) progress(id string, gate <-chan struct{}) {
 			r.Status, r.DeliveredAt = "delivered", ptr(at)
 			f.event(id, r.Number, "status.observed", at, map[string]any{"i": 0, "source": "webhook", "status": "delivered", "provider_status": "delivered"})
 			r = find(g, 2)
-			r.Status, r.FailedAt, r.ErrorCode, r.ErrorClass = "failed", ptr(at), "30003", "recipient"
-			f.event(id, r.Number, "status.observed", at, map[string]any{"i": 2, "source": "webhook", "status": "failed", "provider_status": "delivery_failed", "code": "30003", "class": "recipient"})
+			r.Status, r.FailedAt, r.ErrorCode, r.ErrorClass = "failed", ptr(at), "30006", "recipient"
+			f.event(id, r.Number, "status.observed", at, map[string]any{"i": 2, "source": "webhook", "status": "failed", "provider_status": "delivery_failed", "code": "30006", "class": "recipient"})
 		},
 		func(g *fakeGroup, at time.Time) {
 			r := find(g, 1)
@@ -416,6 +432,11 @@ func summary(g *fakeGroup) fakeGroup {
 func full(g *fakeGroup) fakeGroup {
 	s := *g
 	s.Recipients = append([]fakeRecipient(nil), g.Recipients...)
+	for i := range s.Recipients {
+		r := &s.Recipients[i]
+		r.ErrorDetail = errcode.Detail(r.ErrorCode, crewcast.ErrorClass(r.ErrorClass))
+		r.ErrorURL = errcode.URL(r.ErrorCode)
+	}
 	return s
 }
 
@@ -567,23 +588,28 @@ func (f *fakeAPI) createGroup(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_json", err.Error(), nil)
 		return
 	}
+	// Like the server: numbers may carry spacing, and each bad one is
+	// reported with what was sent, verbatim.
+	clean := strings.NewReplacer(" ", "", "(", "", ")", "", "-", "", ".", "")
 	var fields []fieldError
-	if !e164.MatchString(body.From) {
-		fields = append(fields, fieldError{"from", "not a valid phone number in E.164 format"})
+	if !e164.MatchString(clean.Replace(body.From)) {
+		fields = append(fields, fieldError{"from", fmt.Sprintf("%q is not a phone number; use international format, such as +15550100000", body.From), body.From})
 	}
 	if len(body.To) == 0 {
-		fields = append(fields, fieldError{"to", "at least one recipient is required"})
+		fields = append(fields, fieldError{"to", "at least one recipient is required", ""})
 	}
 	for i, n := range body.To {
-		if !e164.MatchString(n) {
-			fields = append(fields, fieldError{fmt.Sprintf("to[%d]", i), "not a valid phone number in E.164 format"})
+		if !e164.MatchString(clean.Replace(n)) {
+			fields = append(fields, fieldError{fmt.Sprintf("to[%d]", i), fmt.Sprintf("%q is not a possible phone number", strings.TrimSpace(n)), n})
+		} else {
+			body.To[i] = clean.Replace(n)
 		}
 	}
 	if strings.TrimSpace(body.Text) == "" {
-		fields = append(fields, fieldError{"text", "text is required"})
+		fields = append(fields, fieldError{"text", "text is required", ""})
 	}
 	if body.Mode != "individual" && body.Mode != "group_mms" {
-		fields = append(fields, fieldError{"mode", "mode must be individual or group_mms"})
+		fields = append(fields, fieldError{"mode", "mode must be individual or group_mms", ""})
 	}
 	if len(fields) > 0 {
 		writeError(w, http.StatusBadRequest, "invalid_request", "invalid request", fields)
@@ -638,11 +664,12 @@ func (f *fakeAPI) recipientAction(w http.ResponseWriter, r *http.Request) {
 			Outcome string `json:"outcome"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&body)
-		if rec.Status != "unconfirmed" {
+		if rec.Status != "unconfirmed" && rec.Status != "unknown" {
 			f.mu.Unlock()
-			writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("recipient is %s; only unconfirmed recipients can be resolved", rec.Status), nil)
+			writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("recipient is %s; only unconfirmed or unknown recipients can be resolved", rec.Status), nil)
 			return
 		}
+		from := rec.Status
 		switch body.Outcome {
 		case "delivered":
 			rec.Status, rec.DeliveredAt, rec.ErrorClass = "delivered", ptr(now), ""
@@ -650,10 +677,10 @@ func (f *fakeAPI) recipientAction(w http.ResponseWriter, r *http.Request) {
 			rec.Status, rec.ErrorClass = "pending", ""
 		default:
 			f.mu.Unlock()
-			writeError(w, http.StatusBadRequest, "invalid_request", "bad outcome", []fieldError{{"outcome", "must be delivered or not_delivered"}})
+			writeError(w, http.StatusBadRequest, "invalid_request", "bad outcome", []fieldError{{"outcome", "must be delivered or not_delivered", ""}})
 			return
 		}
-		f.event(id, number, "recipient.resolved", now, map[string]any{"outcome": body.Outcome, "by": "key_1"})
+		f.event(id, number, "recipient.resolved", now, map[string]any{"outcome": body.Outcome, "by": "key_1", "from": from})
 	case "retry":
 		if rec.Status != "failed" || rec.ErrorClass == "recipient" {
 			msg := fmt.Sprintf("recipient is %s; only failed recipients can be retried", rec.Status)

@@ -4,12 +4,14 @@
 
 /** ApiError is a non-2xx answer, with the server's code, message and fields. */
 export class ApiError extends Error {
-  constructor(status, code, message, fields) {
+  constructor(status, code, message, fields, fieldsTotal) {
     super(message || `request failed (${status})`);
     this.name = "ApiError";
     this.status = status;
     this.code = code || "";
     this.fields = Array.isArray(fields) ? fields : [];
+    // The server lists at most 100 problems and counts them all here.
+    this.fieldsTotal = Number.isFinite(fieldsTotal) ? fieldsTotal : this.fields.length;
   }
 }
 
@@ -49,7 +51,7 @@ export async function request(method, path, body) {
   }
   if (!res.ok) {
     const e = (data && data.error) || {};
-    const err = new ApiError(res.status, e.code, e.message || res.statusText, e.fields);
+    const err = new ApiError(res.status, e.code, e.message || res.statusText, e.fields, e.fields_total);
     // A wrong key at sign-in is not a lost session.
     if (res.status === 401 && !(method === "POST" && path === "/v1/session")) onUnauthorized(err);
     throw err;

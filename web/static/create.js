@@ -2,7 +2,7 @@
 // and its field errors are shown next to the field they name.
 import { api } from "./api.js";
 import { h, replace } from "./dom.js";
-import { E164, cleanNumber, plural, segments } from "./format.js";
+import { E164, cleanNumber, plural, segments, maxChars, MAX_SEGMENTS } from "./format.js";
 
 const MAX_GROUP_MMS = 8;
 const LAST_FROM = "crewcast.lastFrom";
@@ -25,19 +25,54 @@ function saveFrom(v) {
 
 /**
  * parseRecipients reads the textarea: one number per line, blank lines
- * skipped. Returns the numbers to send and, for each, its 1-based line so
- * a server error on to[i] can name the line the user sees.
+ * skipped. Returns each line as typed (trimmed: what is sent, so the
+ * server's errors quote it verbatim), its cleaned form (for hints) and its
+ * 1-based line, so a server error on to[i] can name the line the user sees.
  */
 export function parseRecipients(text) {
   const numbers = [];
+  const raw = [];
   const lines = [];
-  text.split("\n").forEach((raw, i) => {
-    const v = cleanNumber(raw);
+  text.split("\n").forEach((line, i) => {
+    const v = cleanNumber(line);
     if (v === "") return;
     numbers.push(v);
+    raw.push(line.trim());
     lines.push(i + 1);
   });
-  return { numbers, lines };
+  return { numbers, raw, lines };
+}
+
+/**
+ * sendable counts the recipients that will actually be sent: distinct
+ * numbers of a plausible shape (duplicates are merged by the server; a
+ * malformed line is refused).
+ */
+export function sendable(numbers) {
+  return new Set(numbers.filter((n) => E164.test(n))).size;
+}
+
+/**
+ * fromProblem explains what is wrong with a From number, or "" when it
+ * looks right. Ten digits (or eleven starting with 1) are a North American
+ * number written without its country code: the fix is spelled out.
+ */
+export function fromProblem(value) {
+  const v = cleanNumber(value);
+  if (v === "") return "Enter the number to send from.";
+  if (E164.test(v)) return "";
+  const digits = v.replace(/^\+/, "");
+  if (/^[2-9]\d{9}$/.test(digits)) return `Use international format: +1${digits}`;
+  if (/^1[2-9]\d{9}$/.test(digits)) return `Use international format: +${digits}`;
+  if (/^\d+$/.test(digits)) return "Use international format: + and the country code, then the number, such as +15550100000.";
+  return `“${value.trim()}” is not a phone number. Use international format, such as +15550100000.`;
+}
+
+/** textProblem explains why a message text cannot be sent, or "". */
+export function textProblem(text) {
+  const s = segments(text);
+  if (s.count <= MAX_SEGMENTS) return "";
+  return `Too long: ${s.count} SMS segments (${s.encoding}); at most ${MAX_SEGMENTS}. Shorten it to about ${maxChars(s.encoding)} characters.`;
 }
 
 /** render shows the create form in main and returns a cleanup function. */
@@ -164,41 +199,70 @@ export function render(main, ctx) {
 
   function clearErrors() {
     for (const name of Object.keys(errors)) setFieldError(name, null);
+    own.from = own.text = false;
     formError.hidden = true;
     formError.textContent = "";
   }
 
-  // Live hints while typing: they never block sending.
+  let fromTouched = false;
+  // Which field messages the form itself set (and may clear as the user
+  // types); the server's stay until the next submit.
+  const own = { from: false, text: false };
+  function ownError(name, message) {
+    if (message) {
+      setFieldError(name, [message]);
+      own[name] = true;
+    } else if (own[name]) {
+      setFieldError(name, null);
+      own[name] = false;
+    }
+  }
+
+  // Live hints while typing. Wrong recipient lines are flagged here and
+  // refused by the server with every line named; the From and Message
+  // fields explain their problem in text as soon as it is known.
   function hints() {
-    const { numbers, lines } = parseRecipients(toInput.value);
+    const { numbers, raw, lines } = parseRecipients(toInput.value);
     const notes = [];
     const seen = new Map();
+    let bad = 0;
     numbers.forEach((num, i) => {
-      if (!E164.test(num)) notes.push(`Line ${lines[i]}: “${num}” doesn't look like +<country code><number>.`);
-      if (seen.has(num)) notes.push(`Line ${lines[i]} repeats line ${seen.get(num)}.`);
+      if (!E164.test(num)) {
+        bad++;
+        notes.push(`Line ${lines[i]}: “${raw[i]}” is not a phone number in international format (+<country code><number>).`);
+      } else if (seen.has(num)) notes.push(`Line ${lines[i]} repeats line ${seen.get(num)}; it is sent once.`);
       else seen.set(num, lines[i]);
     });
     if (mode() === "group_mms" && numbers.length > MAX_GROUP_MMS) {
       notes.push(`Group MMS allows at most ${MAX_GROUP_MMS} recipients; you have ${numbers.length}.`);
     }
+    const count = sendable(numbers);
     replace(
       toHint,
-      h("span", { class: "count" }, numbers.length ? plural(numbers.length, "recipient") : "No recipients yet"),
+      h("span", { class: "count" }, numbers.length ? plural(count, "recipient") : "No recipients yet"),
       notes.length ? h("ul", { class: "hint-list" }, notes.slice(0, 6).map((n) => h("li", null, n))) : null,
       notes.length > 6 ? h("span", null, ` and ${notes.length - 6} more`) : null,
     );
     toHint.classList.toggle("has-notes", notes.length > 0);
-    submit.textContent = numbers.length ? `Send to ${plural(numbers.length, "recipient")}` : "Send";
+    if (bad) toInput.setAttribute("aria-invalid", "true");
+    else if (!errors.to.hasChildNodes()) toInput.removeAttribute("aria-invalid");
+    submit.textContent = count ? `Send to ${plural(count, "recipient")}` : "Send";
 
     const text = textInput.value;
     if (text.length === 0) {
       textHelp.textContent = "Plain text. Replies such as YES or NO are recorded as acknowledgements.";
     } else {
       const s = segments(text);
-      textHelp.textContent = `${plural(text.length, "character")} · ${plural(s.count, "SMS segment")} (${s.encoding})`;
+      textHelp.textContent = `${plural([...text].length, "character")} · ${plural(s.count, "SMS segment")} (${s.encoding}) · at most ${MAX_SEGMENTS}`;
     }
+    ownError("text", textProblem(text));
     const fromV = cleanNumber(fromInput.value);
-    fromInput.classList.toggle("looks-wrong", fromV !== "" && !E164.test(fromV));
+    const looksWrong = fromV !== "" && !E164.test(fromV);
+    fromInput.classList.toggle("looks-wrong", looksWrong);
+    // Explain as soon as the field was left (or on submit), and clear the
+    // explanation the moment it is fixed.
+    if (!looksWrong) ownError("from", "");
+    else if (fromTouched) ownError("from", fromProblem(fromInput.value));
   }
 
   // fieldErrors places the server's field errors: "from", "text", "mode",
@@ -214,8 +278,10 @@ export function render(main, ctx) {
       if (m) {
         const i = Number(m[1]);
         const line = sent && sent.lines[i];
-        const num = sent && sent.numbers[i];
-        by.to.push(line ? `Line ${line} (${num}): ${msg}` : `Recipient ${i + 1}: ${msg}`);
+        // The server quotes what was typed when it sends "input"; older
+        // servers do not, so the line's text is added here.
+        const what = f.input !== undefined ? "" : ` (${sent && sent.raw[i]})`;
+        by.to.push(line ? `Line ${line}${what}: ${msg}` : `Recipient ${i + 1}: ${msg}`);
       } else if (name === "to" || name === "recipients") {
         by.to.push(msg);
       } else if (by[name]) {
@@ -236,17 +302,23 @@ export function render(main, ctx) {
     const parsed = parseRecipients(toInput.value);
     const body = {
       from: cleanNumber(fromInput.value),
-      to: parsed.numbers,
+      to: parsed.raw,
       text: textInput.value,
       mode: mode(),
     };
-    // Empty required fields are caught here; everything else is the server's call.
+    // Problems the form can name for sure are caught here; the numbers'
+    // validity is the server's call (it answers with every bad line).
+    fromTouched = true;
     const missing = [
-      ["from", !body.from, "Enter the number to send from."],
+      ["from", fromProblem(fromInput.value) !== "", fromProblem(fromInput.value)],
       ["to", body.to.length === 0, "Add at least one recipient."],
       ["text", !body.text.trim(), "Write the message."],
-    ].filter(([, empty]) => empty);
-    for (const [name, , msg] of missing) setFieldError(name, [msg]);
+      ["text", body.text.trim() !== "" && textProblem(body.text) !== "", textProblem(body.text)],
+    ].filter(([, bad]) => bad);
+    for (const [name, , msg] of missing) {
+      if (name in own) ownError(name, msg);
+      else setFieldError(name, [msg]);
+    }
     if (missing.length) {
       inputs[missing[0][0]].focus();
       return;
@@ -263,6 +335,9 @@ export function render(main, ctx) {
       if (!alive) return;
       const hasFields = err.fields && err.fields.length > 0;
       const other = hasFields ? fieldErrors(err.fields) : [err.message];
+      if (hasFields && err.fieldsTotal > err.fields.length) {
+        other.push(`${err.fieldsTotal - err.fields.length} more problems are not listed; fix these and send again.`);
+      }
       formError.textContent = other.length ? other.join(" ") : "Nothing was sent. Fix the fields marked above.";
       formError.hidden = false;
     } finally {
@@ -272,6 +347,10 @@ export function render(main, ctx) {
   }
 
   for (const el of [fromInput, toInput, textInput, modeIndividual, modeGroup]) el.addEventListener("input", hints);
+  fromInput.addEventListener("blur", () => {
+    if (fromInput.value.trim() !== "") fromTouched = true;
+    hints();
+  });
   hints();
   fromInput.value ? toInput.focus() : fromInput.focus();
 

@@ -31,8 +31,15 @@ export function statusInfo(status) {
   return STATUSES[status] || { label: status || "Unknown", tone: "neutral", hint: "" };
 }
 
-export function groupStatusInfo(status) {
-  return GROUP_STATUSES[status] || { label: status || "Unknown", tone: "neutral" };
+export function groupStatusInfo(status, counts) {
+  const info = GROUP_STATUSES[status] || { label: status || "Unknown", tone: "neutral" };
+  // "Complete" is green only when nobody needs a person: a group that
+  // ended with failed, unconfirmed or unknown recipients says so.
+  if (status === "complete" && counts) {
+    const need = tally(counts).needAttention;
+    if (need) return { label: `Complete — ${need} need${need === 1 ? "s" : ""} attention`, tone: "warn" };
+  }
+  return info;
 }
 
 const n = (v) => (Number.isFinite(v) ? v : 0);
@@ -60,6 +67,13 @@ export function tally(counts) {
     sent: n(c.sent),
     replied: n(c.replied),
     acknowledged: n(c.acknowledged),
+    ackYes: n(c.ack_yes),
+    ackNo: n(c.ack_no),
+    // Replies that are neither yes nor no.
+    repliedOther: Math.max(0, n(c.replied) - n(c.acknowledged)),
+    noReply: n(c.no_reply),
+    // Everyone a person has to look at: failed, unconfirmed or unknown.
+    needAttention: n(c.failed) + attention,
     final: total - inFlight,
   };
 }
@@ -254,7 +268,7 @@ export function describeEvent(ev, index) {
     case "recipient.resolved":
       return {
         title: d.outcome === "delivered" ? "Operator confirmed delivered" : "Operator confirmed not delivered",
-        detail: by,
+        detail: join(by, d.from ? `was ${statusInfo(d.from).label.toLowerCase()}` : ""),
       };
     case "recipient.retry":
       return { title: "Operator asked to retry", detail: by };
@@ -283,21 +297,44 @@ const GSM7 =
   "@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !\"#¤%&'()*+,-./0123456789:;<=>?¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà";
 const GSM7_EXT = "^{}\\[~]|€\f";
 
-/** segments estimates SMS segments (GSM-7 160/153, else UCS-2 70/67 per UTF-16 unit). */
+/** MAX_SEGMENTS is the server's limit on a message (group.MaxSegments). */
+export const MAX_SEGMENTS = 10;
+
+/**
+ * segments counts SMS segments as the server does (group.Segments): GSM-7
+ * when every character is in the GSM alphabet (extension characters count
+ * two), else UCS-2 in UTF-16 units; one segment up to 160/70 units, else
+ * parts of 153/67 that never split an escape or a surrogate pair.
+ */
 export function segments(text) {
+  let sizes = [];
   let gsm = true;
-  let units = 0;
   for (const ch of text) {
-    if (GSM7.includes(ch)) units += 1;
-    else if (GSM7_EXT.includes(ch)) units += 2;
+    if (GSM7.includes(ch)) sizes.push(1);
+    else if (GSM7_EXT.includes(ch)) sizes.push(2);
     else {
       gsm = false;
       break;
     }
   }
-  if (!gsm) {
-    const len = text.length; // UTF-16 code units
-    return { encoding: "Unicode", count: len <= 70 ? 1 : Math.ceil(len / 67) };
+  if (!gsm) sizes = Array.from(text, (ch) => ch.length);
+  const [single, part, encoding] = gsm ? [160, 153, "GSM-7"] : [70, 67, "UCS-2"];
+  const units = sizes.reduce((a, b) => a + b, 0);
+  if (units === 0) return { encoding, count: 0 };
+  if (units <= single) return { encoding, count: 1 };
+  let count = 1;
+  let fill = 0;
+  for (const u of sizes) {
+    if (fill + u > part) {
+      count++;
+      fill = 0;
+    }
+    fill += u;
   }
-  return { encoding: "GSM-7", count: units <= 160 ? 1 : Math.ceil(units / 153) };
+  return { encoding, count };
+}
+
+/** maxChars is how many characters of an encoding fit in MAX_SEGMENTS. */
+export function maxChars(encoding) {
+  return MAX_SEGMENTS * (encoding === "GSM-7" ? 153 : 67);
 }

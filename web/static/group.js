@@ -8,6 +8,9 @@ import { firstLine } from "./groups.js";
 
 const MODE_LABEL = { individual: "Individual messages", group_mms: "Group MMS thread" };
 const CANCELABLE = new Set(["sending", "awaiting", "paused"]);
+// Recipients an operator may resolve: the outcome is unknowable
+// (unconfirmed) or the provider never said (unknown).
+const RESOLVABLE = new Set(["unconfirmed", "unknown"]);
 
 // Roster filters: value → [label, predicate].
 const FILTERS = {
@@ -21,10 +24,10 @@ const FILTERS = {
 
 const COLUMNS = 6;
 
-function tile(name, label, value, tone) {
+function tile(name, label, value, tone, hint) {
   return h(
     "div",
-    { class: `tile tone-${tone}${value ? "" : " is-zero"}`, dataset: { counter: name } },
+    { class: `tile tone-${tone}${value ? "" : " is-zero"}`, dataset: { counter: name }, title: hint || null },
     h("span", { class: "tile-value" }, String(value)),
     h("span", { class: "tile-label" }, label),
   );
@@ -38,8 +41,10 @@ function counters(t) {
     tile("failed", "Failed", t.failed, "bad"),
     tile("unconfirmed", "Unconfirmed", t.unconfirmed, "warn"),
     tile("unknown", "Unknown", t.unknown, "warn"),
-    tile("replied", "Replied", t.replied, "info"),
-    tile("acknowledged", "Acknowledged", t.acknowledged, "good"),
+    tile("ack_yes", "Yes", t.ackYes, "good", "Answered yes"),
+    tile("ack_no", "No", t.ackNo, "bad", "Answered no"),
+    tile("replied", "Replied", t.repliedOther, "info", "Replied with something other than yes or no"),
+    tile("no_reply", "No reply", t.noReply, "neutral", "Texted, or about to be, and has not replied"),
   ];
   if (t.stopped) tiles.push(tile("not_sent", "Opted out / canceled", t.stopped, "muted"));
   return tiles;
@@ -67,12 +72,20 @@ function lastUpdate(r) {
   return h("span", null, `${label} `, h("time", { datetime: at, title: fmtFull(at) }, fmtTime(at)));
 }
 
+// errorLine explains a provider error in plain words (the server's
+// error_detail, one table for API, board and CLI), with a link to the
+// provider's page about the code.
 function errorLine(r) {
   if (!r.error_code && !r.error_class) return null;
-  const parts = [];
-  if (r.error_code) parts.push(`Error ${r.error_code}`);
-  if (r.error_class) parts.push(errorClassText(r.error_class));
-  return h("p", { class: "error-line" }, parts.join(" · "));
+  const text = r.error_detail || [r.error_code ? `Error ${r.error_code}` : "", errorClassText(r.error_class)].filter(Boolean).join(" · ");
+  return h(
+    "p",
+    { class: "error-line" },
+    h("span", { class: "error-detail" }, text),
+    r.error_url
+      ? [" ", h("a", { class: "error-link", href: r.error_url, target: "_blank", rel: "noopener noreferrer" }, `Error ${r.error_code} at the provider`)]
+      : null,
+  );
 }
 
 /** render shows group id in main and returns a cleanup function. */
@@ -163,7 +176,7 @@ export function render(main, ctx, id) {
 
   function drawHead() {
     const g = group;
-    const key = JSON.stringify([g.status, g.pause_reason, g.text, g.from, g.mode, ctx.canSend]);
+    const key = JSON.stringify([g.status, g.pause_reason, g.text, g.from, g.mode, ctx.canSend, tally(g.counts).needAttention]);
     if (key === headKey) return;
     headKey = key;
     const t = tally(g.counts);
@@ -177,7 +190,7 @@ export function render(main, ctx, id) {
           "div",
           { class: "group-title-row" },
           h("h1", { id: "group-title" }, firstLine(g.text)),
-          groupChip(g.status),
+          groupChip(g.status, g.counts),
         ),
         // The title is the text's first line; repeat the whole text only
         // when the title does not already show all of it.
@@ -232,17 +245,34 @@ export function render(main, ctx, id) {
     );
     const at = group.updated_at || group.created_at;
     updated.textContent = parseTime(at) ? `Updated ${fmtTime(at)}` : "";
-    if (t.unconfirmed && ctx.canSend) {
+    if (t.needAttention) {
+      // Everyone who needs a person, by kind, and what to do about each.
+      const kinds = [
+        [t.failed, "failed"],
+        [t.unconfirmed, "unconfirmed"],
+        [t.unknown, "unknown"],
+      ]
+        .filter(([count]) => count)
+        .map(([count, word]) => `${count} ${word}`);
+      const advice = [];
+      if (t.failed) advice.push("Failed messages did not arrive: call those people or fix the number, and retry where the error allows it.");
+      if (t.unconfirmed || t.unknown) {
+        advice.push(
+          ctx.canSend
+            ? "For unconfirmed and unknown ones crewcast cannot tell whether the message arrived: check with the person, then resolve each one."
+            : "For unconfirmed and unknown ones crewcast cannot tell whether the message arrived; someone who can send must resolve them.",
+        );
+      }
       replace(
         attention,
         h(
           "div",
-          { class: "banner banner-warn attention" },
+          { class: "banner banner-warn attention", id: "attention" },
           h(
             "p",
             null,
-            h("strong", null, `${plural(t.unconfirmed, "recipient")} unconfirmed. `),
-            "crewcast cannot tell whether these messages went out. Check the handset or the provider's inbox, then resolve each one.",
+            h("strong", null, `${plural(t.needAttention, "recipient")} need${t.needAttention === 1 ? "s" : ""} attention (${kinds.join(", ")}). `),
+            advice.join(" "),
           ),
           h(
             "button",
@@ -287,9 +317,9 @@ export function render(main, ctx, id) {
       "History",
     );
     const actions = [];
-    if (ctx.canSend && r.status === "unconfirmed") {
+    if (ctx.canSend && RESOLVABLE.has(r.status)) {
       actions.push(
-        h("button", { type: "button", class: "button button-warn button-small resolve", onclick: () => resolve(r.number) }, "Resolve…"),
+        h("button", { type: "button", class: "button button-warn button-small resolve", onclick: () => resolve(r.number, r.status) }, "Resolve…"),
       );
     }
     if (ctx.canSend && r.status === "failed") {
@@ -473,11 +503,17 @@ export function render(main, ctx, id) {
 
   const refresh = coalesce(load, 300);
 
-  function resolve(number) {
+  function resolve(number, status) {
     ask({
       title: `Resolve ${number}`,
       body: [
-        h("p", null, "crewcast cannot tell whether this message was sent: the provider call ended without a clear answer."),
+        h(
+          "p",
+          null,
+          status === "unknown"
+            ? "The provider accepted this message but never reported whether it reached the phone."
+            : "crewcast cannot tell whether this message was sent: the provider call ended without a clear answer.",
+        ),
         h("p", { class: "dialog-emphasis" }, "Check the handset or the provider's inbox first."),
         h(
           "ul",
@@ -490,7 +526,7 @@ export function render(main, ctx, id) {
             " — you confirmed it never arrived. crewcast sends it again if attempts remain, otherwise marks it failed.",
           ),
         ),
-        h("p", { class: "muted" }, "Not sure? Go back and leave it unconfirmed."),
+        h("p", { class: "muted" }, `Not sure? Go back and leave it ${status === "unknown" ? "unknown" : "unconfirmed"}.`),
       ],
       choices: [
         { value: null, label: "Back", kind: "quiet" },

@@ -16,7 +16,8 @@ function card(g) {
   const t = tally(g.counts);
   const extras = [];
   if (t.replied) extras.push(plural(t.replied, "reply", "replies"));
-  if (t.acknowledged) extras.push(`${t.acknowledged} acknowledged`);
+  if (t.ackYes) extras.push(`${t.ackYes} yes`);
+  if (t.ackNo) extras.push(`${t.ackNo} no`);
   return h(
     "li",
     { class: "group-card", dataset: { groupId: g.id } },
@@ -26,7 +27,7 @@ function card(g) {
       h(
         "div",
         { class: "card-top" },
-        groupChip(g.status),
+        groupChip(g.status, g.counts),
         h("time", { class: "card-time", datetime: g.created_at, title: fmtFull(g.created_at) }, fmtShort(g.created_at)),
       ),
       h("p", { class: "card-text" }, firstLine(g.text)),

@@ -9,9 +9,10 @@ export function chip(status) {
   return h("span", { class: `chip tone-${info.tone}`, dataset: { status }, title: info.hint }, info.label);
 }
 
-/** groupChip is a group status badge. */
-export function groupChip(status) {
-  const info = groupStatusInfo(status);
+/** groupChip is a group status badge; with counts, a complete group that
+ * left anyone failed, unconfirmed or unknown says how many need attention. */
+export function groupChip(status, counts) {
+  const info = groupStatusInfo(status, counts);
   return h("span", { class: `chip chip-group tone-${info.tone}`, dataset: { groupStatus: status } }, info.label);
 }
 
