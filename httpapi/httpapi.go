@@ -249,14 +249,14 @@ func (a *api) register() error {
 	for _, prefix := range []string{"/v1/", "/webhooks/", "/debug/"} {
 		nf := notFoundRoute
 		nf.Pattern = prefix
-		a.mux.Handle(prefix, a.wrap(nf))
+		a.mux.Handle(prefix, a.wrapAs(nf, unmatchedRoute))
 	}
 	if a.cfg.Board != nil {
 		a.mux.Handle("/", a.cfg.Board)
 	} else {
 		nf := notFoundRoute
 		nf.Pattern = "/"
-		a.mux.Handle("/", a.wrap(nf))
+		a.mux.Handle("/", a.wrapAs(nf, unmatchedRoute))
 	}
 	return nil
 }
@@ -292,9 +292,17 @@ func (w *statusWriter) Flush() {
 	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
+// unmatchedRoute is the metric label of requests that match no route, so
+// random paths cannot create metric series.
+const unmatchedRoute = "unmatched"
+
 // wrap applies authentication, the route's handler, error mapping and the
-// request-duration metric.
-func (a *api) wrap(rt route) http.Handler {
+// request-duration metric, labelled with the route's pattern.
+func (a *api) wrap(rt route) http.Handler { return a.wrapAs(rt, rt.Pattern) }
+
+// wrapAs is wrap with the metric label given: a route-table pattern or
+// unmatchedRoute, never anything taken from the request.
+func (a *api) wrapAs(rt route, label string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
@@ -309,6 +317,6 @@ func (a *api) wrap(rt route) http.Handler {
 		if !sw.wrote {
 			status = http.StatusOK
 		}
-		a.metrics.ObserveRequest(rt.Pattern, r.Method, status, time.Since(start))
+		a.metrics.ObserveRequest(label, r.Method, status, time.Since(start))
 	})
 }

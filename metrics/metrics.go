@@ -197,9 +197,30 @@ func (r *Registry) SSEClientClosed() { r.sseClients.Dec() }
 func (r *Registry) SSEResync() { r.sseResyncs.Inc() }
 
 // ObserveRequest records one HTTP request's duration under its route
-// pattern (never the raw path, which carries ids and numbers).
+// pattern (never the raw path, which carries ids and numbers). The caller
+// must pass a bounded set of routes; methods outside the standard ones
+// are recorded as "other", and codes outside 100–599 as "other", so a
+// client cannot create series at will.
 func (r *Registry) ObserveRequest(route, method string, code int, d time.Duration) {
-	r.reqDuration.WithLabelValues(route, method, strconv.Itoa(code)).Observe(d.Seconds())
+	r.reqDuration.WithLabelValues(route, MethodLabel(method), codeLabel(code)).Observe(d.Seconds())
+}
+
+// MethodLabel maps an HTTP method to a metric label: the standard methods
+// as they are, anything else (methods are arbitrary tokens) "other".
+func MethodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
+}
+
+func codeLabel(code int) string {
+	if code < 100 || code > 599 {
+		return "other"
+	}
+	return strconv.Itoa(code)
 }
 
 // AuthFailure counts a refused request: reason is "unauthenticated",

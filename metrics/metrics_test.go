@@ -220,3 +220,12 @@ func TestWatchRecipientsCaches(t *testing.T) {
 		t.Error("a failed summary hid the other metrics")
 	}
 }
+
+// Methods are arbitrary tokens: only the standard ones become labels.
+func TestMethodLabelIsBounded(t *testing.T) {
+	for m, want := range map[string]string{"GET": "GET", "DELETE": "DELETE", "OPTIONS": "OPTIONS", "get": "other", "BREW": "other", "": "other"} {
+		if got := MethodLabel(m); got != want {
+			t.Errorf("MethodLabel(%q) = %q, want %q", m, got, want)
+		}
+	}
+}
