@@ -318,6 +318,8 @@ type Keys interface {
 // ---- Idempotency ----
 
 // IdempotencyKey remembers a group creation request by its client key.
+// Key is opaque to the store; the tracker stores the caller's API key id
+// with the client's key, so keys are scoped to the API key.
 type IdempotencyKey struct {
 	Key         string
 	RequestHash string

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -401,8 +402,9 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 		return "", false, ErrClosed
 	}
 	hash := requestHash(req, opts)
-	if opts.IdempotencyKey != "" {
-		if id, ok, err := t.idempotent(ctx, opts.IdempotencyKey, hash); ok || err != nil {
+	idemKey := scopedIdempotencyKey(opts)
+	if idemKey != "" {
+		if id, ok, err := t.idempotent(ctx, idemKey, hash); ok || err != nil {
 			return id, false, err
 		}
 	}
@@ -449,8 +451,8 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 		return "", false, &ValidationError{Fields: ferrs}
 	}
 	var idem *store.IdempotencyKey
-	if opts.IdempotencyKey != "" {
-		idem = &store.IdempotencyKey{Key: opts.IdempotencyKey, RequestHash: hash, GroupID: id, CreatedAt: created.At}
+	if idemKey != "" {
+		idem = &store.IdempotencyKey{Key: idemKey, RequestHash: hash, GroupID: id, CreatedAt: created.At}
 	}
 	res, err := actor.Ask(ctx, t.groups.Get(id), askTimeout, func(r actor.Reply[error]) groupMsg {
 		return msgCreate{created: created, idem: idem, by: opts.By, reply: r}
@@ -460,7 +462,7 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 	}
 	if errors.Is(err, store.ErrIdempotencyConflict) {
 		// Another request with the same key won the race.
-		if id, ok, err := t.idempotent(ctx, opts.IdempotencyKey, hash); ok || err != nil {
+		if id, ok, err := t.idempotent(ctx, idemKey, hash); ok || err != nil {
 			return id, false, err
 		}
 	}
@@ -484,6 +486,19 @@ func (t *Tracker) idempotent(ctx context.Context, key, hash string) (string, boo
 		return "", false, ErrIdempotencyMismatch
 	}
 	return rec.GroupID, true, nil
+}
+
+// scopedIdempotencyKey is the stored form of a request's idempotency key:
+// the caller (opts.By, an API key id) and the client's key, as
+// "<len(By)>:<By>:<key>" so that no two (caller, key) pairs share a form.
+// Keys of different callers never meet, so one API key cannot reach
+// another's group by guessing or reusing its key. "" when the request has
+// no idempotency key.
+func scopedIdempotencyKey(opts CreateOptions) string {
+	if opts.IdempotencyKey == "" {
+		return ""
+	}
+	return strconv.Itoa(len(opts.By)) + ":" + opts.By + ":" + opts.IdempotencyKey
 }
 
 // requestHash fingerprints a create request for idempotency.
