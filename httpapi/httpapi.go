@@ -101,6 +101,13 @@ type Config struct {
 	// StreamWriteTimeout bounds each write to an event stream, so a stuck
 	// client is cut off. Default 30 s.
 	StreamWriteTimeout time.Duration
+	// MaxStreams caps open event streams in all; one more is answered 503
+	// with Retry-After. Default 1000.
+	MaxStreams int
+	// MaxStreamsPerKey caps the event streams of one API key (a board's
+	// sessions share their key's); one more is answered 429 with
+	// Retry-After. Default 100.
+	MaxStreamsPerKey int
 	// SessionTTL is how long a board session lasts. Default 12 h.
 	SessionTTL time.Duration
 	// MinMigrationVersion is the schema version /readyz requires. Default 1.
@@ -129,6 +136,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StreamWriteTimeout <= 0 {
 		c.StreamWriteTimeout = 30 * time.Second
+	}
+	if c.MaxStreams <= 0 {
+		c.MaxStreams = 1000
+	}
+	if c.MaxStreamsPerKey <= 0 {
+		c.MaxStreamsPerKey = 100
 	}
 	if c.SessionTTL <= 0 {
 		c.SessionTTL = 12 * time.Hour
@@ -176,6 +189,8 @@ type api struct {
 	metrics   *metrics.Registry
 	auth      *apikey.Authenticator
 	sessions  *sessions
+	streams   *streamCaps
+	feed      *feed // the all-groups streams' shared journal reader
 	csrf      *http.CrossOriginProtection
 	publicURL string // without trailing slash
 	done      <-chan struct{}
@@ -199,6 +214,8 @@ func New(cfg Config) (http.Handler, error) {
 		metrics:   cfg.Metrics,
 		auth:      apikey.NewAuthenticator(cfg.Store, cfg.Now, cfg.KeyTouchInterval),
 		sessions:  newSessions(cfg.Now, cfg.SessionTTL),
+		streams:   newStreamCaps(cfg.MaxStreams, cfg.MaxStreamsPerKey),
+		feed:      newFeed(cfg.Service.Hub(), cfg.Store, cfg.Logger),
 		csrf:      http.NewCrossOriginProtection(),
 		publicURL: strings.TrimRight(cfg.PublicURL, "/"),
 		done:      cfg.Done,
