@@ -25,11 +25,12 @@ const feedBuffer = 64
 // one stream is subscribed.
 //
 // Gap-free resume: a stream subscribes first, then reads the journal from
-// its resume point to the end (its catch-up), then seeds the feed with
-// where it stopped if the feed does not know its position yet. Every batch
-// says where it starts (from) and holds every event after from in order;
-// a stream sends the events after its own last position and, when a batch
-// starts beyond it (it missed one: lagged), re-reads the journal itself.
+// its resume point to the end (its catch-up). The feed, subscribed to the
+// hub before the stream's catch-up, starts at the journal's end as it
+// finds it. Every batch says where it starts (from) and holds every event
+// after from in order; a stream sends the events after its own last
+// position and, when a batch starts beyond it (it missed one, or the feed
+// started after the stream's catch-up ended), re-reads the journal itself.
 type feed struct {
 	hub *tracker.Hub
 	st  store.Projections
@@ -44,13 +45,12 @@ type feed struct {
 type feedRun struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-	seed   chan int64
-	seeded atomic.Bool
 }
 
 // feedBatch is every journal event after position from, up to the last
-// event's position; resync (with no events) tells a stream to re-read
-// the journal itself because the feed could not read it.
+// event's position (none in the batch announcing where the feed starts);
+// resync tells a stream to re-read the journal itself because the feed
+// could not read it.
 type feedBatch struct {
 	from   int64
 	events []store.PositionedEvent
@@ -63,7 +63,6 @@ type feedSub struct {
 	c      chan feedBatch
 	lagged atomic.Bool
 	f      *feed
-	run    *feedRun
 	once   sync.Once
 }
 
@@ -81,21 +80,11 @@ func (f *feed) subscribe() *feedSub {
 	defer f.mu.Unlock()
 	if f.run == nil {
 		ctx, cancel := context.WithCancel(context.Background())
-		f.run = &feedRun{ctx: ctx, cancel: cancel, seed: make(chan int64, 1)}
+		f.run = &feedRun{ctx: ctx, cancel: cancel}
 		go f.read(f.run, f.hub.Subscribe(""))
 	}
-	s.run = f.run
 	f.subs[s] = struct{}{}
 	return s
-}
-
-// seed tells a feed that does not know its position yet where the
-// caller's catch-up ended: every event up to pos is in the journal and
-// every later one will be announced.
-func (s *feedSub) seed(pos int64) {
-	if s.run.seeded.CompareAndSwap(false, true) {
-		s.run.seed <- pos
-	}
 }
 
 // Lagged reports (and clears) whether batches were dropped for this
@@ -119,12 +108,26 @@ func (s *feedSub) close() {
 // read is the reader goroutine of one run.
 func (f *feed) read(run *feedRun, hub *tracker.Subscription) {
 	defer hub.Close()
-	var pos int64
-	select {
-	case <-run.ctx.Done():
-		return
-	case pos = <-run.seed:
+	// The hub subscription came first, so every commit after this read
+	// of the end is announced.
+	pos, err := tailPosition(run.ctx, f.st)
+	for err != nil {
+		if run.ctx.Err() != nil {
+			return
+		}
+		f.log.Error("event feed: finding the journal's end failed; streams re-read it themselves", "err", err.Error())
+		f.broadcast(run, feedBatch{resync: true})
+		select {
+		case <-run.ctx.Done():
+			return
+		case <-hub.C: // try again at the next commit
+		}
+		pos, err = tailPosition(run.ctx, f.st)
 	}
+	// Announce where the feed starts: a stream whose catch-up ended
+	// before pos (a commit came in between) sees the gap and fills it
+	// now rather than at the next commit.
+	f.broadcast(run, feedBatch{from: pos})
 	for {
 		select {
 		case <-run.ctx.Done():

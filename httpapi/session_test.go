@@ -2,9 +2,9 @@ package httpapi
 
 import (
 	"errors"
-	"strconv"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"

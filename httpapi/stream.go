@@ -202,7 +202,6 @@ func (a *api) streamAll(w http.ResponseWriter, r *http.Request) error {
 	if err := catchUp(); err != nil {
 		return a.endStream(r, s, err)
 	}
-	sub.seed(last)
 	heartbeat := time.NewTicker(a.cfg.Heartbeat)
 	defer heartbeat.Stop()
 	for {
@@ -217,9 +216,10 @@ func (a *api) streamAll(w http.ResponseWriter, r *http.Request) error {
 			}
 		case b := <-sub.C:
 			if lagged := sub.Lagged(); lagged || b.resync || b.from > last {
-				// A batch was dropped (or the feed could not read): the
-				// journal has everything after last.
-				if lagged || b.from > last {
+				// A batch was dropped, the feed started after this
+				// stream's catch-up, or it could not read: the journal has
+				// everything after last.
+				if lagged {
 					a.metrics.SSEResync()
 				}
 				drainFeed(sub)

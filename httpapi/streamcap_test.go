@@ -135,22 +135,32 @@ func TestFeedBatchesAreContiguousAndSlowReadersLag(t *testing.T) {
 	slow, fast := f.subscribe(), f.subscribe()
 	defer slow.close()
 	defer fast.close()
+	// The feed announces where it starts (the journal's end), then sends
+	// one contiguous batch per commit.
+	next := func() feedBatch {
+		t.Helper()
+		select {
+		case b := <-fast.C:
+			return b
+		case <-time.After(10 * time.Second):
+			t.Fatal("no batch")
+			return feedBatch{}
+		}
+	}
 	tail, err := tailPosition(context.Background(), e.st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fast.seed(tail)
+	if b := next(); b.from != tail || len(b.events) != 0 || b.resync {
+		t.Fatalf("first batch from %d with %d events, want the start at %d", b.from, len(b.events), tail)
+	}
 	last := tail
 	for range feedBuffer + 5 {
 		e.apply(id, checks(e, 1, 1)...)
-		select {
-		case b := <-fast.C:
-			if b.resync || b.from != last || len(b.events) != 1 || b.events[0].Pos <= last {
-				t.Fatalf("batch from %d with %d events after position %d (resync %v)", b.from, len(b.events), last, b.resync)
-			}
+		if b := next(); b.resync || b.from != last || len(b.events) != 1 || b.events[0].Pos <= last {
+			t.Fatalf("batch from %d with %d events after position %d (resync %v)", b.from, len(b.events), last, b.resync)
+		} else {
 			last = b.events[0].Pos
-		case <-time.After(10 * time.Second):
-			t.Fatal("no batch for a commit")
 		}
 	}
 	if fast.Lagged() {
