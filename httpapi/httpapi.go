@@ -98,8 +98,10 @@ type Config struct {
 	Done <-chan struct{}
 	// Heartbeat is the interval of SSE keep-alive comments. Default 15 s.
 	Heartbeat time.Duration
-	// StreamWriteTimeout bounds each write to an event stream, so a stuck
-	// client is cut off. Default 30 s.
+	// StreamWriteTimeout bounds each write to an event stream and each
+	// page of a CSV export, which replace the server's WriteTimeout with
+	// these per-write deadlines, so a stuck client is cut off while a slow
+	// but steady one is not. Default 30 s.
 	StreamWriteTimeout time.Duration
 	// MaxStreams caps open event streams in all; one more is answered 503
 	// with Retry-After. Default 1000.
