@@ -118,20 +118,33 @@ type session struct {
 
 // sessions maps random session ids to API keys, in memory: a restart signs
 // everyone out, which is acceptable for a board and keeps no secret on disk.
+//
+// Memory is bounded twice: each key holds at most maxSessionsPerKey
+// sessions (a new sign-in beyond that ends the same key's oldest one), and
+// the whole table at most maxSessions (a sign-in into a full table is
+// refused). No key's sign-ins can ever end another key's session.
 type sessions struct {
 	now func() time.Time
 	ttl time.Duration
 
 	mu        sync.Mutex
 	m         map[string]session
+	byKey     map[string]map[string]struct{} // key id → its session ids
 	nextSweep time.Time
 }
 
-// maxSessions bounds memory; only holders of a valid key can add one.
-const maxSessions = 10000
+// maxSessions bounds the table; maxSessionsPerKey bounds one key's share
+// (a person signing in from a few browsers stays far below it).
+const (
+	maxSessions       = 10000
+	maxSessionsPerKey = 50
+)
+
+// errTooManySessions refuses a sign-in into a full session table.
+var errTooManySessions = errors.New("too many open sessions")
 
 func newSessions(now func() time.Time, ttl time.Duration) *sessions {
-	return &sessions{now: now, ttl: ttl, m: map[string]session{}}
+	return &sessions{now: now, ttl: ttl, m: map[string]session{}, byKey: map[string]map[string]struct{}{}}
 }
 
 func (s *sessions) create(keyID, prefix string) (id string, expires time.Time, err error) {
@@ -147,23 +160,45 @@ func (s *sessions) create(keyID, prefix string) (id string, expires time.Time, e
 	if now.After(s.nextSweep) || len(s.m) >= maxSessions {
 		for k, v := range s.m {
 			if !now.Before(v.expires) {
-				delete(s.m, k)
+				s.deleteLocked(k)
 			}
 		}
 		s.nextSweep = now.Add(time.Minute)
 	}
-	if len(s.m) >= maxSessions {
-		// Evict the session closest to expiry rather than refuse a login.
+	mine := s.byKey[keyID]
+	if len(mine) >= maxSessionsPerKey {
+		// The key's own oldest session makes room.
 		var oldest string
-		for k, v := range s.m {
-			if oldest == "" || v.expires.Before(s.m[oldest].expires) {
+		for k := range mine {
+			if oldest == "" || s.m[k].expires.Before(s.m[oldest].expires) {
 				oldest = k
 			}
 		}
-		delete(s.m, oldest)
+		s.deleteLocked(oldest)
+	} else if len(s.m) >= maxSessions {
+		return "", time.Time{}, errTooManySessions
 	}
 	s.m[id] = session{keyID: keyID, prefix: prefix, expires: expires}
+	if s.byKey[keyID] == nil {
+		s.byKey[keyID] = map[string]struct{}{}
+	}
+	s.byKey[keyID][id] = struct{}{}
 	return id, expires, nil
+}
+
+// deleteLocked removes one session; s.mu is held.
+func (s *sessions) deleteLocked(id string) {
+	v, ok := s.m[id]
+	if !ok {
+		return
+	}
+	delete(s.m, id)
+	if mine := s.byKey[v.keyID]; mine != nil {
+		delete(mine, id)
+		if len(mine) == 0 {
+			delete(s.byKey, v.keyID)
+		}
+	}
 }
 
 func (s *sessions) get(id string) (session, bool) {
@@ -174,7 +209,7 @@ func (s *sessions) get(id string) (session, bool) {
 		return session{}, false
 	}
 	if !s.now().Before(v.expires) {
-		delete(s.m, id)
+		s.deleteLocked(id)
 		return session{}, false
 	}
 	return v, true
@@ -182,7 +217,7 @@ func (s *sessions) get(id string) (session, bool) {
 
 func (s *sessions) delete(id string) {
 	s.mu.Lock()
-	delete(s.m, id)
+	s.deleteLocked(id)
 	s.mu.Unlock()
 }
 
@@ -230,6 +265,11 @@ func (a *api) createSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id, expires, err := a.sessions.create(p.KeyID, p.Prefix)
+	if errors.Is(err, errTooManySessions) {
+		e := newError(http.StatusServiceUnavailable, codeUnavailable, "too many open sessions; try again later or use an API key directly")
+		e.Header = http.Header{"Retry-After": {"60"}}
+		return e
+	}
 	if err != nil {
 		return err
 	}

@@ -119,8 +119,9 @@ func (m *miniTracker) create(ctx context.Context, req group.Request, opts tracke
 		C time.Duration
 	}{req, opts.CheckAfter})
 	hash := fmt.Sprintf("%x", sha256.Sum256(b))
+	idemKey := opts.By + "\x00" + opts.IdempotencyKey // scoped to the caller, like the tracker
 	if opts.IdempotencyKey != "" {
-		if e, ok := m.idem[opts.IdempotencyKey]; ok {
+		if e, ok := m.idem[idemKey]; ok {
 			if e[0] != hash {
 				return "", false, tracker.ErrIdempotencyMismatch
 			}
@@ -139,7 +140,7 @@ func (m *miniTracker) create(ctx context.Context, req group.Request, opts tracke
 	}
 	m.groups[id] = g
 	if opts.IdempotencyKey != "" {
-		m.idem[opts.IdempotencyKey] = [2]string{hash, id}
+		m.idem[idemKey] = [2]string{hash, id}
 	}
 	return id, true, nil
 }

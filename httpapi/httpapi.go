@@ -98,9 +98,18 @@ type Config struct {
 	Done <-chan struct{}
 	// Heartbeat is the interval of SSE keep-alive comments. Default 15 s.
 	Heartbeat time.Duration
-	// StreamWriteTimeout bounds each write to an event stream, so a stuck
-	// client is cut off. Default 30 s.
+	// StreamWriteTimeout bounds each write to an event stream and each
+	// page of a CSV export, which replace the server's WriteTimeout with
+	// these per-write deadlines, so a stuck client is cut off while a slow
+	// but steady one is not. Default 30 s.
 	StreamWriteTimeout time.Duration
+	// MaxStreams caps open event streams in all; one more is answered 503
+	// with Retry-After. Default 1000.
+	MaxStreams int
+	// MaxStreamsPerKey caps the event streams of one API key (a board's
+	// sessions share their key's); one more is answered 429 with
+	// Retry-After. Default 100.
+	MaxStreamsPerKey int
 	// SessionTTL is how long a board session lasts. Default 12 h.
 	SessionTTL time.Duration
 	// MinMigrationVersion is the schema version /readyz requires. Default 1.
@@ -132,6 +141,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StreamWriteTimeout <= 0 {
 		c.StreamWriteTimeout = 30 * time.Second
+	}
+	if c.MaxStreams <= 0 {
+		c.MaxStreams = 1000
+	}
+	if c.MaxStreamsPerKey <= 0 {
+		c.MaxStreamsPerKey = 100
 	}
 	if c.SessionTTL <= 0 {
 		c.SessionTTL = 12 * time.Hour
@@ -182,6 +197,8 @@ type api struct {
 	metrics   *metrics.Registry
 	auth      *apikey.Authenticator
 	sessions  *sessions
+	streams   *streamCaps
+	feed      *feed // the all-groups streams' shared journal reader
 	csrf      *http.CrossOriginProtection
 	publicURL string // without trailing slash
 	done      <-chan struct{}
@@ -205,6 +222,8 @@ func New(cfg Config) (http.Handler, error) {
 		metrics:   cfg.Metrics,
 		auth:      apikey.NewAuthenticator(cfg.Store, cfg.Now, cfg.KeyTouchInterval),
 		sessions:  newSessions(cfg.Now, cfg.SessionTTL),
+		streams:   newStreamCaps(cfg.MaxStreams, cfg.MaxStreamsPerKey),
+		feed:      newFeed(cfg.Service.Hub(), cfg.Store, cfg.Logger),
 		csrf:      http.NewCrossOriginProtection(),
 		publicURL: strings.TrimRight(cfg.PublicURL, "/"),
 		done:      cfg.Done,
@@ -255,14 +274,14 @@ func (a *api) register() error {
 	for _, prefix := range []string{"/v1/", "/webhooks/", "/debug/"} {
 		nf := notFoundRoute
 		nf.Pattern = prefix
-		a.mux.Handle(prefix, a.wrap(nf))
+		a.mux.Handle(prefix, a.wrapAs(nf, unmatchedRoute))
 	}
 	if a.cfg.Board != nil {
 		a.mux.Handle("/", a.cfg.Board)
 	} else {
 		nf := notFoundRoute
 		nf.Pattern = "/"
-		a.mux.Handle("/", a.wrap(nf))
+		a.mux.Handle("/", a.wrapAs(nf, unmatchedRoute))
 	}
 	return nil
 }
@@ -298,9 +317,17 @@ func (w *statusWriter) Flush() {
 	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
+// unmatchedRoute is the metric label of requests that match no route, so
+// random paths cannot create metric series.
+const unmatchedRoute = "unmatched"
+
 // wrap applies authentication, the route's handler, error mapping and the
-// request-duration metric.
-func (a *api) wrap(rt route) http.Handler {
+// request-duration metric, labelled with the route's pattern.
+func (a *api) wrap(rt route) http.Handler { return a.wrapAs(rt, rt.Pattern) }
+
+// wrapAs is wrap with the metric label given: a route-table pattern or
+// unmatchedRoute, never anything taken from the request.
+func (a *api) wrapAs(rt route, label string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
@@ -315,6 +342,6 @@ func (a *api) wrap(rt route) http.Handler {
 		if !sw.wrote {
 			status = http.StatusOK
 		}
-		a.metrics.ObserveRequest(rt.Pattern, r.Method, status, time.Since(start))
+		a.metrics.ObserveRequest(label, r.Method, status, time.Since(start))
 	})
 }

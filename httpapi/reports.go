@@ -70,6 +70,11 @@ func startCSV(w http.ResponseWriter, filename string, header []string) (*csvStre
 	return s, s.cw.Write(header)
 }
 
+// extendDeadline gives the next writes d to reach the client.
+func (s *csvStream) extendDeadline(d time.Duration) {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(d)) // ErrNotSupported: nothing to extend
+}
+
 func (s *csvStream) flush() error {
 	s.cw.Flush()
 	if err := s.cw.Error(); err != nil {
@@ -195,6 +200,9 @@ func (a *api) deliveriesCSV(w http.ResponseWriter, r *http.Request, q store.Deli
 	}
 	written := 0
 	for {
+		// A long export outlives the server's write timeout as long as
+		// the client keeps reading: each page gets its own deadline.
+		s.extendDeadline(a.cfg.StreamWriteTimeout)
 		for _, d := range rows {
 			if total > 0 && written == total {
 				return s.flush()

@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -169,4 +171,56 @@ func TestSessionLogin(t *testing.T) {
 			header: map[string]string{"Origin": "https://crew.example.com"},
 			setup:  func(e *env) map[string]string { return map[string]string{"k": e.keys["read"]} }},
 	})
+}
+
+// Finding 10 of issue 12: one key signing in over and over must not sign
+// out another key's session. A key over its own cap loses its own oldest
+// session; a full table refuses new sign-ins instead of evicting.
+func TestSessionFloodKeepsOtherKeysSignedIn(t *testing.T) {
+	clock := newClock()
+	s := newSessions(clock.Now, time.Hour)
+	victim, _, err := s.create("key_victim", "pv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	for i := range maxSessions + 10 {
+		id, _, err := s.create("key_flood", "pf")
+		if err != nil {
+			t.Fatalf("sign-in %d of the flooding key: %v", i, err)
+		}
+		if i == 0 {
+			first = id
+		}
+		clock.Advance(time.Millisecond)
+	}
+	if _, ok := s.get(victim); !ok {
+		t.Fatal("the other key's session was evicted by one key's sign-in flood")
+	}
+	if _, ok := s.get(first); ok {
+		t.Error("the flooding key kept more than its cap of sessions")
+	}
+
+	// Fill the table with many keys: a new sign-in is refused, nobody is
+	// signed out.
+	for k := 0; ; k++ {
+		_, _, err := s.create("key_"+strconv.Itoa(k), "p")
+		if errors.Is(err, errTooManySessions) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k > 2*maxSessions {
+			t.Fatal("the session table has no global cap")
+		}
+	}
+	if _, ok := s.get(victim); !ok {
+		t.Fatal("a full table evicted an existing session")
+	}
+	// Once sessions expire, sign-ins work again.
+	clock.Advance(2 * time.Hour)
+	if _, _, err := s.create("key_late", "pl"); err != nil {
+		t.Fatalf("sign-in after expiry: %v", err)
+	}
 }

@@ -104,6 +104,11 @@ func (a *api) streamGroup(w http.ResponseWriter, r *http.Request) error {
 	if _, err := a.store.GetGroup(ctx, id); err != nil {
 		return err
 	}
+	release, err := a.streams.acquire(by(r))
+	if err != nil {
+		return err
+	}
+	defer release()
 	// Subscribe before reading the journal: a change committed during the
 	// replay is then in the subscription, and the replay's last sequence
 	// tells which of the subscription's changes were already sent.
@@ -124,7 +129,7 @@ func (a *api) streamGroup(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	replay := func() error { return a.store.Load(ctx, id, last, send) }
-	return a.streamLoop(r, s, sub, false, replay, func(c tracker.Change) (bool, error) {
+	return a.streamLoop(r, s, sub, replay, func(c tracker.Change) (bool, error) {
 		for _, ev := range c.Events {
 			if ev.Seq <= last {
 				continue // already sent by the replay
@@ -141,18 +146,23 @@ func (a *api) streamGroup(w http.ResponseWriter, r *http.Request) error {
 }
 
 // streamAll streams every group's journal in commit order, with store
-// positions as event ids. Hub changes only signal that something was
-// committed; the events themselves are read from the journal after the
-// last position sent, which makes the stream gap- and duplicate-free by
-// construction. Without a resume point it starts at the current end.
+// positions as event ids. Its live events come from the shared feed (one
+// journal read per commit for all streams); it reads the journal itself
+// only to catch up: from the resume point at the start, and when it fell
+// behind the feed. Without a resume point it starts at the current end.
 func (a *api) streamAll(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	after, ok, err := resumePoint(r)
 	if err != nil {
 		return err
 	}
-	sub := a.svc.Hub().Subscribe("")
-	defer sub.Close()
+	release, err := a.streams.acquire(by(r))
+	if err != nil {
+		return err
+	}
+	defer release()
+	sub := a.feed.subscribe()
+	defer sub.close()
 	last := int64(after)
 	if !ok {
 		if last, err = tailPosition(ctx, a.store); err != nil {
@@ -166,27 +176,80 @@ func (a *api) streamAll(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 
-	const page = 500
+	send := func(e store.PositionedEvent) error {
+		if err := s.event(uint64(e.Pos), changeJSON{GroupID: e.Key, Seq: e.Seq, Type: e.Type, Time: e.Time.UTC(), Data: rawJSON(e.Data)}); err != nil {
+			return errClientGone{err}
+		}
+		last = e.Pos
+		return nil
+	}
 	catchUp := func() error {
 		for {
-			evs, err := a.store.LoadAllEvents(ctx, last, page)
+			evs, err := a.store.LoadAllEvents(ctx, last, feedPage)
 			if err != nil {
 				return err
 			}
 			for _, e := range evs {
-				if err := s.event(uint64(e.Pos), changeJSON{GroupID: e.Key, Seq: e.Seq, Type: e.Type, Time: e.Time.UTC(), Data: rawJSON(e.Data)}); err != nil {
-					return errClientGone{err}
+				if err := send(e); err != nil {
+					return err
 				}
-				last = e.Pos
 			}
-			if len(evs) < page {
+			if len(evs) < feedPage {
 				return nil
 			}
 		}
 	}
-	return a.streamLoop(r, s, sub, true, catchUp, func(tracker.Change) (bool, error) {
-		return true, nil // always read the journal
-	})
+	if err := catchUp(); err != nil {
+		return a.endStream(r, s, err)
+	}
+	heartbeat := time.NewTicker(a.cfg.Heartbeat)
+	defer heartbeat.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.done:
+			return nil
+		case <-heartbeat.C:
+			if err := s.write(": ping\n\n"); err != nil {
+				return nil
+			}
+		case b := <-sub.C:
+			if lagged := sub.Lagged(); lagged || b.resync || b.from > last {
+				// A batch was dropped, the feed started after this
+				// stream's catch-up, or it could not read: the journal has
+				// everything after last.
+				if lagged {
+					a.metrics.SSEResync()
+				}
+				drainFeed(sub)
+				if err := catchUp(); err != nil {
+					return a.endStream(r, s, err)
+				}
+				continue
+			}
+			for _, e := range b.events {
+				if e.Pos <= last {
+					continue // already sent by a catch-up
+				}
+				if err := send(e); err != nil {
+					return nil
+				}
+			}
+		}
+	}
+}
+
+// drainFeed discards queued batches before a journal catch-up, which
+// covers them.
+func drainFeed(sub *feedSub) {
+	for {
+		select {
+		case <-sub.C:
+		default:
+			return
+		}
+	}
 }
 
 // errClientGone marks a failed write to the stream: the client left.
@@ -194,22 +257,12 @@ type errClientGone struct{ err error }
 
 func (e errClientGone) Error() string { return "stream write: " + e.err.Error() }
 
-// streamLoop replays, then serves live changes until the client leaves or
-// the server shuts down. apply handles one change and reports whether the
-// journal must be re-read instead (a gap, or the all-groups stream, which
-// always reads the journal: all is true for it, so that only real
-// resyncs are counted).
-func (a *api) streamLoop(r *http.Request, s *sse, sub *tracker.Subscription, all bool, replay func() error, apply func(tracker.Change) (bool, error)) error {
+// streamLoop replays, then serves a group's live changes until the client
+// leaves or the server shuts down. apply handles one change and reports
+// whether the journal must be re-read instead (a gap).
+func (a *api) streamLoop(r *http.Request, s *sse, sub *tracker.Subscription, replay func() error, apply func(tracker.Change) (bool, error)) error {
 	ctx := r.Context()
-	ended := func(err error) error {
-		var gone errClientGone
-		if errors.As(err, &gone) || ctx.Err() != nil {
-			return nil
-		}
-		a.log.ErrorContext(ctx, "event stream failed", "route", r.Pattern, "err", err.Error())
-		s.fail()
-		return nil
-	}
+	ended := func(err error) error { return a.endStream(r, s, err) }
 	if err := replay(); err != nil {
 		return ended(err)
 	}
@@ -234,9 +287,7 @@ func (a *api) streamLoop(r *http.Request, s *sse, sub *tracker.Subscription, all
 				}
 			}
 			if reread {
-				if !all {
-					a.metrics.SSEResync()
-				}
+				a.metrics.SSEResync()
 				drain(sub)
 				if err := replay(); err != nil {
 					return ended(err)
@@ -244,6 +295,19 @@ func (a *api) streamLoop(r *http.Request, s *sse, sub *tracker.Subscription, all
 			}
 		}
 	}
+}
+
+// endStream ends a stream after err: silently when the client left,
+// otherwise logged and told to the client, which reconnects with
+// Last-Event-ID and loses nothing.
+func (a *api) endStream(r *http.Request, s *sse, err error) error {
+	var gone errClientGone
+	if errors.As(err, &gone) || r.Context().Err() != nil {
+		return nil
+	}
+	a.log.ErrorContext(r.Context(), "event stream failed", "route", r.Pattern, "err", err.Error())
+	s.fail()
+	return nil
 }
 
 // drain discards queued changes before a journal re-read, which covers

@@ -23,7 +23,6 @@ import (
 
 	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/actor"
-	"github.com/crewcast/crewcast/store"
 	"github.com/crewcast/crewcast/tracker"
 )
 
@@ -197,9 +196,30 @@ func (r *Registry) SSEClientClosed() { r.sseClients.Dec() }
 func (r *Registry) SSEResync() { r.sseResyncs.Inc() }
 
 // ObserveRequest records one HTTP request's duration under its route
-// pattern (never the raw path, which carries ids and numbers).
+// pattern (never the raw path, which carries ids and numbers). The caller
+// must pass a bounded set of routes; methods outside the standard ones
+// are recorded as "other", and codes outside 100–599 as "other", so a
+// client cannot create series at will.
 func (r *Registry) ObserveRequest(route, method string, code int, d time.Duration) {
-	r.reqDuration.WithLabelValues(route, method, strconv.Itoa(code)).Observe(d.Seconds())
+	r.reqDuration.WithLabelValues(route, MethodLabel(method), codeLabel(code)).Observe(d.Seconds())
+}
+
+// MethodLabel maps an HTTP method to a metric label: the standard methods
+// as they are, anything else (methods are arbitrary tokens) "other".
+func MethodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
+}
+
+func codeLabel(code int) string {
+	if code < 100 || code > 599 {
+		return "other"
+	}
+	return strconv.Itoa(code)
 }
 
 // AuthFailure counts a refused request: reason is "unauthenticated",
@@ -212,11 +232,12 @@ func (r *Registry) KeyTouchFailed() { r.touchFailures.Inc() }
 // ---- recipients by status ----
 
 // WatchRecipients registers a gauge family crewcast_recipients{status}
-// computed by summarize (store.Summarize over every delivery). A scrape
-// reuses the last figures when they are younger than ttl (at least 1 s),
-// so frequent scrapes cost at most one aggregate query per ttl. A failed
-// summary is reported as a scrape error for this family only.
-func (r *Registry) WatchRecipients(summarize func(context.Context) (store.Summary, error), ttl time.Duration, now func() time.Time) error {
+// computed by count (store.CountByStatus: one aggregate over the
+// deliveries, never the per-row reads of a full summary). A scrape reuses
+// the last figures when they are younger than ttl (at least 1 s), so
+// frequent scrapes cost at most one count per ttl. A failed count is
+// reported as a scrape error for this family only.
+func (r *Registry) WatchRecipients(count func(context.Context) (map[crewcast.Status]int, error), ttl time.Duration, now func() time.Time) error {
 	if ttl < time.Second {
 		ttl = time.Second
 	}
@@ -224,20 +245,20 @@ func (r *Registry) WatchRecipients(summarize func(context.Context) (store.Summar
 		now = time.Now
 	}
 	return r.reg.Register(&recipientsCollector{
-		summarize: summarize, ttl: ttl, now: now,
+		count: count, ttl: ttl, now: now,
 		desc: prometheus.NewDesc(namespace+"_recipients", "Recipients of all groups by current status.", []string{"status"}, nil),
 	})
 }
 
 type recipientsCollector struct {
-	summarize func(context.Context) (store.Summary, error)
-	ttl       time.Duration
-	now       func() time.Time
-	desc      *prometheus.Desc
+	count func(context.Context) (map[crewcast.Status]int, error)
+	ttl   time.Duration
+	now   func() time.Time
+	desc  *prometheus.Desc
 
 	mu   sync.Mutex
 	at   time.Time
-	last store.Summary
+	last map[crewcast.Status]int
 }
 
 func (c *recipientsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
@@ -248,16 +269,16 @@ func (c *recipientsCollector) Collect(ch chan<- prometheus.Metric) {
 	now := c.now()
 	if c.at.IsZero() || now.Sub(c.at) >= c.ttl {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		s, err := c.summarize(ctx)
+		counts, err := c.count(ctx)
 		cancel()
 		if err != nil {
 			ch <- prometheus.NewInvalidMetric(c.desc, err)
 			return
 		}
-		c.last, c.at = s, now
+		c.last, c.at = counts, now
 	}
 	for _, st := range crewcast.AllStatuses {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(c.last.ByStatus[st]), string(st))
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(c.last[st]), string(st))
 	}
 }
 

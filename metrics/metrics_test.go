@@ -15,7 +15,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/crewcast/crewcast"
-	"github.com/crewcast/crewcast/store"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -183,14 +182,14 @@ func TestWatchRecipientsCaches(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1e9, 0)}
 	calls := 0
 	var fail error
-	summarize := func(context.Context) (store.Summary, error) {
+	count := func(context.Context) (map[crewcast.Status]int, error) {
 		calls++
 		if fail != nil {
-			return store.Summary{}, fail
+			return nil, fail
 		}
-		return store.Summary{ByStatus: map[crewcast.Status]int{crewcast.StatusDelivered: calls, crewcast.StatusFailed: 2}}, nil
+		return map[crewcast.Status]int{crewcast.StatusDelivered: calls, crewcast.StatusFailed: 2}, nil
 	}
-	if err := r.WatchRecipients(summarize, 2*time.Second, clock.now); err != nil {
+	if err := r.WatchRecipients(count, 2*time.Second, clock.now); err != nil {
 		t.Fatal(err)
 	}
 	mfs := scrape(t, r)
@@ -203,7 +202,7 @@ func TestWatchRecipientsCaches(t *testing.T) {
 	clock.add(time.Second)
 	scrape(t, r)
 	if calls != 1 {
-		t.Errorf("summarize called %d times within the TTL, want 1", calls)
+		t.Errorf("count called %d times within the TTL, want 1", calls)
 	}
 	clock.add(time.Second)
 	if v := value(t, scrape(t, r), "crewcast_recipients", map[string]string{"status": "delivered"}); v != 2 || calls != 2 {
@@ -218,5 +217,14 @@ func TestWatchRecipientsCaches(t *testing.T) {
 	}
 	if _, ok := mfs["go_goroutines"]; !ok {
 		t.Error("a failed summary hid the other metrics")
+	}
+}
+
+// Methods are arbitrary tokens: only the standard ones become labels.
+func TestMethodLabelIsBounded(t *testing.T) {
+	for m, want := range map[string]string{"GET": "GET", "DELETE": "DELETE", "OPTIONS": "OPTIONS", "get": "other", "BREW": "other", "": "other"} {
+		if got := MethodLabel(m); got != want {
+			t.Errorf("MethodLabel(%q) = %q, want %q", m, got, want)
+		}
 	}
 }

@@ -99,6 +99,10 @@ type Config struct {
 	SweepInterval time.Duration
 	// Heartbeat is the SSE keep-alive interval (httpapi default).
 	Heartbeat time.Duration
+	// WriteTimeout bounds the time to write one response, so a client that
+	// never reads cannot hold a connection and its buffers for long; event
+	// streams extend it write by write. Default 60 s.
+	WriteTimeout time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -122,6 +126,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetentionInterval == 0 {
 		c.RetentionInterval = time.Hour
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 60 * time.Second
 	}
 	return c
 }
@@ -221,9 +228,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		return err
 	}
 	s.reg = metrics.New()
-	if err := s.reg.WatchRecipients(func(ctx context.Context) (store.Summary, error) {
-		return s.st.Summarize(ctx, store.DeliveryQuery{})
-	}, 5*time.Second, time.Now); err != nil {
+	// The recipients gauge is one GROUP BY per 15 s at most, however
+	// often /metrics is scraped.
+	if err := s.reg.WatchRecipients(s.st.CountByStatus, 15*time.Second, time.Now); err != nil {
 		return err
 	}
 	s.tr, err = tracker.New(tracker.Config{
@@ -252,16 +259,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	s.http = &http.Server{
-		Handler: handler,
-		// Slow clients are cut off so they cannot starve good webhooks.
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      0, // event streams set their own per-write deadlines
-		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
-	}
+	s.http = newHTTPServer(handler, cfg)
 	go func() {
 		err := s.http.Serve(s.ln)
 		if errors.Is(err, http.ErrServerClosed) {
@@ -275,6 +273,22 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	}
 	cfg.Logger.Info("crewcast listening", "url", s.url, "provider", cfg.Provider, "store", s.st.Engine())
 	return nil
+}
+
+// newHTTPServer is the http.Server of handler with crewcast's timeouts.
+func newHTTPServer(handler http.Handler, cfg Config) *http.Server {
+	return &http.Server{
+		Handler: handler,
+		// Slow clients are cut off so they cannot starve good webhooks.
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		// A client that never reads is cut off; event streams extend
+		// their own deadline write by write (httpapi).
+		WriteTimeout:   cfg.WriteTimeout,
+		IdleTimeout:    60 * time.Second,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
+	}
 }
 
 // providerClient is the HTTP client for provider API calls: bounded by the

@@ -256,6 +256,10 @@ type Projections interface {
 	ListGroups(ctx context.Context, q GroupQuery) (rows []GroupRow, next string, err error)
 	ListDeliveries(ctx context.Context, q DeliveryQuery) (rows []DeliveryRow, next string, err error)
 	Summarize(ctx context.Context, q DeliveryQuery) (Summary, error)
+	// CountByStatus counts every delivery by status with one aggregate
+	// and no per-row reads: Summarize's ByStatus without its delivery
+	// times and error codes, cheap enough for a metrics scrape.
+	CountByStatus(ctx context.Context) (map[crewcast.Status]int, error)
 	ListReplies(ctx context.Context, q ReplyQuery) (rows []Reply, next string, err error)
 	// LoadAllEvents returns up to limit journal events of every key
 	// committed after position pos, in commit order, for the all-groups
@@ -318,6 +322,8 @@ type Keys interface {
 // ---- Idempotency ----
 
 // IdempotencyKey remembers a group creation request by its client key.
+// Key is opaque to the store; the tracker stores the caller's API key id
+// with the client's key, so keys are scoped to the API key.
 type IdempotencyKey struct {
 	Key         string
 	RequestHash string

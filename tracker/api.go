@@ -45,7 +45,8 @@ func (e *ValidationError) Error() string {
 type CreateOptions struct {
 	// IdempotencyKey, when set, makes Create return the same group for the
 	// same key and request, and ErrIdempotencyMismatch for the same key
-	// with a different request.
+	// with a different request. Keys are scoped to By: the same key from
+	// another caller is a different key.
 	IdempotencyKey string
 	// CheckAfter overrides the first status check delay (the API's
 	// "check_after" field); 0 keeps the default.

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -401,8 +402,9 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 		return "", false, ErrClosed
 	}
 	hash := requestHash(req, opts)
-	if opts.IdempotencyKey != "" {
-		if id, ok, err := t.idempotent(ctx, opts.IdempotencyKey, hash); ok || err != nil {
+	idemKey := scopedIdempotencyKey(opts)
+	if idemKey != "" {
+		if id, ok, err := t.idempotent(ctx, opts, hash); ok || err != nil {
 			return id, false, err
 		}
 	}
@@ -453,8 +455,8 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 		return "", false, &ValidationError{Fields: ferrs, Total: total}
 	}
 	var idem *store.IdempotencyKey
-	if opts.IdempotencyKey != "" {
-		idem = &store.IdempotencyKey{Key: opts.IdempotencyKey, RequestHash: hash, GroupID: id, CreatedAt: created.At}
+	if idemKey != "" {
+		idem = &store.IdempotencyKey{Key: idemKey, RequestHash: hash, GroupID: id, CreatedAt: created.At}
 	}
 	res, err := actor.Ask(ctx, t.groups.Get(id), askTimeout, func(r actor.Reply[error]) groupMsg {
 		return msgCreate{created: created, idem: idem, by: opts.By, reply: r}
@@ -464,7 +466,7 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 	}
 	if errors.Is(err, store.ErrIdempotencyConflict) {
 		// Another request with the same key won the race.
-		if id, ok, err := t.idempotent(ctx, opts.IdempotencyKey, hash); ok || err != nil {
+		if id, ok, err := t.idempotent(ctx, opts, hash); ok || err != nil {
 			return id, false, err
 		}
 	}
@@ -477,8 +479,13 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 // askTimeout bounds how long an API call waits for a group actor.
 const askTimeout = 30 * time.Second
 
-func (t *Tracker) idempotent(ctx context.Context, key, hash string) (string, bool, error) {
-	rec, err := t.st.GetIdempotency(ctx, key)
+// idempotent finds the group an earlier request with the same (scoped)
+// idempotency key made: ok is false when there is none.
+func (t *Tracker) idempotent(ctx context.Context, opts CreateOptions, hash string) (string, bool, error) {
+	rec, err := t.st.GetIdempotency(ctx, scopedIdempotencyKey(opts))
+	if errors.Is(err, actor.ErrNotFound) {
+		rec, err = t.legacyIdempotency(ctx, opts)
+	}
 	switch {
 	case errors.Is(err, actor.ErrNotFound):
 		return "", false, nil
@@ -488,6 +495,62 @@ func (t *Tracker) idempotent(ctx context.Context, key, hash string) (string, boo
 		return "", false, ErrIdempotencyMismatch
 	}
 	return rec.GroupID, true, nil
+}
+
+// legacyIdempotency finds a key stored before keys were scoped (the
+// client's key as it was) and accepts it only when its group was created
+// by the same caller, so a retry across the upgrade still finds its group
+// and another API key never does. actor.ErrNotFound otherwise.
+func (t *Tracker) legacyIdempotency(ctx context.Context, opts CreateOptions) (store.IdempotencyKey, error) {
+	if isScopedIdempotencyKey(opts.IdempotencyKey) {
+		return store.IdempotencyKey{}, actor.ErrNotFound // would read another caller's scoped row
+	}
+	rec, err := t.st.GetIdempotency(ctx, opts.IdempotencyKey)
+	if err != nil {
+		return rec, err
+	}
+	errFound := errors.New("found")
+	var created group.Created
+	err = t.st.Load(ctx, rec.GroupID, 0, func(ev actor.Event) error {
+		if ev.Type != group.TypeCreated {
+			return nil
+		}
+		if err := json.Unmarshal(ev.Data, &created); err != nil {
+			return err
+		}
+		return errFound
+	})
+	if err != nil && !errors.Is(err, errFound) {
+		return store.IdempotencyKey{}, err
+	}
+	if !errors.Is(err, errFound) || created.By != opts.By {
+		return store.IdempotencyKey{}, actor.ErrNotFound
+	}
+	return rec, nil
+}
+
+// isScopedIdempotencyKey reports whether k has the form
+// scopedIdempotencyKey writes.
+func isScopedIdempotencyKey(k string) bool {
+	n, rest, ok := strings.Cut(k, ":")
+	if !ok {
+		return false
+	}
+	l, err := strconv.Atoi(n)
+	return err == nil && l >= 0 && len(rest) > l && rest[l] == ':'
+}
+
+// scopedIdempotencyKey is the stored form of a request's idempotency key:
+// the caller (opts.By, an API key id) and the client's key, as
+// "<len(By)>:<By>:<key>" so that no two (caller, key) pairs share a form.
+// Keys of different callers never meet, so one API key cannot reach
+// another's group by guessing or reusing its key. "" when the request has
+// no idempotency key.
+func scopedIdempotencyKey(opts CreateOptions) string {
+	if opts.IdempotencyKey == "" {
+		return ""
+	}
+	return strconv.Itoa(len(opts.By)) + ":" + opts.By + ":" + opts.IdempotencyKey
 }
 
 // requestHash fingerprints a create request for idempotency.

@@ -258,12 +258,12 @@ func TestIdempotencyKey(t *testing.T) {
 	}); err != nil || created.By != "key_ops" {
 		t.Fatalf("group.created by %q (%v), want key_ops", created.By, err)
 	}
-	id2, c2, err := e.tr.Create(ctx, req, CreateOptions{IdempotencyKey: "k1"})
+	id2, c2, err := e.tr.Create(ctx, req, CreateOptions{IdempotencyKey: "k1", By: "key_ops"})
 	if err != nil || c2 || id2 != id1 {
 		t.Fatalf("repeat: %s %v %v", id2, c2, err)
 	}
 	req.Text = "other"
-	if _, _, err := e.tr.Create(ctx, req, CreateOptions{IdempotencyKey: "k1"}); !errors.Is(err, ErrIdempotencyMismatch) {
+	if _, _, err := e.tr.Create(ctx, req, CreateOptions{IdempotencyKey: "k1", By: "key_ops"}); !errors.Is(err, ErrIdempotencyMismatch) {
 		t.Fatalf("different body: %v", err)
 	}
 	var ve *ValidationError

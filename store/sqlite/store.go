@@ -114,6 +114,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if err := prepareFile(cfg.Path, cfg.Logger); err != nil {
+		return nil, err
+	}
 	busy := fmt.Sprintf("busy_timeout(%d)", cfg.BusyTimeout.Milliseconds())
 	wq := url.Values{}
 	wq.Add("_pragma", busy)

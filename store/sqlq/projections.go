@@ -163,6 +163,27 @@ func (d DB) Summarize(ctx context.Context, q store.DeliveryQuery) (store.Summary
 	return sum, nil
 }
 
+// CountByStatus counts every delivery by status.
+func (d DB) CountByStatus(ctx context.Context) (map[crewcast.Status]int, error) {
+	type statusCount struct {
+		status string
+		n      int
+	}
+	counts, err := queryAll(ctx, d.c.Read, func(r Rows) (statusCount, error) {
+		var c statusCount
+		err := r.Scan(&c.status, &c.n)
+		return c, err
+	}, `SELECT status, COUNT(*) FROM deliveries GROUP BY status`)
+	if err != nil {
+		return nil, d.errorf("count by status: %w", err)
+	}
+	out := make(map[crewcast.Status]int, len(counts))
+	for _, c := range counts {
+		out[crewcast.Status(c.status)] = c.n
+	}
+	return out, nil
+}
+
 // summarize runs Summarize's three reads on tx.
 func summarize(ctx context.Context, tx Querier, q store.DeliveryQuery) (store.Summary, error) {
 	conds, args := deliveryFilter(q)

@@ -309,6 +309,12 @@ func testSummarize(t *testing.T, o Options) {
 	if err != nil || window.Total != 3 || window.ByStatus[crewcast.StatusFailed] != 3 {
 		t.Fatalf("filtered summary = %+v, %v", window, err)
 	}
+	// CountByStatus is the cheap part of the unfiltered summary (the
+	// /metrics recipients gauge reads it).
+	counts, err := s.CountByStatus(ctx)
+	if err != nil || !reflect.DeepEqual(counts, all.ByStatus) {
+		t.Fatalf("CountByStatus = %v, %v; want %v", counts, err, all.ByStatus)
+	}
 }
 
 func testSuppressions(t *testing.T, o Options) {
