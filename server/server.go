@@ -252,6 +252,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	handler = httpapi.WithRequestID(handler, cfg.Logger) // X-Request-Id, request_id in logs
 	s.http = &http.Server{
 		Handler: handler,
 		// Slow clients are cut off so they cannot starve good webhooks.

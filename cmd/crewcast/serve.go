@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -34,6 +33,7 @@ type serverFlags struct {
 	checkAfter, deadline, providerTimeout           time.Duration
 	redactAfter, hashAfter, deleteAfter             time.Duration
 	hashKey                                         string
+	logFormat                                       string // json or text (logging.go)
 }
 
 func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
@@ -64,13 +64,14 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.DurationVar(&f.hashAfter, "hash-after", envDuration("CREWCAST_HASH_AFTER", r.HashAfter), "replace phone numbers by a keyed hash after (CREWCAST_HASH_AFTER; needs CREWCAST_HASH_KEY)")
 	fs.DurationVar(&f.deleteAfter, "delete-after", envDuration("CREWCAST_DELETE_AFTER", r.DeleteAfter), "delete whole groups after (CREWCAST_DELETE_AFTER; negative: never)")
 	fs.StringVar(&f.hashKey, "hash-key", envOr("CREWCAST_HASH_KEY", ""), "secret key for hashing numbers (CREWCAST_HASH_KEY)")
+	fs.StringVar(&f.logFormat, "log-format", envOr("CREWCAST_LOG_FORMAT", "text"), "log format: json or text (CREWCAST_LOG_FORMAT)")
 	return f
 }
 
 func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return server.Config{}, fmt.Errorf("--log-level: %w", err)
+	logger, err := newLogger(stderr, f.logFormat, f.logLevel)
+	if err != nil {
+		return server.Config{}, err
 	}
 	rates, err := parseSendRates(f.sendRates)
 	if err != nil {
@@ -85,7 +86,7 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 		AdminKey: f.adminKey, SendRate: f.sendRate, SendWorkers: f.sendWorkers, ProviderTimeout: f.providerTimeout,
 		Settings:  group.Settings{CheckAfter: f.checkAfter, Deadline: f.deadline},
 		Retention: tracker.RetentionPolicy{RedactAfter: f.redactAfter, HashAfter: f.hashAfter, DeleteAfter: f.deleteAfter, HashKey: []byte(f.hashKey)},
-		Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		Logger:    logger,
 	}, nil
 }
 
