@@ -226,6 +226,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	}, 5*time.Second, time.Now); err != nil {
 		return err
 	}
+	s.reg.Registerer().MustRegister(newOpsCollector(s.st, time.Now)) // inbox age, paused groups (opsmetrics.go)
 	s.tr, err = tracker.New(tracker.Config{
 		Store: s.st, Provider: prov, Logger: cfg.Logger, Clock: cfg.Clock,
 		Metrics: s.reg.Service(), RuntimeMetrics: s.reg.Runtime(),
