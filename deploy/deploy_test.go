@@ -97,6 +97,15 @@ func TestDockerfile(t *testing.T) {
 	if !strings.Contains(ins[stages[0]].args, " AS build") {
 		t.Errorf("first stage %q should be named (AS build)", ins[stages[0]].args)
 	}
+	// The build image carries the Go release go.mod asks for.
+	gomod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goVer := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(gomod)
+	if goVer == nil || !strings.HasPrefix(ins[stages[0]].args, "golang:"+string(goVer[1])) {
+		t.Errorf("build stage %q does not use the Go release of go.mod (%s)", ins[stages[0]].args, goVer)
+	}
 	final := ins[stages[len(stages)-1]:]
 	base := final[0].args
 	if !strings.HasPrefix(base, "gcr.io/distroless/static") && base != "scratch" {
