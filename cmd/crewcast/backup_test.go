@@ -100,12 +100,12 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 
 // startDemo boots a demo server on db, its simulator posting webhooks
 // through rec when rec is not nil, and stops it at cleanup.
-func startDemo(t *testing.T, db string, rec *ackRecorder) *server.Server {
+func startDemo(t *testing.T, db string, rec *ackRecorder, sendRate float64) *server.Server {
 	t.Helper()
 	faults := sim.Faults{DelayMS: [2]int{10, 150}, ReplyRate: 0.3, FailRate: 0.05, ReplyTexts: []string{"YES", "NO"}}
 	seed := int64(11)
 	cfg := server.Config{Addr: "127.0.0.1:0", DB: db, Provider: server.ProviderDemo, DemoFaults: &faults, DemoSeed: &seed,
-		AdminKey: testAdminKey, SendRate: 400, RetentionInterval: -1}
+		AdminKey: testAdminKey, SendRate: sendRate, RetentionInterval: -1}
 	if rec != nil {
 		front := httptest.NewServer(rec)
 		t.Cleanup(front.Close)
@@ -203,7 +203,8 @@ func TestBackupDuringFanOut(t *testing.T) {
 	dir := t.TempDir()
 	live := filepath.Join(dir, "live.db")
 	rec := &ackRecorder{acked: map[string]bool{}}
-	srv := startDemo(t, live, rec)
+	// Paced at 100 sends a second, the fan-out lasts 6 s at least.
+	srv := startDemo(t, live, rec, 100)
 	id := createGroup(t, srv.URL(), 600)
 
 	// Wait until webhooks are flowing, mid fan-out.
@@ -220,7 +221,7 @@ func TestBackupDuringFanOut(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("backup: exit %d: %s%s", code, out, errOut)
 	}
-	for _, want := range []string{"backup written: " + bak, "integrity: ok", "replayed:  group " + id, "matches its projection"} {
+	for _, want := range []string{"backup written: " + bak, "integrity: ok", "replayed:  group " + id, "status sending (matches its projection)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("backup output lacks %q:\n%s", want, out)
 		}
@@ -250,7 +251,7 @@ func TestBackupDuringFanOut(t *testing.T) {
 	}
 
 	// A server on the restored database applies every webhook it holds.
-	srv2 := startDemo(t, restored, nil)
+	srv2 := startDemo(t, restored, nil, 0)
 	deadline = time.Now().Add(30 * time.Second)
 	for {
 		g, err := srv2.Store().GetGroup(context.Background(), id)
