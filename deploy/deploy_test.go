@@ -165,10 +165,11 @@ func TestDockerfile(t *testing.T) {
 	if b, err := os.ReadFile("../.dockerignore"); err != nil || !strings.Contains(string(b), "*.db") {
 		t.Errorf(".dockerignore must keep databases out of the build context: %v", err)
 	}
-	// The healthcheck command the image relies on exists in the binary.
-	out, err := exec.Command("go", "run", "../cmd/crewcast", "help").CombinedOutput()
-	if err != nil || !regexp.MustCompile(`(?m)^\s+healthcheck\s`).Match(out) {
-		t.Errorf("crewcast help does not list healthcheck: %v\n%s", err, out)
+	// The healthcheck command the image relies on exists (TestOperationsDoc
+	// runs it against a live server).
+	src, err := os.ReadFile("../cmd/crewcast/doctor.go")
+	if err != nil || !strings.Contains(string(src), `register(command{name: "healthcheck"`) {
+		t.Errorf("cmd/crewcast has no healthcheck command: %v", err)
 	}
 }
 
