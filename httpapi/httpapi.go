@@ -242,6 +242,7 @@ func New(cfg Config) (http.Handler, error) {
 	if err := a.register(); err != nil {
 		return nil, err
 	}
+	a.log = slog.New(LogHandler(a.log.Handler())) // request ids (WithRequestID) into logs
 	return a.mux, nil
 }
 

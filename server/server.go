@@ -233,6 +233,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err := s.reg.WatchRecipients(s.st.CountByStatus, 15*time.Second, time.Now); err != nil {
 		return err
 	}
+	s.reg.Registerer().MustRegister(newOpsCollector(s.st, time.Now)) // inbox age, paused groups (opsmetrics.go)
 	s.tr, err = tracker.New(tracker.Config{
 		Store: s.st, Provider: prov, Logger: cfg.Logger, Clock: cfg.Clock,
 		Metrics: s.reg.Service(), RuntimeMetrics: s.reg.Runtime(),
@@ -259,6 +260,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	handler = httpapi.WithRequestID(handler, cfg.Logger) // X-Request-Id, request_id in logs
 	s.http = newHTTPServer(handler, cfg)
 	go func() {
 		err := s.http.Serve(s.ln)

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -37,6 +36,7 @@ type serverFlags struct {
 	checkAfter, deadline, providerTimeout           time.Duration
 	redactAfter, hashAfter, deleteAfter             time.Duration
 	hashKey                                         string
+	logFormat                                       string // json or text (logging.go)
 }
 
 // serverFlagDocs lists serve's flags by section for -h, each with the
@@ -45,7 +45,7 @@ type serverFlags struct {
 var serverFlagDocs = []flagSection{
 	{"Server", []envBinding{
 		{"addr", "CREWCAST_ADDR"}, {"public-url", "CREWCAST_PUBLIC_URL"}, {"admin-key", "CREWCAST_ADMIN_KEY"},
-		{"log-level", "CREWCAST_LOG_LEVEL"},
+		{"log-level", "CREWCAST_LOG_LEVEL"}, {"log-format", "CREWCAST_LOG_FORMAT"},
 	}},
 	{"Storage", []envBinding{{"db", "CREWCAST_DB"}}},
 	{"Provider", []envBinding{
@@ -94,6 +94,7 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.DurationVar(&f.hashAfter, "hash-after", r.HashAfter, "replace phone numbers by a keyed hash after this long (needs --hash-key)")
 	fs.DurationVar(&f.deleteAfter, "delete-after", r.DeleteAfter, "delete whole groups after this long; negative: never")
 	fs.StringVar(&f.hashKey, "hash-key", "", "secret key for hashing numbers")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log format: json (one object per line) or text")
 	fs.Usage = func() { serveUsage(fs) }
 	return f
 }
@@ -102,9 +103,9 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 	if err := applyEnv(f.fs, sectionBindings(serverFlagDocs)); err != nil {
 		return server.Config{}, err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return server.Config{}, usagef("--log-level: %v", err)
+	logger, err := newLogger(stderr, f.logFormat, f.logLevel)
+	if err != nil {
+		return server.Config{}, usagef("%v", err)
 	}
 	rates, err := parseSendRates(f.sendRates)
 	if err != nil {
@@ -119,7 +120,7 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 		AdminKey: f.adminKey, SendRate: f.sendRate, SendWorkers: f.sendWorkers, ProviderTimeout: f.providerTimeout,
 		Settings:  group.Settings{CheckAfter: f.checkAfter, Deadline: f.deadline},
 		Retention: tracker.RetentionPolicy{RedactAfter: f.redactAfter, HashAfter: f.hashAfter, DeleteAfter: f.deleteAfter, HashKey: []byte(f.hashKey)},
-		Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		Logger:    logger,
 	}, nil
 }
 
