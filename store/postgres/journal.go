@@ -47,7 +47,7 @@ const (
 	// concurrent suppression committed would otherwise let the claim
 	// commit after it. The value is arbitrary ("crewsupp").
 	suppressionLock int64 = 0x6372657773757070
-	sqlInsReplies = `INSERT INTO replies (provider, event_id, group_id, number, to_number, text, media, received_at)
+	sqlInsReplies         = `INSERT INTO replies (provider, event_id, group_id, number, to_number, text, media, received_at)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[])
 		ON CONFLICT (provider, event_id, number) DO NOTHING`
 	sqlInsIdem = `INSERT INTO idempotency_keys (key, request_hash, group_id, created_at) VALUES ($1, $2, $3, $4)`

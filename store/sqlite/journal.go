@@ -36,7 +36,7 @@ const (
 	// sqlUnsuppress is a START: it lifts only what STOP or a provider
 	// opt-out created.
 	sqlUnsuppress = `DELETE FROM suppressions WHERE number = ? AND ` + sqlq.LiftedByStart
-	sqlInsReply = `INSERT INTO replies (provider, event_id, group_id, number, to_number, text, media, received_at)
+	sqlInsReply   = `INSERT INTO replies (provider, event_id, group_id, number, to_number, text, media, received_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider, event_id, number) DO NOTHING`
 	sqlInsInbox = `INSERT INTO inbox (provider, event_id, message_id, payload, received_at, target, processed_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider, event_id) DO NOTHING`
