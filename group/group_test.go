@@ -705,3 +705,38 @@ func TestRewriteEventRedactsAndHashes(t *testing.T) {
 		t.Fatalf("replayed %+v", replayed.Recipients[0])
 	}
 }
+
+// TestSuppressedAfterCreation: a suppression added after creation turns
+// pending recipients opted_out before they are claimed; one found at the
+// provider call gives the attempt back and opts the recipient out; both
+// survive replay (issue 12 finding 1).
+func TestSuppressedAfterCreation(t *testing.T) {
+	h := newHarness(t, crewcast.ModeIndividual, 4, nil)
+	nums := numbers(4)
+	if got := h.g.ClaimableNumbers(t0, 2); !reflect.DeepEqual(got, nums[:2]) {
+		t.Fatalf("ClaimableNumbers = %v", got)
+	}
+	c := h.claim(t0, 1) // recipient 0 is sending
+	s, ok := h.g.Suppress(map[string]string{nums[0]: "manual", nums[1]: "stop", "+15559999999": "manual"}, t0)
+	if !ok || len(s.Recipients) != 1 || s.Recipients[0] != (SuppressedRecipient{Index: 1, Reason: "stop"}) {
+		t.Fatalf("Suppress = %+v, %v (only the pending recipient 1)", s, ok)
+	}
+	h.apply(s)
+	if h.status(1) != crewcast.StatusOptedOut || !strings.Contains(h.g.Recipients[1].Reason, "STOP") {
+		t.Fatalf("recipient 1 = %+v", h.g.Recipients[1])
+	}
+	if got := h.g.ClaimableNumbers(t0, 0); !reflect.DeepEqual(got, nums[2:]) {
+		t.Fatalf("ClaimableNumbers after suppression = %v", got)
+	}
+	o := h.outcome(c.Sends[0], crewcast.SendResult{}, fmt.Errorf("pool: %w", &SuppressedAtSend{Reason: "manual"}), t0)
+	if o.Result != ResultSuppressed {
+		t.Fatalf("outcome = %+v", o)
+	}
+	if r := h.g.Recipients[0]; r.Status != crewcast.StatusOptedOut || r.Attempts != 0 || !strings.Contains(r.Reason, "manual") {
+		t.Fatalf("recipient 0 = %+v", r)
+	}
+	if _, ok := h.g.Suppress(map[string]string{nums[0]: "manual"}, t0); ok {
+		t.Fatal("an opted-out recipient was suppressed again")
+	}
+	h.replay()
+}
