@@ -447,7 +447,11 @@ func (a *api) addSuppression(w http.ResponseWriter, r *http.Request) error {
 		return invalid("reason", `must be "manual", "stop" or "provider_opt_out"`)
 	}
 	s := store.Suppression{Number: number, Reason: body.Reason, CreatedAt: a.now().UTC()}
-	if err := a.store.AddSuppression(r.Context(), s); err != nil {
+	add := a.store.AddSuppression
+	if sp, ok := a.svc.(Suppressor); ok {
+		add = sp.AddSuppression
+	}
+	if err := add(r.Context(), s); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusCreated, suppressionOf(s))
