@@ -107,8 +107,12 @@ func (t *Tracker) AddSuppression(ctx context.Context, s store.Suppression) error
 
 // refuseSuppressed answers ErrSuppressed when number is on the suppression
 // list: an operator command must not make crewcast send to it again. (A
-// suppression that commits after this check is caught at the claim.)
-func (t *Tracker) refuseSuppressed(ctx context.Context, number string) error {
+// suppression that commits after this check is caught at the claim.) A
+// missing group is left for the command to report.
+func (t *Tracker) refuseSuppressed(ctx context.Context, id, number string) error {
+	if _, err := t.st.GetGroup(ctx, id); err != nil {
+		return nil // not found or unreadable: the command answers
+	}
 	n, err := group.NormalizeNumber(number)
 	if err != nil {
 		return nil // not a number of any group: the command says so

@@ -508,7 +508,7 @@ func (t *Tracker) Cancel(ctx context.Context, id, by string) error {
 // number with ErrSuppressed.
 func (t *Tracker) Resolve(ctx context.Context, id, number, outcome, by string) error {
 	if outcome == group.ResolveNotDelivered {
-		if err := t.refuseSuppressed(ctx, number); err != nil {
+		if err := t.refuseSuppressed(ctx, id, number); err != nil {
 			return err
 		}
 	}
@@ -520,7 +520,7 @@ func (t *Tracker) Resolve(ctx context.Context, id, number, outcome, by string) e
 // Retry asks for a new attempt for a failed recipient; ErrSuppressed for a
 // suppressed number.
 func (t *Tracker) Retry(ctx context.Context, id, number, by string) error {
-	if err := t.refuseSuppressed(ctx, number); err != nil {
+	if err := t.refuseSuppressed(ctx, id, number); err != nil {
 		return err
 	}
 	return t.command(ctx, id, func(g *group.Group, now time.Time) (group.Event, error) { return g.Retry(number, now, by) })
