@@ -454,6 +454,13 @@ func (a *api) addSuppression(w http.ResponseWriter, r *http.Request) error {
 	if err := add(r.Context(), s); err != nil {
 		return err
 	}
+	// Answer with what is stored: a stop or provider_opt_out never
+	// replaces an operator's manual suppression.
+	if got, err := a.store.Suppressed(r.Context(), []string{number}); err == nil {
+		if stored, ok := got[number]; ok {
+			s = stored
+		}
+	}
 	writeJSON(w, http.StatusCreated, suppressionOf(s))
 	return nil
 }
