@@ -91,9 +91,9 @@ func suppressedEvents(t *testing.T, st store.Store, id string) map[string]string
 func TestIntegrationSuppressionMidSendStopsRemainingSends(t *testing.T) {
 	itEngines(t, func(t *testing.T, eng itEngine) {
 		h := newHarness(t, sim.Faults{}, nil)
-		const n = 30
+		const n = 40 // 4 s at 10/s: the suppressed ones come 2.5 s or more after the suppressions
 		numbers := itNumbers(n)
-		viaTracker, viaStore, viaStop := numbers[20], numbers[24], numbers[28]
+		viaTracker, viaStore, viaStop := numbers[30], numbers[34], numbers[38]
 		st := eng.open(t)
 		tr := h.startTracker(t, st, func(c *Config) { c.SendRate, c.SendBurst, c.ClaimBatch = 10, 1, 1 })
 		ctx := context.Background()
