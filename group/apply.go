@@ -2,6 +2,7 @@ package group
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -283,8 +284,13 @@ func (g *Group) applyOutcome(at time.Time, i int, o Outcome) {
 			g.PauseReason = pauseReason(o)
 		}
 	case ResultSuppressed:
-		r.Status = crewcast.StatusOptedOut
 		r.Attempts-- // nothing was sent: the provider was never called
+		if o.Suppressed != nil && !slices.Contains(o.Suppressed, i) {
+			r.Status = crewcast.StatusPending // a group MMS member who did not opt out
+			r.RetryAt = at
+			break
+		}
+		r.Status = crewcast.StatusOptedOut
 		r.Reason = o.Detail
 	case ResultUncertain:
 		r.Status = crewcast.StatusUnconfirmed

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -18,9 +19,12 @@ var (
 
 // SuppressedAtSend is the error a sender reports instead of calling the
 // provider when a number of the send is on the suppression list at that
-// moment; Reason is the suppression's reason. Outcome turns it into
-// ResultSuppressed.
-type SuppressedAtSend struct{ Reason string }
+// moment: Numbers are the suppressed ones (all of the send's when empty),
+// Reason a suppression's reason. Outcome turns it into ResultSuppressed.
+type SuppressedAtSend struct {
+	Reason  string
+	Numbers []string
+}
 
 func (e *SuppressedAtSend) Error() string {
 	return "not sent: the number is on the suppression list (" + e.Reason + ")"
@@ -126,6 +130,19 @@ func (g *Group) Outcome(s Send, res crewcast.SendResult, err error, now time.Tim
 	var sup *SuppressedAtSend
 	if errors.As(err, &sup) {
 		o.Result, o.Detail = ResultSuppressed, suppressedReason(sup.Reason, "when the send was due")
+		if len(sup.Numbers) > 0 {
+			// Group MMS: only the suppressed members opt out; the others
+			// are claimed again without them.
+			o.Suppressed = []int{}
+			for _, i := range s.Indices {
+				if slices.Contains(sup.Numbers, g.Recipients[i].Number) {
+					o.Suppressed = append(o.Suppressed, i)
+				}
+			}
+			if len(o.Suppressed) == 0 {
+				o.Suppressed = nil // as the journal will read it back
+			}
+		}
 		return o
 	}
 	var se *crewcast.SendError

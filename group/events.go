@@ -94,6 +94,10 @@ type Outcome struct {
 	Class          crewcast.ErrorClass `json:"class,omitempty"`
 	Detail         string              `json:"detail,omitempty"`
 	OptOut         bool                `json:"opt_out,omitempty"`
+	// Suppressed, for ResultSuppressed, lists the recipients found on the
+	// suppression list (nil: all of Indices); the others of the send are
+	// pending again with the attempt given back.
+	Suppressed []int `json:"suppressed,omitempty"`
 	// RetryAt is when a retry or rate-limited recipient may be claimed again.
 	RetryAt time.Time `json:"retry_at,omitzero"`
 }

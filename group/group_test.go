@@ -740,3 +740,26 @@ func TestSuppressedAfterCreation(t *testing.T) {
 	}
 	h.replay()
 }
+
+// TestSuppressedAtSendGroupMMS: a group MMS send refused because one
+// member's number was suppressed opts out only that member; the others are
+// pending again with the attempt given back, and claimed without them.
+func TestSuppressedAtSendGroupMMS(t *testing.T) {
+	h := newHarness(t, crewcast.ModeGroupMMS, 3, nil)
+	nums := numbers(3)
+	c := h.claim(t0, 0)
+	o := h.outcome(c.Sends[0], crewcast.SendResult{}, &SuppressedAtSend{Reason: "stop", Numbers: []string{nums[1]}}, t0)
+	if o.Result != ResultSuppressed || !reflect.DeepEqual(o.Suppressed, []int{1}) {
+		t.Fatalf("outcome = %+v", o)
+	}
+	for i, want := range []crewcast.Status{crewcast.StatusPending, crewcast.StatusOptedOut, crewcast.StatusPending} {
+		if r := h.g.Recipients[i]; r.Status != want || r.Attempts != 0 {
+			t.Errorf("recipient %d: %s after %d attempts, want %s after 0", i, r.Status, r.Attempts, want)
+		}
+	}
+	c2 := h.claim(t0, 0)
+	if len(c2.Sends) != 1 || !reflect.DeepEqual(c2.Sends[0].Indices, []int{0, 2}) {
+		t.Fatalf("next claim %+v, want one send to 0 and 2", c2)
+	}
+	h.replay()
+}

@@ -142,13 +142,18 @@ func (t *Tracker) guardSend(ctx context.Context, j sendJob) (release func(), err
 		release()
 		return nil, errSuppressionCheck
 	}
+	if len(sup) == 0 {
+		return release, nil
+	}
+	release()
+	e := &group.SuppressedAtSend{}
 	for _, n := range j.req.To {
 		if s, ok := sup[n]; ok {
-			release()
-			return nil, &group.SuppressedAtSend{Reason: s.Reason}
+			e.Numbers = append(e.Numbers, n)
+			e.Reason = s.Reason
 		}
 	}
-	return release, nil
+	return nil, e
 }
 
 // suppressBeforeClaim is step 1 above: it marks the recipients the next
