@@ -2,6 +2,7 @@ package group
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -177,6 +178,21 @@ func (g *Group) Apply(e Event) error {
 		r.Reason = "retry requested by operator"
 		g.markDirty(v.Index)
 		g.touch(v.At)
+	case Suppressed:
+		if err := g.checkIndices(v.Type(), Indices(v)); err != nil {
+			return err
+		}
+		for _, sr := range v.Recipients {
+			r := g.Recipients[sr.Index]
+			if r.Status != crewcast.StatusPending {
+				continue
+			}
+			r.Status = crewcast.StatusOptedOut
+			r.RetryAt = time.Time{}
+			r.Reason = suppressedReason(sr.Reason, "before it was sent")
+			g.markDirty(sr.Index)
+		}
+		g.touch(v.At)
 	case Resumed:
 		if g.Status == crewcast.GroupPaused {
 			g.Status = crewcast.GroupSending
@@ -267,6 +283,15 @@ func (g *Group) applyOutcome(at time.Time, i int, o Outcome) {
 			g.Status = crewcast.GroupPaused
 			g.PauseReason = pauseReason(o)
 		}
+	case ResultSuppressed:
+		r.Attempts-- // nothing was sent: the provider was never called
+		if o.Suppressed != nil && !slices.Contains(o.Suppressed, i) {
+			r.Status = crewcast.StatusPending // a group MMS member who did not opt out
+			r.RetryAt = at
+			break
+		}
+		r.Status = crewcast.StatusOptedOut
+		r.Reason = o.Detail
 	case ResultUncertain:
 		r.Status = crewcast.StatusUnconfirmed
 		r.Reason = o.Detail
@@ -278,6 +303,20 @@ func (g *Group) applyOutcome(at time.Time, i int, o Outcome) {
 		r.Status = crewcast.StatusCanceled
 		r.RetryAt = time.Time{}
 	}
+}
+
+// suppressedReason explains an opted_out recipient whose number a
+// suppression of the given reason covers.
+func suppressedReason(reason, when string) string {
+	switch reason {
+	case "stop":
+		return "replied STOP (suppression list) " + when
+	case "provider_opt_out":
+		return "the provider reported an opt-out (suppression list) " + when
+	case "":
+		return "on the suppression list " + when
+	}
+	return "on the suppression list (" + reason + ") " + when
 }
 
 func pauseReason(o Outcome) string {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -15,6 +16,19 @@ var (
 	ErrNoRecipient = errors.New("no such recipient in this group")
 	ErrState       = errors.New("not allowed in the current state")
 )
+
+// SuppressedAtSend is the error a sender reports instead of calling the
+// provider when a number of the send is on the suppression list at that
+// moment: Numbers are the suppressed ones (all of the send's when empty),
+// Reason a suppression's reason. Outcome turns it into ResultSuppressed.
+type SuppressedAtSend struct {
+	Reason  string
+	Numbers []string
+}
+
+func (e *SuppressedAtSend) Error() string {
+	return "not sent: the number is on the suppression list (" + e.Reason + ")"
+}
 
 func stateErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrState, fmt.Sprintf(format, args...))
@@ -59,6 +73,36 @@ func (g *Group) Claim(now time.Time, limit int) (Claimed, bool) {
 	return c, len(c.Sends) > 0
 }
 
+// ClaimableNumbers lists the numbers of the recipients Claim(now, limit)
+// would claim, so that the caller can look them up on the suppression list
+// first.
+func (g *Group) ClaimableNumbers(now time.Time, limit int) []string {
+	c, ok := g.Claim(now, limit)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, s := range c.Sends {
+		for _, i := range s.Indices {
+			out = append(out, g.Recipients[i].Number)
+		}
+	}
+	return out
+}
+
+// Suppress turns the pending recipients whose numbers are in reasons
+// (number → suppression reason) into a Suppressed event, or false when
+// there are none.
+func (g *Group) Suppress(reasons map[string]string, now time.Time) (Suppressed, bool) {
+	var out []SuppressedRecipient
+	for i, r := range g.Recipients {
+		if reason, ok := reasons[r.Number]; ok && r.Status == crewcast.StatusPending {
+			out = append(out, SuppressedRecipient{Index: i, Reason: reason})
+		}
+	}
+	return Suppressed{At: now, Recipients: out}, len(out) > 0
+}
+
 // HasClaimable reports whether any recipient is pending and due at now.
 func (g *Group) HasClaimable(now time.Time) bool {
 	if g.Status != crewcast.GroupSending {
@@ -81,6 +125,24 @@ func (g *Group) Outcome(s Send, res crewcast.SendResult, err error, now time.Tim
 	if err == nil {
 		o.Result = ResultAccepted
 		o.MessageID, o.GroupMessageID = res.MessageID, res.GroupMessageID
+		return o
+	}
+	var sup *SuppressedAtSend
+	if errors.As(err, &sup) {
+		o.Result, o.Detail = ResultSuppressed, suppressedReason(sup.Reason, "when the send was due")
+		if len(sup.Numbers) > 0 {
+			// Group MMS: only the suppressed members opt out; the others
+			// are claimed again without them.
+			o.Suppressed = []int{}
+			for _, i := range s.Indices {
+				if slices.Contains(sup.Numbers, g.Recipients[i].Number) {
+					o.Suppressed = append(o.Suppressed, i)
+				}
+			}
+			if len(o.Suppressed) == 0 {
+				o.Suppressed = nil // as the journal will read it back
+			}
+		}
 		return o
 	}
 	var se *crewcast.SendError

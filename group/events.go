@@ -29,6 +29,7 @@ const (
 	TypeResolved    = "recipient.resolved"
 	TypeRetry       = "recipient.retry"
 	TypeResumed     = "group.resumed"
+	TypeSuppressed  = "recipient.suppressed"
 )
 
 // RosterEntry is one recipient as the group was created.
@@ -76,6 +77,10 @@ const (
 	ResultRateLimited = "rate_limited" // 429: pending again after Retry-After; attempt given back
 	ResultUncertain   = "uncertain"    // may have been sent: unconfirmed
 	ResultHalted      = "halted"       // sender/config failure: group paused; attempt given back
+	// ResultSuppressed: not sent, because the number was on the
+	// suppression list when the provider call was about to be made (a
+	// suppression committed after the claim): opted_out; attempt given back.
+	ResultSuppressed = "suppressed"
 )
 
 // Outcome is what became of one Send.
@@ -89,6 +94,10 @@ type Outcome struct {
 	Class          crewcast.ErrorClass `json:"class,omitempty"`
 	Detail         string              `json:"detail,omitempty"`
 	OptOut         bool                `json:"opt_out,omitempty"`
+	// Suppressed, for ResultSuppressed, lists the recipients found on the
+	// suppression list (nil: all of Indices); the others of the send are
+	// pending again with the attempt given back.
+	Suppressed []int `json:"suppressed,omitempty"`
 	// RetryAt is when a retry or rate-limited recipient may be claimed again.
 	RetryAt time.Time `json:"retry_at,omitzero"`
 }
@@ -198,6 +207,21 @@ type RetryRequested struct {
 	By    string    `json:"by,omitempty"`
 }
 
+// SuppressedRecipient is one recipient found on the suppression list.
+type SuppressedRecipient struct {
+	Index int `json:"i"`
+	// Reason is the suppression's reason (manual, stop, provider_opt_out).
+	Reason string `json:"reason"`
+}
+
+// Suppressed records pending recipients found on the suppression list
+// before they were claimed (a suppression added after the group was
+// created): they become opted_out and are never sent to.
+type Suppressed struct {
+	At         time.Time             `json:"at"`
+	Recipients []SuppressedRecipient `json:"recipients"`
+}
+
 // Resumed lifts a pause.
 type Resumed struct {
 	At time.Time `json:"at"`
@@ -216,6 +240,7 @@ func (Canceled) Type() string       { return TypeCanceled }
 func (Resolved) Type() string       { return TypeResolved }
 func (RetryRequested) Type() string { return TypeRetry }
 func (Resumed) Type() string        { return TypeResumed }
+func (Suppressed) Type() string     { return TypeSuppressed }
 
 // Encode returns an event's journal type and JSON data.
 func Encode(e Event) (string, []byte, error) {
@@ -254,6 +279,8 @@ func Decode(typ string, data []byte) (Event, error) {
 		e = &RetryRequested{}
 	case TypeResumed:
 		e = &Resumed{}
+	case TypeSuppressed:
+		e = &Suppressed{}
 	default:
 		return nil, fmt.Errorf("decode: unknown event type %q", typ)
 	}
@@ -290,6 +317,8 @@ func deref(e Event) Event {
 		return *v
 	case *Resumed:
 		return *v
+	case *Suppressed:
+		return *v
 	}
 	return e
 }
@@ -324,6 +353,12 @@ func Indices(e Event) []int {
 		return []int{v.Index}
 	case RetryRequested:
 		return []int{v.Index}
+	case Suppressed:
+		out := make([]int, len(v.Recipients))
+		for k, r := range v.Recipients {
+			out[k] = r.Index
+		}
+		return out
 	}
 	return nil
 }

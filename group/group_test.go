@@ -705,3 +705,61 @@ func TestRewriteEventRedactsAndHashes(t *testing.T) {
 		t.Fatalf("replayed %+v", replayed.Recipients[0])
 	}
 }
+
+// TestSuppressedAfterCreation: a suppression added after creation turns
+// pending recipients opted_out before they are claimed; one found at the
+// provider call gives the attempt back and opts the recipient out; both
+// survive replay (issue 12 finding 1).
+func TestSuppressedAfterCreation(t *testing.T) {
+	h := newHarness(t, crewcast.ModeIndividual, 4, nil)
+	nums := numbers(4)
+	if got := h.g.ClaimableNumbers(t0, 2); !reflect.DeepEqual(got, nums[:2]) {
+		t.Fatalf("ClaimableNumbers = %v", got)
+	}
+	c := h.claim(t0, 1) // recipient 0 is sending
+	s, ok := h.g.Suppress(map[string]string{nums[0]: "manual", nums[1]: "stop", "+15559999999": "manual"}, t0)
+	if !ok || len(s.Recipients) != 1 || s.Recipients[0] != (SuppressedRecipient{Index: 1, Reason: "stop"}) {
+		t.Fatalf("Suppress = %+v, %v (only the pending recipient 1)", s, ok)
+	}
+	h.apply(s)
+	if h.status(1) != crewcast.StatusOptedOut || !strings.Contains(h.g.Recipients[1].Reason, "STOP") {
+		t.Fatalf("recipient 1 = %+v", h.g.Recipients[1])
+	}
+	if got := h.g.ClaimableNumbers(t0, 0); !reflect.DeepEqual(got, nums[2:]) {
+		t.Fatalf("ClaimableNumbers after suppression = %v", got)
+	}
+	o := h.outcome(c.Sends[0], crewcast.SendResult{}, fmt.Errorf("pool: %w", &SuppressedAtSend{Reason: "manual"}), t0)
+	if o.Result != ResultSuppressed {
+		t.Fatalf("outcome = %+v", o)
+	}
+	if r := h.g.Recipients[0]; r.Status != crewcast.StatusOptedOut || r.Attempts != 0 || !strings.Contains(r.Reason, "manual") {
+		t.Fatalf("recipient 0 = %+v", r)
+	}
+	if _, ok := h.g.Suppress(map[string]string{nums[0]: "manual"}, t0); ok {
+		t.Fatal("an opted-out recipient was suppressed again")
+	}
+	h.replay()
+}
+
+// TestSuppressedAtSendGroupMMS: a group MMS send refused because one
+// member's number was suppressed opts out only that member; the others are
+// pending again with the attempt given back, and claimed without them.
+func TestSuppressedAtSendGroupMMS(t *testing.T) {
+	h := newHarness(t, crewcast.ModeGroupMMS, 3, nil)
+	nums := numbers(3)
+	c := h.claim(t0, 0)
+	o := h.outcome(c.Sends[0], crewcast.SendResult{}, &SuppressedAtSend{Reason: "stop", Numbers: []string{nums[1]}}, t0)
+	if o.Result != ResultSuppressed || !reflect.DeepEqual(o.Suppressed, []int{1}) {
+		t.Fatalf("outcome = %+v", o)
+	}
+	for i, want := range []crewcast.Status{crewcast.StatusPending, crewcast.StatusOptedOut, crewcast.StatusPending} {
+		if r := h.g.Recipients[i]; r.Status != want || r.Attempts != 0 {
+			t.Errorf("recipient %d: %s after %d attempts, want %s after 0", i, r.Status, r.Attempts, want)
+		}
+	}
+	c2 := h.claim(t0, 0)
+	if len(c2.Sends) != 1 || !reflect.DeepEqual(c2.Sends[0].Indices, []int{0, 2}) {
+		t.Fatalf("next claim %+v, want one send to 0 and 2", c2)
+	}
+	h.replay()
+}

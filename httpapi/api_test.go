@@ -477,6 +477,18 @@ func TestGroupActions(t *testing.T) {
 			body: `{"outcome":"not_delivered"}`, key: "send", status: 200, check: recipient("+15550100001", "pending")},
 		{name: "retry carrier failure", setup: carrierFailed, method: "POST", path: "/v1/groups/{id}/recipients/%2B15550100001/retry",
 			key: "send", status: 200, check: recipient("+15550100001", "pending")},
+		{name: "retry suppressed number", method: "POST", path: "/v1/groups/{id}/recipients/%2B15550100001/retry",
+			setup: func(e *env) map[string]string {
+				m := carrierFailed(e)
+				e.svc.RetryFunc = func(context.Context, string, string, string) error { return tracker.ErrSuppressed }
+				return m
+			}, key: "send", status: 409, code: "suppressed", has: []string{"suppression list"}},
+		{name: "resolve suppressed number", method: "POST", path: "/v1/groups/{id}/recipients/%2B15550100001/resolve",
+			setup: func(e *env) map[string]string {
+				m := unconfirmed(e)
+				e.svc.ResolveFunc = func(context.Context, string, string, string, string) error { return tracker.ErrSuppressed }
+				return m
+			}, body: `{"outcome":"not_delivered"}`, key: "send", status: 409, code: "suppressed"},
 	})
 }
 
@@ -668,6 +680,8 @@ func TestSuppressions(t *testing.T) {
 		{name: "add", method: "POST", path: "/v1/suppressions", body: `{"number":"(555) 010-0001"}`, key: "send", status: 201,
 			has: []string{`"number":"+15550100001"`, `"reason":"manual"`}, check: isSuppressed(true)},
 		{name: "add with reason", method: "POST", path: "/v1/suppressions", body: `{"number":"+15550100001","reason":"stop"}`, key: "send", status: 201},
+		{name: "stop over manual answers manual", setup: suppressed, method: "POST", path: "/v1/suppressions",
+			body: `{"number":"+15550100001","reason":"stop"}`, key: "send", status: 201, has: []string{`"reason":"manual"`}},
 		{name: "add bad reason", method: "POST", path: "/v1/suppressions", body: `{"number":"+15550100001","reason":"dislike"}`, key: "send", status: 400, fields: []string{"reason"}},
 		{name: "add bad number", method: "POST", path: "/v1/suppressions", body: `{"number":"x"}`, key: "send", status: 400, fields: []string{"number"}},
 		{name: "read cannot add", method: "POST", path: "/v1/suppressions", body: `{"number":"+15550100001"}`, key: "read", status: 403, check: isSuppressed(false)},

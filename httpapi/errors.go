@@ -36,6 +36,7 @@ const (
 	codeMalformed        = "malformed"
 	codeUnavailable      = "unavailable"
 	codeNotReady         = "not_ready"
+	codeSuppressed       = "suppressed"
 )
 
 // apiError is an error that is safe to show: its status, code, message
@@ -99,6 +100,9 @@ func publicError(err error) (e *apiError, internal bool) {
 	case errors.Is(err, tracker.ErrIdempotencyMismatch):
 		return newError(http.StatusUnprocessableEntity, codeIdempotency,
 			"this Idempotency-Key was already used with a different request"), false
+	case errors.Is(err, tracker.ErrSuppressed):
+		return newError(http.StatusConflict, codeSuppressed,
+			"the number is on the suppression list; remove the suppression first to send to it again"), false
 	case errors.Is(err, group.ErrState):
 		// The domain's own state messages ("recipient is sent; only failed
 		// recipients can be retried") help operators and carry no

@@ -64,6 +64,13 @@ type Service interface {
 	Hub() *tracker.Hub
 }
 
+// Suppressor is implemented by a Service that must see every suppression
+// added through the API (tracker.Tracker: it orders sends in flight
+// against the commit). Without it, suppressions go to the Store directly.
+type Suppressor interface {
+	AddSuppression(ctx context.Context, s store.Suppression) error
+}
+
 // Config configures New. Zero fields take the defaults stated on each.
 type Config struct {
 	// Store serves reports, keys, suppressions and the journal. Required.

@@ -455,8 +455,19 @@ func (a *api) addSuppression(w http.ResponseWriter, r *http.Request) error {
 		return invalid("reason", `must be "manual", "stop" or "provider_opt_out"`)
 	}
 	s := store.Suppression{Number: number, Reason: body.Reason, CreatedAt: a.now().UTC()}
-	if err := a.store.AddSuppression(r.Context(), s); err != nil {
+	add := a.store.AddSuppression
+	if sp, ok := a.svc.(Suppressor); ok {
+		add = sp.AddSuppression
+	}
+	if err := add(r.Context(), s); err != nil {
 		return err
+	}
+	// Answer with what is stored: a stop or provider_opt_out never
+	// replaces an operator's manual suppression.
+	if got, err := a.store.Suppressed(r.Context(), []string{number}); err == nil {
+		if stored, ok := got[number]; ok {
+			s = stored
+		}
 	}
 	writeJSON(w, http.StatusCreated, suppressionOf(s))
 	return nil

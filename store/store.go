@@ -60,6 +60,9 @@ var (
 	// ErrUnknownEffect fails a unit that carries an effect the engine does
 	// not know.
 	ErrUnknownEffect = errors.New("unknown effect type")
+	// ErrSuppressed fails a unit whose Effects.Claim names a number on the
+	// suppression list at the moment the unit commits.
+	ErrSuppressed = errors.New("number is suppressed")
 )
 
 // NumShards is the number of shards actor keys hash to (design.md §9).
@@ -80,10 +83,17 @@ type Effects struct {
 	Deliveries  []DeliveryRow   // upsert by (GroupID, Number)
 	InboxDone   []InboxRef      // mark processed (and set Target)
 	Routes      []Route         // upsert by Key
-	Suppress    []Suppression   // upsert by Number
-	Unsuppress  []string        // delete by number
+	Suppress    []Suppression   // upsert by Number; a START-liftable reason never replaces one that is not
+	Unsuppress  []string        // a START: delete by number, only suppressions LiftedByStart
 	Replies     []Reply         // insert; duplicate (Provider, EventID, Number) is ignored
 	Idempotency *IdempotencyKey // insert; an existing key fails the unit with ErrIdempotencyConflict
+	// Claim lists the numbers this unit claims for a provider call. If any
+	// is suppressed when the unit commits (counting Suppress effects of
+	// earlier units in the same Commit), the unit fails with ErrSuppressed
+	// and writes nothing. Engines serialize this check with every
+	// suppression write, so a claim never commits after a suppression of
+	// one of its numbers did.
+	Claim []string
 }
 
 // ---- Inbox ----
@@ -284,11 +294,31 @@ type Suppression struct {
 	CreatedAt time.Time
 }
 
+// Suppression reasons: who put a number on the list.
+const (
+	ReasonManual         = "manual"           // an operator (API, import)
+	ReasonStop           = "stop"             // the person texted STOP
+	ReasonProviderOptOut = "provider_opt_out" // the provider reported an opt-out
+)
+
+// LiftedByStart reports whether an inbound START may lift a suppression of
+// this reason: only what the person's own STOP or a provider opt-out
+// created. An operator's suppression stays until an operator removes it.
+func LiftedByStart(reason string) bool {
+	return reason == ReasonStop || reason == ReasonProviderOptOut
+}
+
 // Suppressions is the do-not-send list.
 type Suppressions interface {
 	// Suppressed returns the suppressions among numbers, keyed by number.
 	Suppressed(ctx context.Context, numbers []string) (map[string]Suppression, error)
+	// AddSuppression creates or replaces a suppression, except that a
+	// START-liftable reason never replaces one that is not (a STOP on top
+	// of a manual suppression leaves it manual). It is serialized with
+	// claims (see Effects.Claim).
 	AddSuppression(ctx context.Context, s Suppression) error
+	// RemoveSuppression deletes a suppression of any reason (an operator's
+	// decision).
 	RemoveSuppression(ctx context.Context, number string) error
 	ListSuppressions(ctx context.Context, cursor string, limit int) (rows []Suppression, next string, err error)
 }

@@ -391,17 +391,29 @@ func (a *groupActor) kick(c *actor.Context[groupMsg]) {
 		c.Schedule(20*time.Millisecond, msgKick{})
 		return
 	}
-	cl, ok := a.g.Claim(now, min(room, t.cfg.ClaimBatch))
+	limit := min(room, t.cfg.ClaimBatch)
+	if !a.suppressBeforeClaim(c.Context(), now, limit) {
+		c.Schedule(time.Second, msgKick{}) // the suppression list could not be read
+		return
+	}
+	cl, ok := a.g.Claim(now, limit)
 	if !ok {
+		if len(a.pending) > 0 {
+			_ = a.flush(c) // only suppressed recipients: record them
+		}
 		return
 	}
 	granted, wait := t.pacer.take(a.g.From, len(cl.Sends), now)
 	if granted == 0 {
+		if len(a.pending) > 0 {
+			_ = a.flush(c) // recipients found suppressed
+		}
 		c.Schedule(wait, msgKick{})
 		return
 	}
 	cl.Sends = cl.Sends[:granted]
 	a.emit(cl)
+	a.eff.Claim = a.claimedNumbers(cl)
 	if err := a.flush(c); err != nil {
 		return
 	}
@@ -683,7 +695,11 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 		return nil
 	}
 	u.Effects = []any{a.eff}
+	// STOP or a provider opt-out: no provider call to these numbers may
+	// pass its check while this commits (see suppress.go).
+	release := t.gate.write(suppressedNumbers(a.eff.Suppress))
 	err := t.committer.Commit(c.Context(), u)
+	release()
 	sends, adopt := a.sends, a.adopt
 	a.pending, a.eff, a.sends, a.adopt = nil, store.Effects{}, nil, nil
 	if err != nil {
@@ -770,6 +786,16 @@ func earliestSet(ops []actor.ReminderOp) time.Time {
 // Fenced means another node owns the group: stop, never send. Anything else
 // reloads from the store after a backoff.
 func (a *groupActor) fail(c *actor.Context[groupMsg], err error) {
+	if errors.Is(err, store.ErrSuppressed) {
+		// A claim refused because a number was suppressed after this actor
+		// looked: nothing was written, the store is healthy. Reload now
+		// (the in-memory claim is discarded) and look again.
+		c.Logger().Info("claim refused: a number was suppressed meanwhile; reloading")
+		if lerr := a.load(c); lerr != nil {
+			a.enterBroken(c, lerr)
+		}
+		return
+	}
 	if errors.Is(err, actor.ErrFenced) {
 		a.retired = true
 		a.pending, a.eff, a.sends, a.adopt = nil, store.Effects{}, nil, nil

@@ -417,6 +417,7 @@ func (u *unmatchedLog) record(ctx context.Context, ref store.InboxRef, events []
 	}
 	eff.InboxDone = []store.InboxRef{{Provider: ref.Provider, EventID: ref.EventID, Target: unmatchedKey}}
 	unit.Effects = []any{eff}
+	defer t.gate.write(suppressedNumbers(eff.Suppress))() // see suppress.go
 	if err := t.committer.Commit(ctx, unit); err != nil {
 		if errors.Is(err, actor.ErrConflict) {
 			// Someone else appended (another node): catch up, let the sweep retry.

@@ -60,6 +60,10 @@ type pool struct {
 	now      func() time.Time
 	onSend   func(groupID string, r sendResult)
 	onLookup func(groupID string, r lookupResult)
+	// guard, when set, runs right before each provider call: an error
+	// answers the send without calling (a suppressed number); release is
+	// called once the call returned.
+	guard func(ctx context.Context, j sendJob) (release func(), err error)
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -152,6 +156,13 @@ func (p *pool) call(j sendJob) sendResult {
 	defer cancel()
 	var res crewcast.SendResult
 	var err error
+	if p.guard != nil {
+		release, gerr := p.guard(ctx, j)
+		if gerr != nil {
+			return sendResult{send: j.send, err: gerr, at: p.now()}
+		}
+		defer release()
+	}
 	if j.mms {
 		res, err = p.provider.SendGroupMMS(ctx, j.req)
 	} else {

@@ -164,6 +164,7 @@ type Tracker struct {
 	idle    chan struct{}
 
 	unmatched unmatchedLog
+	gate      suppressionGate // orders provider calls against suppression commits
 
 	closing    atomic.Bool
 	actorsDown atomic.Bool
@@ -228,6 +229,7 @@ func New(cfg Config) (*Tracker, error) {
 	}
 	t.pacer = newPacer(cfg.SendRate, cfg.SendBurst, cfg.SendRates)
 	t.pool = newPool(cfg.Provider, cfg.SendWorkers, cfg.SendTimeout, cfg.Clock.Now, t.postResult, t.postLookup)
+	t.pool.guard = t.guardSend
 	return t, nil
 }
 
@@ -569,14 +571,25 @@ func (t *Tracker) Cancel(ctx context.Context, id, by string) error {
 }
 
 // Resolve records an operator's decision about an unconfirmed recipient.
+// not_delivered (which allows a new attempt) is refused for a suppressed
+// number with ErrSuppressed.
 func (t *Tracker) Resolve(ctx context.Context, id, number, outcome, by string) error {
+	if outcome == group.ResolveNotDelivered {
+		if err := t.refuseSuppressed(ctx, id, number); err != nil {
+			return err
+		}
+	}
 	return t.command(ctx, id, func(g *group.Group, now time.Time) (group.Event, error) {
 		return g.Resolve(number, outcome, now, by)
 	})
 }
 
-// Retry asks for a new attempt for a failed recipient.
+// Retry asks for a new attempt for a failed recipient; ErrSuppressed for a
+// suppressed number.
 func (t *Tracker) Retry(ctx context.Context, id, number, by string) error {
+	if err := t.refuseSuppressed(ctx, id, number); err != nil {
+		return err
+	}
 	return t.command(ctx, id, func(g *group.Group, now time.Time) (group.Event, error) { return g.Retry(number, now, by) })
 }
 

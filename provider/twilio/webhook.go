@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/crewcast/crewcast"
-	"github.com/crewcast/crewcast/provider/internal/adapter"
 )
 
 // EmptyTwiML is the reply to an inbound-message webhook that sends nothing
@@ -18,7 +17,9 @@ const EmptyTwiML = `<?xml version="1.0" encoding="UTF-8"?><Response/>`
 const TwiMLContentType = "text/xml"
 
 // IdempotencyTokenHeader is the webhook header that stays the same across
-// Twilio's retries of one webhook; it is the EventID when present.
+// Twilio's retries of one webhook. It is NOT used as the EventID: the
+// signature does not cover headers, so a captured STOP or START re-posted
+// with a fresh token would count as a new event each time.
 const IdempotencyTokenHeader = "I-Twilio-Idempotency-Token"
 
 // maxMediaParams bounds the MediaUrl{N} scan when NumMedia is missing.
@@ -42,8 +43,11 @@ const maxMediaParams = 100
 // receiving/received) gives one KindStatus Event (with Body as Text in the
 // rare callback that carries one); an inbound message gives
 // one KindInbound Event with Body as Text and MediaUrl{N} as Media. The
-// EventID is the I-Twilio-Idempotency-Token header when present, else
-// "MessageSid:status:ErrorCode" (status "received" for inbound). Twilio
+// EventID comes from signed content only, "MessageSid:status:ErrorCode"
+// (status "received" for inbound), so a replay with a new
+// I-Twilio-Idempotency-Token is the same event. A parameter crewcast reads
+// that appears more than once is refused (ErrMalformed): the signature
+// covers every value, sorted, so "Body=A&Body=STOP" has no one meaning. Twilio
 // webhooks carry no event time, so OccurredAt is the injected clock's now.
 // A signed form without a MessageSid, or with neither a status nor a body,
 // gives no Events and no error.
@@ -59,7 +63,7 @@ func (c *Client) ParseWebhook(req crewcast.WebhookRequest) ([]crewcast.Event, er
 	if err := Verify(c.authToken, signedURL, req.Header, params); err != nil {
 		return nil, err
 	}
-	ev, ok, err := parseParams(params, adapter.HeaderValue(req.Header, IdempotencyTokenHeader))
+	ev, ok, err := parseParams(params)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -86,7 +90,10 @@ func isAbsolute(s string) bool {
 
 // parseParams interprets a verified webhook form; ok is false when the form
 // carries nothing crewcast tracks. OccurredAt is left for the caller.
-func parseParams(p url.Values, token string) (ev crewcast.Event, ok bool, err error) {
+func parseParams(p url.Values) (ev crewcast.Event, ok bool, err error) {
+	if name, ok := repeatedParam(p); ok {
+		return crewcast.Event{}, false, malformed("parameter %s appears more than once", name)
+	}
 	sid := firstOf(p, "MessageSid", "SmsMessageSid", "SmsSid")
 	if sid == "" {
 		return crewcast.Event{}, false, nil
@@ -102,7 +109,6 @@ func parseParams(p url.Values, token string) (ev crewcast.Event, ok bool, err er
 	code := p.Get("ErrorCode")
 	ev = crewcast.Event{
 		Provider:  ProviderName,
-		EventID:   token,
 		MessageID: sid,
 		From:      p.Get("From"),
 		To:        p.Get("To"),
@@ -111,17 +117,13 @@ func parseParams(p url.Values, token string) (ev crewcast.Event, ok bool, err er
 		return crewcast.Event{}, false, malformed("message webhook without From or To")
 	}
 	if inbound {
-		if ev.EventID == "" {
-			ev.EventID = sid + ":received:" + code
-		}
+		ev.EventID = sid + ":received:" + code
 		ev.Kind = crewcast.KindInbound
 		ev.Text = p.Get("Body")
 		ev.Media = mediaURLs(p)
 		return ev, true, nil
 	}
-	if ev.EventID == "" {
-		ev.EventID = sid + ":" + providerStatus + ":" + code
-	}
+	ev.EventID = sid + ":" + providerStatus + ":" + code
 	rs := recipientStatus(ev.To, providerStatus, code, crewcast.StatusUnknown)
 	ev.Kind = crewcast.KindStatus
 	ev.Text = p.Get("Body") // status callbacks rarely carry it; keep it when they do
@@ -131,6 +133,26 @@ func parseParams(p url.Values, token string) (ev crewcast.Event, ok bool, err er
 	ev.ErrorClass = rs.ErrorClass
 	ev.OptOut = rs.OptOut
 	return ev, true, nil
+}
+
+// readParams are the parameters parseParams interprets (besides MediaUrl{N}).
+var readParams = []string{"MessageSid", "SmsMessageSid", "SmsSid", "MessageStatus", "SmsStatus",
+	"Body", "NumMedia", "ErrorCode", "From", "To"}
+
+// repeatedParam names a parameter crewcast reads that has more than one
+// value.
+func repeatedParam(p url.Values) (string, bool) {
+	for _, n := range readParams {
+		if len(p[n]) > 1 {
+			return n, true
+		}
+	}
+	for n, vs := range p {
+		if len(vs) > 1 && strings.HasPrefix(n, "MediaUrl") {
+			return n, true
+		}
+	}
+	return "", false
 }
 
 // mediaURLs collects MediaUrl0..MediaUrl{NumMedia-1}, skipping gaps; when

@@ -108,16 +108,53 @@ func TestParseWebhookSemantics(t *testing.T) {
 	}
 }
 
-func TestParseWebhookEventIDPrefersIdempotencyToken(t *testing.T) {
+// TestParseWebhookEventIDFromSignedContent: the I-Twilio-Idempotency-Token
+// header is not covered by the signature, so a captured STOP or START
+// re-posted with a new token must still be recognised as the same event
+// (issue 12 finding 3: it was the EventID, so every replay was new).
+func TestParseWebhookEventIDFromSignedContent(t *testing.T) {
 	c := newTestClient(t, "http://127.0.0.1:1", nil)
-	req := signedRequest(t, testHookURL, readTestdata(t, "webhooks/status_delivered.txt"))
-	req.Header.Set(IdempotencyTokenHeader, "b1a4c7d2-retry-stable")
-	ev, err := c.ParseWebhook(req)
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"status_delivered", "inbound_sms"} {
+		body := readTestdata(t, "webhooks/"+name+".txt")
+		var ids []string
+		for _, token := range []string{"", "b1a4c7d2-retry-stable", "attacker-chosen-1", "attacker-chosen-2"} {
+			req := signedRequest(t, testHookURL, body)
+			if token != "" {
+				req.Header.Set(IdempotencyTokenHeader, token)
+			}
+			ev, err := c.ParseWebhook(req)
+			if err != nil || len(ev) != 1 {
+				t.Fatalf("%s: %v %+v", name, err, ev)
+			}
+			if strings.Contains(ev[0].EventID, token) && token != "" {
+				t.Errorf("%s: EventID %q carries the unsigned token", name, ev[0].EventID)
+			}
+			ids = append(ids, ev[0].EventID)
+		}
+		for _, id := range ids[1:] {
+			if id != ids[0] {
+				t.Errorf("%s: EventIDs differ across tokens: %q", name, ids)
+				break
+			}
+		}
 	}
-	if len(ev) != 1 || ev[0].EventID != "b1a4c7d2-retry-stable" {
-		t.Errorf("events = %+v", ev)
+}
+
+// TestParseWebhookRepeatedParameters: the signature covers every value of
+// a repeated name (sorted), but parsing would read only the first, so a
+// signed "Body=A&Body=STOP" could mean either. Such forms are refused.
+func TestParseWebhookRepeatedParameters(t *testing.T) {
+	c := newTestClient(t, "http://127.0.0.1:1", nil)
+	base := string(readTestdata(t, "webhooks/inbound_sms.txt"))
+	for _, extra := range []string{"&Body=STOP", "&From=%2B15550100009", "&MessageSid=SMother", "&SmsStatus=delivered"} {
+		ev, err := c.ParseWebhook(signedRequest(t, testHookURL, []byte(base+extra)))
+		if !errors.Is(err, crewcast.ErrMalformed) {
+			t.Errorf("repeated %q: events %+v, err %v; want ErrMalformed", extra, ev, err)
+		}
+	}
+	// A repeated parameter crewcast does not read is harmless.
+	if _, err := c.ParseWebhook(signedRequest(t, testHookURL, []byte(base+"&ToCity=X"))); err != nil {
+		t.Errorf("repeated unread parameter: %v", err)
 	}
 }
 

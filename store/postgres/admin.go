@@ -13,17 +13,31 @@ import (
 // effects.
 
 // AddSuppression creates or replaces a suppression (CreatedAt defaults to
-// now).
+// now; see store.Suppressions for which reason wins). It holds
+// suppressionLock exclusively, so it commits either before a concurrent
+// claim reads the suppressions (which then sees it) or after the claim
+// committed.
 func (s *Store) AddSuppression(ctx context.Context, sp store.Suppression) error {
-	if _, err := s.pool.Exec(ctx, sqlSuppress, []string{sp.Number}, []string{sp.Reason}, []int64{store.Nanos(sqlq.OrNow(sp.CreatedAt, s.now()))}); err != nil {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
 		return fmt.Errorf("postgres: add suppression: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, suppressionLock); err != nil {
+		return fmt.Errorf("postgres: add suppression: lock: %w", err)
+	}
+	if _, err := tx.Exec(ctx, sqlSuppress, []string{sp.Number}, []string{sp.Reason}, []int64{store.Nanos(sqlq.OrNow(sp.CreatedAt, s.now()))}); err != nil {
+		return fmt.Errorf("postgres: add suppression: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: add suppression: commit: %w", err)
 	}
 	return nil
 }
 
 // RemoveSuppression deletes a suppression; a missing one is not an error.
 func (s *Store) RemoveSuppression(ctx context.Context, number string) error {
-	if _, err := s.pool.Exec(ctx, sqlUnsuppress, []string{number}); err != nil {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM suppressions WHERE number = $1`, number); err != nil {
 		return fmt.Errorf("postgres: remove suppression: %w", err)
 	}
 	return nil

@@ -36,9 +36,18 @@ const (
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at`
 	sqlSuppress = `INSERT INTO suppressions (number, reason, created_at)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
-		ON CONFLICT (number) DO UPDATE SET reason = excluded.reason, created_at = excluded.created_at`
-	sqlUnsuppress = `DELETE FROM suppressions WHERE number = ANY($1::text[])`
-	sqlInsReplies = `INSERT INTO replies (provider, event_id, group_id, number, to_number, text, media, received_at)
+		ON CONFLICT (number) DO UPDATE SET reason = excluded.reason, created_at = excluded.created_at
+		WHERE ` + sqlq.SuppressionReplaceable
+	// sqlUnsuppress is a START: it lifts only what STOP or a provider
+	// opt-out created.
+	sqlUnsuppress = `DELETE FROM suppressions WHERE number = ANY($1::text[]) AND ` + sqlq.LiftedByStart
+	// suppressionLock is the transaction-level advisory lock that orders
+	// claims (shared) against suppression writes (exclusive), across
+	// nodes: in READ COMMITTED a claim's check that ran before a
+	// concurrent suppression committed would otherwise let the claim
+	// commit after it. The value is arbitrary ("crewsupp").
+	suppressionLock int64 = 0x6372657773757070
+	sqlInsReplies         = `INSERT INTO replies (provider, event_id, group_id, number, to_number, text, media, received_at)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[])
 		ON CONFLICT (provider, event_id, number) DO NOTHING`
 	sqlInsIdem = `INSERT INTO idempotency_keys (key, request_hash, group_id, created_at) VALUES ($1, $2, $3, $4)`
@@ -58,10 +67,36 @@ const (
 type commitState struct {
 	heads map[string]uint64
 	idem  map[string]bool
+	// suppressed holds the claimed numbers that are suppressed, read under
+	// suppressionLock, plus those suppressed by units already planned.
+	suppressed map[string]bool
 }
 
 func (c commitState) clone() commitState {
-	return commitState{heads: maps.Clone(c.heads), idem: maps.Clone(c.idem)}
+	return commitState{heads: maps.Clone(c.heads), idem: maps.Clone(c.idem), suppressed: maps.Clone(c.suppressed)}
+}
+
+// claimsSuppressed reports whether a unit claims a number in suppressed.
+func claimsSuppressed(effs []*store.Effects, suppressed map[string]bool) bool {
+	for _, e := range effs {
+		for _, n := range e.Claim {
+			if suppressed[n] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// addSuppressed records the numbers a unit suppresses. A START in the
+// batch is not subtracted: a claim it would allow is refused once, and
+// its actor claims again after reloading.
+func addSuppressed(effs []*store.Effects, suppressed map[string]bool) {
+	for _, e := range effs {
+		for _, sp := range e.Suppress {
+			suppressed[sp.Number] = true
+		}
+	}
 }
 
 // Commit applies every unit in one transaction. Lease epochs (FOR SHARE),
@@ -151,6 +186,7 @@ func (s *Store) Commit(ctx context.Context, units []actor.Unit) ([]error, error)
 					state.idem[e.Idempotency.Key] = true
 				}
 			}
+			addSuppressed(effs[i], state.suppressed)
 		}
 		if failed < 0 {
 			break
@@ -207,6 +243,11 @@ func planRound(units []actor.Unit, effs [][]*store.Effects, pending []int, okSha
 			results[i] = fmt.Errorf("key %q: %w", k, store.ErrIdempotencyConflict)
 			continue
 		}
+		if claimsSuppressed(effs[i], plan.suppressed) {
+			results[i] = fmt.Errorf("claim: %w", store.ErrSuppressed)
+			continue
+		}
+		addSuppressed(effs[i], plan.suppressed)
 		plan.heads[u.Key] = u.ExpectSeq + uint64(len(u.Events))
 		for _, e := range effs[i] {
 			if e.Idempotency != nil {
@@ -316,15 +357,23 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 			}
 			routes = append(routes, e.Routes...)
 			for _, sp := range e.Suppress {
-				if _, ok := sups[sp.Number]; !ok {
+				prev, ok := sups[sp.Number]
+				if !ok {
 					supOrder = append(supOrder, sp.Number)
+				}
+				if ok && !prev.delete && !store.LiftedByStart(prev.sp.Reason) && store.LiftedByStart(sp.Reason) {
+					continue // a STOP does not replace an operator's suppression
 				}
 				sp.CreatedAt = sqlq.OrNow(sp.CreatedAt, now)
 				sups[sp.Number] = supOp{sp: sp}
 			}
 			for _, n := range e.Unsuppress {
-				if _, ok := sups[n]; !ok {
+				prev, ok := sups[n]
+				if !ok {
 					supOrder = append(supOrder, n)
+				}
+				if ok && !prev.delete && !store.LiftedByStart(prev.sp.Reason) {
+					continue // a START does not lift an operator's suppression
 				}
 				sups[n] = supOp{delete: true}
 			}
@@ -407,7 +456,8 @@ func (s *Store) prefetch(ctx context.Context, tx pgx.Tx, units []actor.Unit, eff
 	seenShard := map[int]bool{}
 	seenKey := map[string]bool{}
 	var shards, epochs []int64
-	var keys, idem []string
+	var keys, idem, claimed []string
+	suppressing := false
 	for _, i := range pending {
 		u := &units[i]
 		if sh := store.ShardOf(u.Key); !seenShard[sh] {
@@ -425,11 +475,34 @@ func (s *Store) prefetch(ctx context.Context, tx pgx.Tx, units []actor.Unit, eff
 			if e.Idempotency != nil {
 				idem = append(idem, e.Idempotency.Key)
 			}
+			claimed = append(claimed, e.Claim...)
+			suppressing = suppressing || len(e.Suppress) > 0
 		}
 	}
-	state := commitState{heads: map[string]uint64{}, idem: map[string]bool{}}
+	state := commitState{heads: map[string]uint64{}, idem: map[string]bool{}, suppressed: map[string]bool{}}
 	ok := map[int]bool{}
 	b := &pgx.Batch{}
+	// Claims against suppressions: take the lock first, so the suppression
+	// read below (its own statement, so its own snapshot) sees every
+	// suppression committed before this transaction commits.
+	switch {
+	case suppressing:
+		b.Queue(`SELECT pg_advisory_xact_lock($1)`, suppressionLock)
+	case len(claimed) > 0:
+		b.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, suppressionLock)
+	}
+	if len(claimed) > 0 {
+		b.Queue(`SELECT number FROM suppressions WHERE number = ANY($1::text[])`, claimed).Query(func(rows pgx.Rows) error {
+			return forEach(rows, func() error {
+				var n string
+				if err := rows.Scan(&n); err != nil {
+					return err
+				}
+				state.suppressed[n] = true
+				return nil
+			})
+		})
+	}
 	b.Queue(`SELECT l.shard FROM shard_leases l
 		JOIN unnest($1::bigint[], $2::bigint[]) AS m(shard, epoch) ON l.shard = m.shard AND l.epoch = m.epoch
 		ORDER BY l.shard FOR SHARE OF l`, shards, epochs).Query(func(rows pgx.Rows) error {
@@ -541,6 +614,29 @@ func lastPerKey[T any](rows []T, key func(*T) string) []T {
 	return out
 }
 
+// mergeSuppress keeps one suppression per number, the last one, except
+// that a START-liftable reason never replaces one that is not (as the
+// upsert's ON CONFLICT condition does between statements).
+func mergeSuppress(ss []store.Suppression) []store.Suppression {
+	if len(ss) < 2 {
+		return ss
+	}
+	idx := make(map[string]int, len(ss))
+	out := make([]store.Suppression, 0, len(ss))
+	for _, sp := range ss {
+		if j, ok := idx[sp.Number]; ok {
+			if store.LiftedByStart(sp.Reason) && !store.LiftedByStart(out[j].Reason) {
+				continue
+			}
+			out[j] = sp
+			continue
+		}
+		idx[sp.Number] = len(out)
+		out = append(out, sp)
+	}
+	return out
+}
+
 // queueUnit queues the statements that write one unit.
 func queueUnit(b *pgx.Batch, u *actor.Unit, effs []*store.Effects, now time.Time) error {
 	if n := len(u.Events); n > 0 {
@@ -585,7 +681,7 @@ func queueUnit(b *pgx.Batch, u *actor.Unit, effs []*store.Effects, now time.Time
 			}
 			b.Queue(sqlPutRoutes, keys, vals, exp)
 		}
-		if ss := lastPerKey(e.Suppress, func(s *store.Suppression) string { return s.Number }); len(ss) > 0 {
+		if ss := mergeSuppress(e.Suppress); len(ss) > 0 {
 			nums, reasons, created := make([]string, len(ss)), make([]string, len(ss)), make([]int64, len(ss))
 			for j, sp := range ss {
 				nums[j], reasons[j], created[j] = sp.Number, sp.Reason, store.Nanos(sqlq.OrNow(sp.CreatedAt, now))

@@ -13,7 +13,8 @@ import (
 // effects.
 
 // AddSuppression creates or replaces a suppression (CreatedAt defaults to
-// now).
+// now; see store.Suppressions for which reason wins). SQLite has one
+// writer at a time, so it is serialized with every claim check.
 func (s *Store) AddSuppression(ctx context.Context, sp store.Suppression) error {
 	if _, err := s.st.suppress.ExecContext(ctx, sp.Number, sp.Reason, store.Nanos(sqlq.OrNow(sp.CreatedAt, s.now()))); err != nil {
 		return fmt.Errorf("sqlite: add suppression: %w", err)
@@ -23,7 +24,7 @@ func (s *Store) AddSuppression(ctx context.Context, sp store.Suppression) error 
 
 // RemoveSuppression deletes a suppression; a missing one is not an error.
 func (s *Store) RemoveSuppression(ctx context.Context, number string) error {
-	if _, err := s.st.unsuppress.ExecContext(ctx, number); err != nil {
+	if _, err := s.w.ExecContext(ctx, `DELETE FROM suppressions WHERE number = ?`, number); err != nil {
 		return fmt.Errorf("sqlite: remove suppression: %w", err)
 	}
 	return nil

@@ -18,6 +18,7 @@ type stmts struct {
 	fence, headSeq, delReminder             *sql.Stmt
 	upGroup, ackInbox, suppress, unsuppress *sql.Stmt
 	insReply, idemExists, insIdem, insInbox *sql.Stmt
+	isSuppressed                            *sql.Stmt
 	savepoint, release, rollbackTo          *sql.Stmt
 	// Multi-row forms of the writes a commit makes many of.
 	insEvents, setReminders, upDeliveries, putRoutes *rowsStmt
@@ -30,8 +31,12 @@ const (
 	sqlAckInbox = `UPDATE inbox SET processed_at = CASE WHEN processed_at = 0 THEN ? ELSE processed_at END,
 		target = CASE WHEN ? <> '' THEN ? ELSE target END WHERE provider = ? AND event_id = ?`
 	sqlSuppress = `INSERT INTO suppressions (number, reason, created_at) VALUES (?, ?, ?)
-		ON CONFLICT (number) DO UPDATE SET reason = excluded.reason, created_at = excluded.created_at`
-	sqlInsReply = `INSERT INTO replies (provider, event_id, group_id, number, to_number, text, media, received_at)
+		ON CONFLICT (number) DO UPDATE SET reason = excluded.reason, created_at = excluded.created_at
+		WHERE ` + sqlq.SuppressionReplaceable
+	// sqlUnsuppress is a START: it lifts only what STOP or a provider
+	// opt-out created.
+	sqlUnsuppress = `DELETE FROM suppressions WHERE number = ? AND ` + sqlq.LiftedByStart
+	sqlInsReply   = `INSERT INTO replies (provider, event_id, group_id, number, to_number, text, media, received_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider, event_id, number) DO NOTHING`
 	sqlInsInbox = `INSERT INTO inbox (provider, event_id, message_id, payload, received_at, target, processed_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider, event_id) DO NOTHING`
@@ -48,7 +53,8 @@ func (st *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.upGroup, sqlq.UpsertGroup},
 		{&st.ackInbox, sqlAckInbox},
 		{&st.suppress, sqlSuppress},
-		{&st.unsuppress, `DELETE FROM suppressions WHERE number = ?`},
+		{&st.unsuppress, sqlUnsuppress},
+		{&st.isSuppressed, `SELECT COUNT(*) FROM suppressions WHERE number = ?`},
 		{&st.insReply, sqlInsReply},
 		{&st.idemExists, `SELECT COUNT(*) FROM idempotency_keys WHERE key = ?`},
 		{&st.insIdem, `INSERT INTO idempotency_keys (key, request_hash, group_id, created_at) VALUES (?, ?, ?, ?)
@@ -205,6 +211,19 @@ func (s *Store) checkUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects) (ue
 		}
 		if n > 0 {
 			return fmt.Errorf("key %q: %w", e.Idempotency.Key, store.ErrIdempotencyConflict), nil
+		}
+	}
+	// Claims: the writer holds the database's write lock, so no
+	// suppression can commit between this read and the unit's commit.
+	for _, e := range effs {
+		for _, number := range e.Claim {
+			var n int
+			if err := ts.get(s.st.isSuppressed).QueryRowContext(ts.ctx, number).Scan(&n); err != nil {
+				return nil, fmt.Errorf("sqlite: commit: read suppressions: %w", err)
+			}
+			if n > 0 {
+				return fmt.Errorf("claim: %w", store.ErrSuppressed), nil
+			}
 		}
 	}
 	return nil, nil

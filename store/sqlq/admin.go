@@ -13,6 +13,16 @@ import (
 
 // ---- suppressions ----
 
+// LiftedByStart is the SQL condition (on table suppressions) of
+// store.LiftedByStart: the suppressions an inbound START may delete.
+const LiftedByStart = `suppressions.reason IN ('` + store.ReasonStop + `', '` + store.ReasonProviderOptOut + `')`
+
+// SuppressionReplaceable is the ON CONFLICT condition of a suppression
+// upsert: a START-liftable reason never replaces one that is not, so a STOP
+// on top of an operator's suppression cannot make START lift it.
+const SuppressionReplaceable = `(` + LiftedByStart + ` OR excluded.reason NOT IN ('` +
+	store.ReasonStop + `', '` + store.ReasonProviderOptOut + `'))`
+
 // scanSuppression reads (number, reason, created_at).
 func scanSuppression(r Rows) (store.Suppression, error) {
 	var sp store.Suppression

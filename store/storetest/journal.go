@@ -691,8 +691,8 @@ func testCommitSharedRowsInOrder(t *testing.T, o Options) {
 		t.Fatalf("deliveries = %+v, %v", rows, err)
 	}
 	sup, err := s.Suppressed(ctx, []string{"n1", "n2"})
-	if err != nil || len(sup) != 1 || sup["n2"].Reason != "stop" {
-		t.Fatalf("suppressions = %+v, %v, want only n2 (stop)", sup, err)
+	if err != nil || len(sup) != 1 || sup["n2"].Reason != "manual" {
+		t.Fatalf("suppressions = %+v, %v, want only n2 (manual: a START does not lift it, a STOP does not replace it)", sup, err)
 	}
 	if r, err := s.GetRoute(ctx, "K"); err != nil || r.Value != "C" {
 		t.Fatalf("route = %+v, %v", r, err)

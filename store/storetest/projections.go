@@ -352,7 +352,8 @@ func testSuppressions(t *testing.T, o Options) {
 	if err := s.RemoveSuppression(ctx, "+15550300001"); err != nil {
 		t.Fatalf("removing a missing suppression: %v", err)
 	}
-	// Through a unit: suppress (CreatedAt defaults to now) and unsuppress.
+	// Through a unit: suppress (CreatedAt defaults to now) and unsuppress
+	// (a START: it does not lift the manual suppression of ...02).
 	commitOK(t, s, actor.Unit{Key: "g", Effects: []any{store.Effects{
 		Suppress:   []store.Suppression{{Number: "+15550300009", Reason: "stop"}},
 		Unsuppress: []string{"+15550300002"},
@@ -362,6 +363,7 @@ func testSuppressions(t *testing.T, o Options) {
 	})
 	wantAll := []store.Suppression{
 		{Number: "+15550300000", Reason: "manual", CreatedAt: t0},
+		{Number: "+15550300002", Reason: "manual", CreatedAt: t0},
 		{Number: "+15550300003", Reason: "manual", CreatedAt: t0},
 		{Number: "+15550300004", Reason: "manual", CreatedAt: t0},
 		{Number: "+15550300009", Reason: "stop", CreatedAt: clock.Now()},
@@ -369,13 +371,89 @@ func testSuppressions(t *testing.T, o Options) {
 	if !reflect.DeepEqual(all, wantAll) {
 		t.Fatalf("ListSuppressions = %+v\nwant %+v", all, wantAll)
 	}
-	// Adding again replaces the reason.
+	// Adding again replaces the reason, except that a STOP or provider
+	// opt-out never replaces an operator's suppression.
+	if err := s.AddSuppression(ctx, store.Suppression{Number: "+15550300009", Reason: "manual", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.AddSuppression(ctx, store.Suppression{Number: "+15550300000", Reason: "provider_opt_out", CreatedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Suppressed(ctx, []string{"+15550300000"}); err != nil || got["+15550300000"].Reason != "provider_opt_out" {
-		t.Fatalf("re-added suppression = %+v, %v", got, err)
+	got, err = s.Suppressed(ctx, []string{"+15550300000", "+15550300009"})
+	if err != nil || got["+15550300009"].Reason != "manual" || got["+15550300000"].Reason != "manual" {
+		t.Fatalf("re-added suppressions = %+v, %v", got, err)
 	}
+}
+
+// testSuppressionSources: a START (Effects.Unsuppress) lifts only what a
+// STOP or a provider opt-out created; an operator's suppression stays, also
+// when a STOP arrives on top of it or both come in one batch (issue 12
+// finding 2). RemoveSuppression (the operator) lifts any.
+func testSuppressionSources(t *testing.T, o Options) {
+	s, _, _ := open(t, o)
+	ctx := context.Background()
+	const manual, stop, prov, stopOverManual, batch = "+15550310001", "+15550310002", "+15550310003", "+15550310004", "+15550310005"
+	for _, n := range []string{manual, stopOverManual} {
+		if err := s.AddSuppression(ctx, store.Suppression{Number: n, Reason: "manual", CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commitOK(t, s, actor.Unit{Key: "g1", Effects: []any{store.Effects{Suppress: []store.Suppression{
+		{Number: stop, Reason: "stop"}, {Number: prov, Reason: "provider_opt_out"}, {Number: stopOverManual, Reason: "stop"}}}}})
+	// One batch: an operator's suppression, then a STOP and a START.
+	commitOK(t, s,
+		actor.Unit{Key: "g2", Effects: []any{store.Effects{Suppress: []store.Suppression{{Number: batch, Reason: "manual"}}}}},
+		actor.Unit{Key: "g3", Effects: []any{store.Effects{Suppress: []store.Suppression{{Number: batch, Reason: "stop"}}}}},
+		actor.Unit{Key: "g4", Effects: []any{store.Effects{Unsuppress: []string{batch}}}},
+	)
+	commitOK(t, s, actor.Unit{Key: "g5", Effects: []any{store.Effects{Unsuppress: []string{manual, stop, prov, stopOverManual}}}})
+	got, err := s.Suppressed(ctx, []string{manual, stop, prov, stopOverManual, batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]string{}
+	for n, sp := range got {
+		reasons[n] = sp.Reason
+	}
+	want := map[string]string{manual: "manual", stopOverManual: "manual", batch: "manual"}
+	if !reflect.DeepEqual(reasons, want) {
+		t.Fatalf("after START: %v, want %v", reasons, want)
+	}
+	if err := s.RemoveSuppression(ctx, manual); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Suppressed(ctx, []string{manual}); err != nil || len(got) != 0 {
+		t.Fatalf("operator removal: %v, %v", got, err)
+	}
+}
+
+// testClaimRefusesSuppressed: a unit that claims a suppressed number fails
+// alone with store.ErrSuppressed and writes nothing; the other units of the
+// batch commit, and a suppression earlier in the same batch counts (issue
+// 12 finding 1: the claim transaction is where "never after a suppression
+// committed" is decided).
+func testClaimRefusesSuppressed(t *testing.T, o Options) {
+	s, _, _ := open(t, o)
+	ctx := context.Background()
+	if err := s.AddSuppression(ctx, store.Suppression{Number: "+15550320001", Reason: "manual", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	errs := commit(t, s,
+		actor.Unit{Key: "A", Events: events("a", 1), Effects: []any{store.Effects{Claim: []string{"+15550320009", "+15550320001"}}}},
+		actor.Unit{Key: "B", Events: events("b", 1), Effects: []any{store.Effects{Claim: []string{"+15550320002"}}}},
+		actor.Unit{Key: "C", Effects: []any{store.Effects{Suppress: []store.Suppression{{Number: "+15550320003", Reason: "stop"}}}}},
+		actor.Unit{Key: "D", Events: events("d", 1), Effects: []any{store.Effects{Claim: []string{"+15550320003"}}}},
+	)
+	if !errors.Is(errs[0], store.ErrSuppressed) || errs[1] != nil || errs[2] != nil || !errors.Is(errs[3], store.ErrSuppressed) {
+		t.Fatalf("errors = %v, want [ErrSuppressed nil nil ErrSuppressed]", errs)
+	}
+	wantSeqs(t, s, "A", 0)
+	wantSeqs(t, s, "B", 1)
+	wantSeqs(t, s, "D", 0)
+	// Lifted: the claim commits.
+	commitOK(t, s, actor.Unit{Key: "E", Effects: []any{store.Effects{Unsuppress: []string{"+15550320003"}}}})
+	commitOK(t, s, actor.Unit{Key: "D", Events: events("d", 1), Effects: []any{store.Effects{Claim: []string{"+15550320003"}}}})
+	wantSeqs(t, s, "D", 1)
 }
 
 func testAPIKeys(t *testing.T, o Options) {

@@ -92,6 +92,8 @@ func Run(t *testing.T, o Options) {
 		{"Summarize", testSummarize},
 		{"Snapshots", testSnapshots},
 		{"Suppressions", testSuppressions},
+		{"SuppressionSources", testSuppressionSources},
+		{"ClaimRefusesSuppressed", testClaimRefusesSuppressed},
 		{"APIKeys", testAPIKeys},
 		{"LoadAllEvents", testLoadAllEvents},
 		{"Retention", testRetention},
