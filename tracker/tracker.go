@@ -67,6 +67,11 @@ type Config struct {
 	SendWorkers int
 	// SendTimeout bounds one provider call. Default 30s.
 	SendTimeout time.Duration
+	// CommitTimeout bounds one store commit (a group-commit batch of actor
+	// units, or of webhook inbox inserts): a stuck store then surfaces as
+	// an error (503 to a webhook), never as a hang. Default
+	// actor.DefaultFlushTimeout (10s, above SQLite's 5s busy timeout).
+	CommitTimeout time.Duration
 	// ClaimBatch bounds the sends claimed in one commit. Default 500.
 	ClaimBatch int
 	// MaxBacklog bounds claimed sends waiting for a worker, across groups.
@@ -111,6 +116,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SendTimeout <= 0 {
 		c.SendTimeout = 30 * time.Second
+	}
+	if c.CommitTimeout <= 0 {
+		c.CommitTimeout = actor.DefaultFlushTimeout
 	}
 	if c.ClaimBatch <= 0 {
 		c.ClaimBatch = 500
@@ -243,10 +251,11 @@ func (t *Tracker) Start(ctx context.Context) error {
 		return errors.New("tracker: already started")
 	}
 	t.started = true
-	t.committer = actor.NewCommitter(t.st, actor.CommitterOptions{Metrics: t.cfg.RuntimeMetrics, Clock: t.cfg.Clock})
+	t.committer = actor.NewCommitter(t.st, actor.CommitterOptions{Metrics: t.cfg.RuntimeMetrics, Clock: t.cfg.Clock,
+		FlushTimeout: t.cfg.CommitTimeout})
 	t.inbox = actor.NewBatcher(func(ctx context.Context, items []store.InboxEntry) ([]bool, error) {
 		return t.st.InsertInbox(ctx, items)
-	}, actor.BatcherOptions{})
+	}, actor.BatcherOptions{FlushTimeout: t.cfg.CommitTimeout})
 	t.groups = actor.NewKind(t.sys, "group", func(key string) actor.Actor[groupMsg] {
 		return &groupActor{t: t, key: key}
 	}, actor.KindOptions{IdleTimeout: t.cfg.IdleTimeout, MailboxSize: 4096})
@@ -433,7 +442,7 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 	}
 	sup, err := t.st.Suppressed(ctx, nums)
 	if err != nil {
-		return "", false, unavailable("read suppressions", err)
+		return "", false, unavailable(ctx, "read suppressions", err)
 	}
 	suppressed := make(map[string]bool, len(sup))
 	for n := range sup {
@@ -465,7 +474,7 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 		}
 	}
 	if err != nil {
-		return "", false, unavailable("create group", err)
+		return "", false, unavailable(ctx, "create group", err)
 	}
 	return id, true, nil
 }
@@ -479,7 +488,7 @@ func (t *Tracker) idempotent(ctx context.Context, key, hash string) (string, boo
 	case errors.Is(err, actor.ErrNotFound):
 		return "", false, nil
 	case err != nil:
-		return "", false, unavailable("read idempotency key", err)
+		return "", false, unavailable(ctx, "read idempotency key", err)
 	case rec.RequestHash != hash:
 		return "", false, ErrIdempotencyMismatch
 	}
@@ -525,19 +534,19 @@ func (t *Tracker) command(ctx context.Context, id string, fn func(*group.Group, 
 	if _, err := t.st.GetGroup(ctx, id); errors.Is(err, actor.ErrNotFound) {
 		return ErrNotFound
 	} else if err != nil {
-		return unavailable("read group", err)
+		return unavailable(ctx, "read group", err)
 	}
 	res, err := actor.Ask(ctx, t.groups.Get(id), askTimeout, func(r actor.Reply[error]) groupMsg {
 		return msgCommand{fn: fn, reply: r}
 	})
 	if err != nil {
-		return unavailable("group actor", err)
+		return unavailable(ctx, "group actor", err)
 	}
 	switch {
 	case res == nil, errors.Is(res, group.ErrState), errors.Is(res, group.ErrNoRecipient), errors.Is(res, ErrNotFound):
 		return res
 	}
-	return unavailable("commit", res)
+	return unavailable(ctx, "commit", res)
 }
 
 // Ingest makes one webhook's events durable in the inbox and hands new ones
@@ -558,7 +567,7 @@ func (t *Tracker) Ingest(ctx context.Context, events []crewcast.Event) (bool, er
 	isNew, err := t.inbox.Do(ctx, e)
 	if err != nil {
 		t.cfg.Metrics.WebhookIngested(first.Provider, "error")
-		return false, unavailable("store webhook", err)
+		return false, unavailable(ctx, "store webhook", err)
 	}
 	if !isNew {
 		t.cfg.Metrics.WebhookIngested(first.Provider, "duplicate")
@@ -574,11 +583,18 @@ func (t *Tracker) Ingest(ctx context.Context, events []crewcast.Event) (bool, er
 	return true, nil
 }
 
-func unavailable(what string, err error) error {
-	if errors.Is(err, ErrClosed) || errors.Is(err, ErrUnavailable) {
+// unavailable wraps err, a failure of what, for the API layer: ErrCanceled
+// when it is ctx's own end (the caller left or its deadline passed — not a
+// failure of crewcast, and not logged as one), ErrUnavailable otherwise
+// (an internal failure, with its cause kept for the logs).
+func unavailable(ctx context.Context, what string, err error) error {
+	if errors.Is(err, ErrClosed) || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrCanceled) {
 		return err
 	}
-	return fmt.Errorf("%w: %s: %v", ErrUnavailable, what, err)
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return fmt.Errorf("%w: %s: %w", ErrCanceled, what, err)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)
 }
 
 // newGroupID returns "grp_" + 8 bytes of time + 8 random bytes, base32:
