@@ -29,7 +29,7 @@ func (t *Tracker) router() {
 		case <-t.stop:
 			return
 		case r := <-t.route:
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(t.bg, 10*time.Second)
 			if err := t.routeEntry(ctx, r.ref, r.events); err != nil {
 				// The entry is durable and unprocessed: the sweep retries it.
 				t.log.Warn("route webhook", "provider", r.ref.Provider, "err", err)
@@ -55,7 +55,7 @@ func (t *Tracker) sweeper() {
 			timer.Stop()
 		case <-timer.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(t.bg, time.Minute)
 		if !resumed {
 			if err := t.ResumeGroups(ctx); err != nil {
 				t.log.Warn("resume groups after start; will retry", "err", err)
@@ -305,7 +305,7 @@ func (t *Tracker) adoptParked(messageIDs []string) {
 	t.mu.Unlock()
 	go func() {
 		defer t.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(t.bg, 30*time.Second)
 		defer cancel()
 		for _, id := range found {
 			entries, err := t.st.InboxByMessageID(ctx, provider, id)

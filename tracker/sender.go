@@ -60,6 +60,9 @@ type pool struct {
 	now      func() time.Time
 	onSend   func(groupID string, r sendResult)
 	onLookup func(groupID string, r lookupResult)
+	// ctx is the parent of provider calls; the tracker cancels it when its
+	// Stop deadline passes.
+	ctx context.Context
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -71,7 +74,7 @@ type pool struct {
 
 func newPool(p crewcast.Provider, workers int, timeout time.Duration, now func() time.Time,
 	onSend func(string, sendResult), onLookup func(string, lookupResult)) *pool {
-	pl := &pool{provider: p, workers: workers, timeout: timeout, now: now, onSend: onSend, onLookup: onLookup}
+	pl := &pool{provider: p, workers: workers, timeout: timeout, now: now, onSend: onSend, onLookup: onLookup, ctx: context.Background()}
 	pl.cond = sync.NewCond(&pl.mu)
 	return pl
 }
@@ -140,7 +143,7 @@ func (p *pool) work() {
 		j := p.lookups[0]
 		p.lookups = p.lookups[1:]
 		p.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+		ctx, cancel := context.WithTimeout(p.ctx, p.timeout)
 		st, err := p.provider.Lookup(ctx, j.messageID)
 		cancel()
 		p.onLookup(j.groupID, lookupResult{index: j.index, st: st, err: err, at: p.now()})
@@ -148,7 +151,7 @@ func (p *pool) work() {
 }
 
 func (p *pool) call(j sendJob) sendResult {
-	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	ctx, cancel := context.WithTimeout(p.ctx, p.timeout)
 	defer cancel()
 	var res crewcast.SendResult
 	var err error

@@ -175,8 +175,15 @@ type Tracker struct {
 	closing    atomic.Bool
 	actorsDown atomic.Bool
 	stop       chan struct{}
-	wg         sync.WaitGroup
+	wg         sync.WaitGroup // router, sweeper, adoptions
 	started    bool
+	// bg is the context of the work under wg: routing and sweeping, which
+	// a later sweep redoes, so Stop cancels it first.
+	bg       context.Context
+	cancelBG context.CancelFunc
+	// cancelCalls ends the provider calls still running when Stop's
+	// deadline passes.
+	cancelCalls context.CancelFunc
 }
 
 type inboxKey struct{ provider, eventID string }
@@ -229,12 +236,14 @@ func New(cfg Config) (*Tracker, error) {
 		stop:     make(chan struct{}),
 	}
 	t.unmatched.t = t
+	t.bg, t.cancelBG = context.WithCancel(context.Background())
 	if t.sys == nil {
 		t.sys = actor.NewSystem(actor.WithLogger(cfg.Logger), actor.WithClock(cfg.Clock), actor.WithMetrics(cfg.RuntimeMetrics))
 		t.ownSys = true
 	}
 	t.pacer = newPacer(cfg.SendRate, cfg.SendBurst, cfg.SendRates)
 	t.pool = newPool(cfg.Provider, cfg.SendWorkers, cfg.SendTimeout, cfg.Clock.Now, t.postResult, t.postLookup)
+	t.pool.ctx, t.cancelCalls = context.WithCancel(context.Background())
 	return t, nil
 }
 
@@ -276,24 +285,35 @@ func (t *Tracker) Start(ctx context.Context) error {
 
 // Stop stops taking new work, lets claimed sends finish or answers them as
 // not sent, commits every outcome, and passivates the group actors — all
-// within ctx's deadline. It reports an error when that was not clean.
+// within ctx's deadline. Routing and sweeping (which the next start's
+// sweep redoes) are cancelled at once. When ctx ends first, Stop cancels
+// what still runs (provider calls, actors) and returns an error wrapping
+// ctx's, without waiting for goroutines that ignore the cancellation. It
+// reports an error when the stop was not clean.
 func (t *Tracker) Stop(ctx context.Context) error {
 	// closing flips under t.mu, where adoptParked checks it before
 	// registering with t.wg: every adoption either registered before this
-	// point (and wg.Wait below waits for it) or sees closing and stays out.
+	// point (and the wait below covers it) or sees closing and stays out.
 	t.mu.Lock()
 	already := t.closing.Swap(true)
 	t.mu.Unlock()
 	if !t.started || already {
 		return nil
 	}
+	defer t.cancelCalls()
 	close(t.stop)
-	t.pool.close()
+	t.cancelBG()
 	var errs []error
+	if err := waitCtx(ctx, t.pool.close); err != nil {
+		t.cancelCalls()
+		errs = append(errs, fmt.Errorf("tracker stop: provider calls still running: %w", err))
+	}
 	if err := t.waitIdle(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	t.wg.Wait()
+	if err := waitCtx(ctx, t.wg.Wait); err != nil {
+		errs = append(errs, fmt.Errorf("tracker stop: routing or sweep still running: %w", err))
+	}
 	t.actorsDown.Store(true)
 	if t.ownSys {
 		clean, err := t.sys.Shutdown(ctx)
@@ -304,6 +324,22 @@ func (t *Tracker) Stop(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// waitCtx runs wait and returns when it did, or with ctx's error when ctx
+// ends first (wait then finishes, or not, on its own goroutine).
+func waitCtx(ctx context.Context, wait func()) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		wait()
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // waitIdle waits until no group has uncommitted work.
