@@ -388,7 +388,7 @@ func (a *groupActor) kick(c *actor.Context[groupMsg]) {
 	}
 	room := t.cfg.MaxBacklog - t.pool.backlog()
 	if room <= 0 {
-		c.Schedule(20*time.Millisecond, msgKick{})
+		t.waitForRoom(a.key) // kicked again once the backlog drains
 		return
 	}
 	cl, ok := a.g.Claim(now, min(room, t.cfg.ClaimBatch))

@@ -45,7 +45,7 @@ func (t *Tracker) router() {
 func (t *Tracker) sweeper() {
 	defer t.wg.Done()
 	resumed := false
-	timer := time.NewTimer(0)
+	timer := t.cfg.Clock.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
@@ -53,7 +53,7 @@ func (t *Tracker) sweeper() {
 			return
 		case <-t.sweepNow:
 			timer.Stop()
-		case <-timer.C:
+		case <-timer.C():
 		}
 		ctx, cancel := context.WithTimeout(t.bg, time.Minute)
 		if !resumed {
@@ -334,7 +334,7 @@ func (t *Tracker) retrySignal(id string) {
 		w.signaled = true
 	}
 	t.mu.Unlock()
-	time.AfterFunc(250*time.Millisecond, func() {
+	t.after(250*time.Millisecond, func() {
 		if !t.actorsDown.Load() {
 			t.signal(id)
 		}

@@ -63,6 +63,9 @@ type pool struct {
 	// ctx is the parent of provider calls; the tracker cancels it when its
 	// Stop deadline passes.
 	ctx context.Context
+	// onDrain, if set, hears the backlog left each time a worker takes a
+	// send (groups waiting for room are woken by it).
+	onDrain func(backlog int)
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -136,7 +139,11 @@ func (p *pool) work() {
 			j := p.sends[0]
 			p.sends[0] = sendJob{}
 			p.sends = p.sends[1:]
+			left := len(p.sends)
 			p.mu.Unlock()
+			if p.onDrain != nil {
+				p.onDrain(left)
+			}
 			p.onSend(j.groupID, p.call(j))
 			continue
 		}

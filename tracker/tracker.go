@@ -171,9 +171,11 @@ type Tracker struct {
 	idle    chan struct{}
 
 	unmatched unmatchedLog
+	room      sendRoom
 
 	closing    atomic.Bool
 	actorsDown atomic.Bool
+	down       chan struct{} // closed with actorsDown: ends pending retries
 	stop       chan struct{}
 	wg         sync.WaitGroup // router, sweeper, adoptions
 	started    bool
@@ -234,6 +236,7 @@ func New(cfg Config) (*Tracker, error) {
 		route:    make(chan routeReq, 4096),
 		sweepNow: make(chan struct{}, 1),
 		stop:     make(chan struct{}),
+		down:     make(chan struct{}),
 	}
 	t.unmatched.t = t
 	t.bg, t.cancelBG = context.WithCancel(context.Background())
@@ -244,6 +247,7 @@ func New(cfg Config) (*Tracker, error) {
 	t.pacer = newPacer(cfg.SendRate, cfg.SendBurst, cfg.SendRates)
 	t.pool = newPool(cfg.Provider, cfg.SendWorkers, cfg.SendTimeout, cfg.Clock.Now, t.postResult, t.postLookup)
 	t.pool.ctx, t.cancelCalls = context.WithCancel(context.Background())
+	t.pool.onDrain = t.drained
 	return t, nil
 }
 
@@ -315,6 +319,7 @@ func (t *Tracker) Stop(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("tracker stop: routing or sweep still running: %w", err))
 	}
 	t.actorsDown.Store(true)
+	close(t.down)
 	if t.ownSys {
 		clean, err := t.sys.Shutdown(ctx)
 		if err != nil {
@@ -400,7 +405,7 @@ func (t *Tracker) signal(id string) {
 	}
 	t.mu.Unlock()
 	if !t.actorsDown.Load() {
-		time.AfterFunc(50*time.Millisecond, func() {
+		t.after(retryPause, func() {
 			t.mu.Lock()
 			w := t.work[id]
 			again := w != nil && !w.signaled && !w.empty()
