@@ -166,3 +166,42 @@ func TestUnavailableTellsCancellationFromFailure(t *testing.T) {
 		})
 	}
 }
+
+// slowAckStore blocks AckInbox until its context ends (a store that
+// honours cancellation but never gets the lock), reporting how it ended.
+type slowAckStore struct {
+	store.Store
+	ended chan error
+}
+
+func (s *slowAckStore) AckInbox(ctx context.Context, refs []store.InboxRef) error {
+	<-ctx.Done()
+	s.ended <- ctx.Err()
+	return ctx.Err()
+}
+
+// A group actor's own store writes (here the acknowledgement of a webhook
+// for a group that no longer exists) are bounded by CommitTimeout too:
+// the actor is not stuck behind a store that never answers.
+func TestGroupActorStoreWritesHaveTheCommitLimit(t *testing.T) {
+	e := &env{t: t, path: filepath.Join(t.TempDir(), "crewcast.db"), prov: &fakeProvider{}}
+	e.clk = actor.NewManualClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	base := openStore(t, e.path, e.clk.Now)
+	t.Cleanup(func() { _ = base.Close() })
+	ss := &slowAckStore{Store: base, ended: make(chan error, 4)}
+	e.st = ss
+	e.tr = e.start(func(c *Config) { c.CommitTimeout = 50 * time.Millisecond })
+	ctx := context.Background()
+	if err := base.PutRoute(ctx, store.Route{Key: msgKey("fake", "gone-msg"), Value: "grp_deleted"}); err != nil {
+		t.Fatal(err)
+	}
+	ev := crewcast.Event{Provider: "fake", EventID: "late-1", Kind: crewcast.KindStatus, MessageID: "gone-msg", From: from,
+		To: nums(1)[0], Status: crewcast.StatusDelivered}
+	if _, err := e.tr.Ingest(ctx, []crewcast.Event{ev}); err != nil {
+		t.Fatal(err)
+	}
+	err := within(t, "the missing group's acknowledgement", func() error { return <-ss.ended })
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("acknowledgement ended with %v, want its deadline", err)
+	}
+}

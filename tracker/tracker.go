@@ -331,6 +331,12 @@ func (t *Tracker) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// writeCtx bounds one store write made outside the Committer (a snapshot,
+// an acknowledgement, a reminder deletion) by CommitTimeout, like a commit.
+func (t *Tracker) writeCtx(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, t.cfg.CommitTimeout)
+}
+
 // waitCtx runs wait and returns when it did, or with ctx's error when ctx
 // ends first (wait then finishes, or not, on its own goroutine).
 func waitCtx(ctx context.Context, wait func()) error {
