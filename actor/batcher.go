@@ -9,12 +9,34 @@ import (
 	"time"
 )
 
+// DefaultFlushTimeout bounds one flush when BatcherOptions.FlushTimeout is
+// zero: a few seconds more than the SQLite store's default busy timeout
+// (5 s), so a store that waits for a lock gets its chance to answer first.
+const DefaultFlushTimeout = 10 * time.Second
+
+var (
+	// ErrFlushTimeout: a flush did not finish within its time limit (a
+	// stuck store). When the flush failed on its deadline, nothing was
+	// applied; when it did not return at all, its callers also get
+	// ErrOutcomeUnknown, while callers queued behind it, or arriving while
+	// it is still running, were never flushed.
+	ErrFlushTimeout = errors.New("actor: flush did not finish within its time limit")
+	// ErrOutcomeUnknown: the caller stopped waiting (its context ended or
+	// the flush passed its limit) after its item was handed to a flush, so
+	// the item may or may not have been applied. Whatever depends on it
+	// must be re-read or retried idempotently — never assumed either way.
+	ErrOutcomeUnknown = errors.New("actor: outcome unknown")
+)
+
 // BatcherOptions configures a Batcher.
 type BatcherOptions struct {
 	// MaxBatch caps the items per flush (default 256).
 	MaxBatch int
-	// FlushTimeout bounds one flush; 0 means no bound beyond the flush
-	// function's own.
+	// FlushTimeout bounds one flush (default DefaultFlushTimeout; negative
+	// means no bound). The flush's context carries it as a deadline, and
+	// callers stop waiting for a flush that ignores the deadline. It is a
+	// wall-clock bound on I/O, like a network timeout, not a decision of
+	// the code under test, so it does not use the injected Clock.
 	FlushTimeout time.Duration
 }
 
@@ -25,32 +47,48 @@ type BatchStats struct {
 }
 
 // Batcher groups concurrent Do calls into one flush call (group commit).
-// It is leader-based: a caller that finds no flush in progress flushes at
-// once, alone if need be, so an idle system adds no latency; callers that
-// arrive during a flush queue up and the next of them leads the following
-// flush with everything queued so far (at most MaxBatch). One flush runs at
-// a time.
+// A caller that finds no flush in progress starts one at once, alone if
+// need be, so an idle system adds no latency; callers that arrive during a
+// flush queue up and the next flush takes everything queued so far (at most
+// MaxBatch). One flush runs at a time, on a goroutine of the Batcher's own,
+// so every caller can stop waiting when its context ends.
+//
+// A flush that passes FlushTimeout without returning marks the Batcher
+// stuck: its callers and every queued caller get ErrFlushTimeout, and new
+// calls fail at once with it until the flush finally returns. A stuck store
+// thus surfaces as an error — never as a hang — and no second flush piles
+// onto it.
 type Batcher[T, R any] struct {
 	flush func(ctx context.Context, items []T) ([]R, error)
 	opts  BatcherOptions
 
 	mu      sync.Mutex
-	queue   []*batchCall[T, R]
-	leading bool
-	batch   []*batchCall[T, R] // reused by the current leader
+	queue   []*batchCall[T, R] // waiting for a flush
+	running bool               // the flush goroutine is active
+	stuck   error              // non-nil while a flush is past its limit
 
 	flushes atomic.Uint64
 	items   atomic.Uint64
 }
 
 type batchCall[T, R any] struct {
-	item     T
-	ctx      context.Context
-	res      R
-	err      error
-	ch       chan bool // true: lead the next flush; false: result is ready
-	taken    bool      // in a flush (guarded by Batcher.mu)
-	promoted bool      // told to lead (guarded by Batcher.mu)
+	item  T
+	ctx   context.Context
+	res   R
+	err   error
+	done  chan struct{} // closed once res/err are final (guarded by Batcher.mu)
+	taken bool          // handed to a flush (guarded by Batcher.mu)
+	ended bool          // done is closed (guarded by Batcher.mu)
+}
+
+// finishLocked sets c's outcome once and wakes its caller.
+func (c *batchCall[T, R]) finishLocked(res R, err error) {
+	if c.ended {
+		return
+	}
+	c.ended = true
+	c.res, c.err = res, err
+	close(c.done)
 }
 
 // NewBatcher returns a Batcher that calls flush. flush must return one
@@ -59,52 +97,51 @@ func NewBatcher[T, R any](flush func(ctx context.Context, items []T) ([]R, error
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 256
 	}
+	if opts.FlushTimeout == 0 {
+		opts.FlushTimeout = DefaultFlushTimeout
+	}
 	return &Batcher[T, R]{flush: flush, opts: opts}
 }
 
 // Do adds item to the next flush and returns its own result. If ctx ends
 // before the item was handed to a flush, Do returns ctx's error and the
-// item is not flushed; once handed over, Do waits for the flush's outcome
-// so the caller never loses track of an item that may have been applied.
-// The flush runs with the leader's context values but not its
-// cancellation.
+// item is not flushed. If ctx ends, or the flush passes its limit, after
+// the item was handed over, Do returns an error wrapping ErrOutcomeUnknown
+// (and ctx's error or ErrFlushTimeout): the item may have been applied. The
+// flush runs with the context values of its first item's caller but not
+// its cancellation.
 func (b *Batcher[T, R]) Do(ctx context.Context, item T) (R, error) {
 	var zero R
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
-	c := &batchCall[T, R]{item: item, ctx: ctx}
+	c := &batchCall[T, R]{item: item, ctx: ctx, done: make(chan struct{})}
 	b.mu.Lock()
+	if err := b.stuck; err != nil {
+		b.mu.Unlock()
+		return zero, err
+	}
 	b.queue = append(b.queue, c)
-	lead := !b.leading
-	if lead {
-		b.leading = true
-		c.promoted = true
-	} else {
-		c.ch = make(chan bool, 1) // only waiters need a channel
+	if !b.running {
+		b.running = true
+		go b.loop()
 	}
 	b.mu.Unlock()
-	if !lead {
-		select {
-		case lead = <-c.ch:
-		case <-ctx.Done():
-			b.mu.Lock()
-			if !c.taken {
-				b.removeLocked(c)
-				if c.promoted {
-					b.promoteLocked()
-				}
-				b.mu.Unlock()
-				return zero, ctx.Err()
-			}
-			b.mu.Unlock()
-			lead = <-c.ch
-		}
-		if !lead {
-			return c.res, c.err
-		}
+	select {
+	case <-c.done:
+		return c.res, c.err
+	case <-ctx.Done():
 	}
-	b.lead(c)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case c.ended:
+	case !c.taken:
+		b.removeLocked(c)
+		c.finishLocked(zero, ctx.Err())
+	default:
+		c.finishLocked(zero, fmt.Errorf("%w: stopped waiting for the flush: %w", ErrOutcomeUnknown, ctx.Err()))
+	}
 	return c.res, c.err
 }
 
@@ -119,56 +156,80 @@ func (b *Batcher[T, R]) removeLocked(c *batchCall[T, R]) {
 	}
 }
 
-// promoteLocked hands leadership to the oldest waiter, or ends it.
-func (b *Batcher[T, R]) promoteLocked() {
-	if len(b.queue) == 0 {
-		b.leading = false
-		return
+// loop flushes batches until the queue is empty.
+func (b *Batcher[T, R]) loop() {
+	var batch []*batchCall[T, R]
+	for {
+		b.mu.Lock()
+		n := min(len(b.queue), b.opts.MaxBatch)
+		if n == 0 {
+			b.running = false
+			b.mu.Unlock()
+			return
+		}
+		batch = append(batch[:0], b.queue[:n]...)
+		rest := copy(b.queue, b.queue[n:])
+		clear(b.queue[rest:])
+		b.queue = b.queue[:rest]
+		for _, c := range batch {
+			c.taken = true
+		}
+		b.mu.Unlock()
+		b.flushBatch(batch)
+		clear(batch)
 	}
-	next := b.queue[0]
-	next.promoted = true
-	next.ch <- true
 }
 
-// lead flushes one batch that starts with self, then passes leadership on.
-func (b *Batcher[T, R]) lead(self *batchCall[T, R]) {
-	b.mu.Lock()
-	n := len(b.queue)
-	if n > b.opts.MaxBatch {
-		n = b.opts.MaxBatch
-	}
-	// Only the leader touches b.batch, and there is one leader at a time.
-	batch := append(b.batch[:0], b.queue[:n]...)
-	rest := copy(b.queue, b.queue[n:])
-	clear(b.queue[rest:])
-	b.queue = b.queue[:rest]
-	for _, c := range batch {
-		c.taken = true
-	}
-	b.mu.Unlock()
-
-	items := make([]T, n)
+// flushBatch runs one flush and hands each caller its result.
+func (b *Batcher[T, R]) flushBatch(batch []*batchCall[T, R]) {
+	items := make([]T, len(batch))
 	for i, c := range batch {
 		items[i] = c.item
 	}
-	results, err := b.run(self.ctx, items)
+	finished := false // guarded by b.mu; once set, the watchdog leaves batch alone
+	if limit := b.opts.FlushTimeout; limit > 0 {
+		// The grace lets a flush that honours its deadline report its own
+		// error (nothing committed) before callers are told "unknown".
+		watchdog := time.AfterFunc(limit+min(limit/10, time.Second), func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if !finished {
+				b.overdueLocked(batch)
+			}
+		})
+		defer watchdog.Stop()
+	}
+	results, err := b.run(batch[0].ctx, items)
 	b.flushes.Add(1)
-	b.items.Add(uint64(n))
+	b.items.Add(uint64(len(batch)))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	finished = true
+	b.stuck = nil
+	var zero R
 	for i, c := range batch {
 		if err != nil {
-			c.err = err
+			c.finishLocked(zero, err)
 		} else {
-			c.res = results[i]
-		}
-		if c != self {
-			c.ch <- false
+			c.finishLocked(results[i], nil)
 		}
 	}
-	clear(batch)
-	b.batch = batch
-	b.mu.Lock()
-	b.promoteLocked()
-	b.mu.Unlock()
+}
+
+// overdueLocked runs when a flush passed its limit without returning: its
+// callers and the queued ones stop waiting, and new calls fail until it
+// returns (its late results are dropped).
+func (b *Batcher[T, R]) overdueLocked(batch []*batchCall[T, R]) {
+	var zero R
+	b.stuck = fmt.Errorf("%w (%v)", ErrFlushTimeout, b.opts.FlushTimeout)
+	for _, c := range batch {
+		c.finishLocked(zero, fmt.Errorf("%w: %w", ErrOutcomeUnknown, b.stuck))
+	}
+	for _, c := range b.queue {
+		c.finishLocked(zero, b.stuck)
+	}
+	clear(b.queue)
+	b.queue = b.queue[:0]
 }
 
 func (b *Batcher[T, R]) run(ctx context.Context, items []T) (results []R, err error) {
@@ -184,6 +245,9 @@ func (b *Batcher[T, R]) run(ctx context.Context, items []T) (results []R, err er
 		defer cancel()
 	}
 	results, err = b.flush(fctx, items)
+	if err != nil && errors.Is(fctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("%w (%v): %w", ErrFlushTimeout, b.opts.FlushTimeout, err)
+	}
 	if err == nil && len(results) != len(items) {
 		err = fmt.Errorf("batcher: flush returned %d results for %d items", len(results), len(items))
 	}
@@ -198,7 +262,7 @@ func (b *Batcher[T, R]) Stats() BatchStats {
 // CommitterOptions configures a Committer.
 type CommitterOptions struct {
 	MaxBatch     int           // units per Journal.Commit (default 256)
-	FlushTimeout time.Duration // bound on one Journal.Commit (0 = none)
+	FlushTimeout time.Duration // bound on one Journal.Commit (0 = DefaultFlushTimeout, < 0 = none)
 	Metrics      Metrics       // receives CommitBatch (default NopMetrics)
 	Clock        Clock         // times commits (default RealClock)
 }
@@ -235,7 +299,10 @@ func NewCommitter(j Journal, opts CommitterOptions) *Committer {
 
 // Commit commits u, possibly together with other callers' units, and
 // returns u's own result: nil, a *ConflictError, ErrFenced, a batch error,
-// or ctx's error if ctx ended before u was handed to the journal.
+// ctx's error if ctx ended before u was handed to the journal, or an error
+// wrapping ErrOutcomeUnknown if ctx ended (or the journal passed
+// FlushTimeout) after that — u may then be committed or not, and the
+// caller must reload rather than assume either.
 func (c *Committer) Commit(ctx context.Context, u Unit) error {
 	res, err := c.b.Do(ctx, u)
 	if err != nil {

@@ -115,7 +115,10 @@ func (j *Journaled) SinceSnapshot() uint64 { return j.seq - j.snapshotSeq }
 // and each event's Seq (and Time when zero). On success Seq advances; on
 // any error nothing advances and the error is returned as is, so a
 // *ConflictError or ErrFenced reaches the actor (which should stop or
-// recover again).
+// recover again). An error wrapping ErrOutcomeUnknown (ctx ended, or the
+// commit passed its time limit, after u reached the journal) means u may
+// have been committed: the actor must recover from the journal, never
+// assume either way.
 func (j *Journaled) Persist(ctx context.Context, u Unit) error {
 	if j.cfg.Committer == nil {
 		return errNoCommitter

@@ -117,6 +117,9 @@ func publicError(err error) (e *apiError, internal bool) {
 		return invalid("cursor", "not a cursor this server issued"), false
 	case errors.Is(err, apikey.ErrInvalidKey):
 		return unauthorized("missing, unknown or revoked API key"), false
+	case errors.Is(err, tracker.ErrCanceled):
+		// The request's own context ended: not a failure of crewcast.
+		return newError(http.StatusServiceUnavailable, codeUnavailable, "the request ended before it finished, try again"), false
 	}
 	// tracker.ErrUnavailable, tracker.ErrClosed, store failures, anything
 	// unexpected: the client may retry; the cause stays in our logs.
@@ -141,8 +144,12 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, route string, e
 		return // the client went away; there is nobody to answer
 	}
 	e, internal := publicError(err)
-	if internal {
+	switch {
+	case internal:
 		a.log.LogAttrs(r.Context(), slog.LevelError, "request failed",
+			slog.String("route", route), slog.String("method", r.Method), slog.String("err", err.Error()))
+	case errors.Is(err, tracker.ErrCanceled):
+		a.log.LogAttrs(r.Context(), slog.LevelDebug, "request ended before it finished",
 			slog.String("route", route), slog.String("method", r.Method), slog.String("err", err.Error()))
 	}
 	if sw, ok := w.(*statusWriter); ok && sw.wrote {

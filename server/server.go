@@ -247,7 +247,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		return err
 	}
 	if cfg.AdminKey != "" {
-		if _, err := apikey.EnsureBootstrap(ctx, s.st, cfg.AdminKey, time.Now()); err != nil {
+		if _, err := apikey.EnsureBootstrap(ctx, s.st, cfg.AdminKey, cfg.Clock.Now()); err != nil {
 			return fmt.Errorf("bootstrap admin key: %w", err)
 		}
 	}
@@ -360,16 +360,18 @@ func (s *Server) provider(ctx context.Context, public string) (crewcast.Provider
 
 func (s *Server) retentionLoop() {
 	defer s.wg.Done()
-	t := time.NewTicker(s.cfg.RetentionInterval)
+	// The interval runs on the injected clock, like every other schedule.
+	t := s.cfg.Clock.NewTimer(s.cfg.RetentionInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.retention.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 			ctx, cancel := context.WithTimeout(s.retention, 10*time.Minute)
 			rep, err := s.tr.RunRetention(ctx, s.cfg.Retention)
 			cancel()
+			t.Reset(s.cfg.RetentionInterval)
 			if s.retention.Err() != nil {
 				return // stopped mid-run; the next start's run picks up the rest
 			}

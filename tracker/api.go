@@ -18,6 +18,11 @@ var (
 	// ErrUnavailable wraps store and runtime failures: nothing was changed
 	// durably, the client may try again. → 503
 	ErrUnavailable = errors.New("temporarily unavailable")
+	// ErrCanceled: the caller's own context ended (the client went away,
+	// or its deadline passed) before the operation finished. Not a
+	// failure of crewcast; a commit under way may still land, so a retry
+	// must be idempotent. → 503 when anyone is still listening
+	ErrCanceled = errors.New("request ended before the operation finished")
 	// ErrClosed: the tracker is shutting down. → 503
 	ErrClosed = errors.New("tracker is shutting down")
 )

@@ -222,7 +222,9 @@ func (a *groupActor) snapshot(c *actor.Context[groupMsg]) error {
 	if err != nil {
 		return fmt.Errorf("encode snapshot: %w", err)
 	}
-	if err := a.t.st.SaveSnapshot(c.Context(), actor.Snapshot{Key: a.key, Seq: a.seq, State: state, Time: a.t.cfg.Clock.Now()}); err != nil {
+	ctx, cancel := a.t.writeCtx(c.Context())
+	defer cancel()
+	if err := a.t.st.SaveSnapshot(ctx, actor.Snapshot{Key: a.key, Seq: a.seq, State: state, Time: a.t.cfg.Clock.Now()}); err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
 	a.snapSeq = a.seq
@@ -388,7 +390,7 @@ func (a *groupActor) kick(c *actor.Context[groupMsg]) {
 	}
 	room := t.cfg.MaxBacklog - t.pool.backlog()
 	if room <= 0 {
-		c.Schedule(20*time.Millisecond, msgKick{})
+		t.waitForRoom(a.key) // kicked again once the backlog drains
 		return
 	}
 	limit := min(room, t.cfg.ClaimBatch)
@@ -561,7 +563,9 @@ func (a *groupActor) ackOrphaned(c *actor.Context[groupMsg], entries []routed) {
 	for _, e := range entries {
 		refs = append(refs, store.InboxRef{Provider: e.ref.Provider, EventID: e.ref.EventID, Target: a.key})
 	}
-	if err := a.t.st.AckInbox(c.Context(), refs); err != nil {
+	ctx, cancel := a.t.writeCtx(c.Context())
+	defer cancel()
+	if err := a.t.st.AckInbox(ctx, refs); err != nil {
 		// Still pending in the inbox: the sweep routes them here again,
 		// once their routing marks are cleared below.
 		c.Logger().Error("acknowledge webhooks for a missing group", "err", err)
@@ -618,7 +622,9 @@ func (a *groupActor) reminder(c *actor.Context[groupMsg], r actor.Reminder) {
 // a recipient index out of range, an unknown name). If the store fails,
 // the poller fires the reminder again later and it is dropped then.
 func (a *groupActor) dropReminder(c *actor.Context[groupMsg], name string) {
-	if err := a.t.st.DeleteReminder(c.Context(), a.key, name); err != nil {
+	ctx, cancel := a.t.writeCtx(c.Context())
+	defer cancel()
+	if err := a.t.st.DeleteReminder(ctx, a.key, name); err != nil {
 		c.Logger().Warn("delete stale reminder; it will fire again", "reminder", name, "err", err)
 	}
 }

@@ -29,7 +29,7 @@ func (t *Tracker) router() {
 		case <-t.stop:
 			return
 		case r := <-t.route:
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(t.bg, 10*time.Second)
 			if err := t.routeEntry(ctx, r.ref, r.events); err != nil {
 				// The entry is durable and unprocessed: the sweep retries it.
 				t.log.Warn("route webhook", "provider", r.ref.Provider, "err", err)
@@ -45,7 +45,7 @@ func (t *Tracker) router() {
 func (t *Tracker) sweeper() {
 	defer t.wg.Done()
 	resumed := false
-	timer := time.NewTimer(0)
+	timer := t.cfg.Clock.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
@@ -53,9 +53,9 @@ func (t *Tracker) sweeper() {
 			return
 		case <-t.sweepNow:
 			timer.Stop()
-		case <-timer.C:
+		case <-timer.C():
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(t.bg, time.Minute)
 		if !resumed {
 			if err := t.ResumeGroups(ctx); err != nil {
 				t.log.Warn("resume groups after start; will retry", "err", err)
@@ -305,7 +305,7 @@ func (t *Tracker) adoptParked(messageIDs []string) {
 	t.mu.Unlock()
 	go func() {
 		defer t.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(t.bg, 30*time.Second)
 		defer cancel()
 		for _, id := range found {
 			entries, err := t.st.InboxByMessageID(ctx, provider, id)
@@ -334,7 +334,7 @@ func (t *Tracker) retrySignal(id string) {
 		w.signaled = true
 	}
 	t.mu.Unlock()
-	time.AfterFunc(250*time.Millisecond, func() {
+	t.after(250*time.Millisecond, func() {
 		if !t.actorsDown.Load() {
 			t.signal(id)
 		}

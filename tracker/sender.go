@@ -64,6 +64,12 @@ type pool struct {
 	// answers the send without calling (a suppressed number); release is
 	// called once the call returned.
 	guard func(ctx context.Context, j sendJob) (release func(), err error)
+	// ctx is the parent of provider calls; the tracker cancels it when its
+	// Stop deadline passes.
+	ctx context.Context
+	// onDrain, if set, hears the backlog left each time a worker takes a
+	// send (groups waiting for room are woken by it).
+	onDrain func(backlog int)
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -75,7 +81,7 @@ type pool struct {
 
 func newPool(p crewcast.Provider, workers int, timeout time.Duration, now func() time.Time,
 	onSend func(string, sendResult), onLookup func(string, lookupResult)) *pool {
-	pl := &pool{provider: p, workers: workers, timeout: timeout, now: now, onSend: onSend, onLookup: onLookup}
+	pl := &pool{provider: p, workers: workers, timeout: timeout, now: now, onSend: onSend, onLookup: onLookup, ctx: context.Background()}
 	pl.cond = sync.NewCond(&pl.mu)
 	return pl
 }
@@ -137,14 +143,18 @@ func (p *pool) work() {
 			j := p.sends[0]
 			p.sends[0] = sendJob{}
 			p.sends = p.sends[1:]
+			left := len(p.sends)
 			p.mu.Unlock()
+			if p.onDrain != nil {
+				p.onDrain(left)
+			}
 			p.onSend(j.groupID, p.call(j))
 			continue
 		}
 		j := p.lookups[0]
 		p.lookups = p.lookups[1:]
 		p.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+		ctx, cancel := context.WithTimeout(p.ctx, p.timeout)
 		st, err := p.provider.Lookup(ctx, j.messageID)
 		cancel()
 		p.onLookup(j.groupID, lookupResult{index: j.index, st: st, err: err, at: p.now()})
@@ -152,7 +162,7 @@ func (p *pool) work() {
 }
 
 func (p *pool) call(j sendJob) sendResult {
-	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	ctx, cancel := context.WithTimeout(p.ctx, p.timeout)
 	defer cancel()
 	var res crewcast.SendResult
 	var err error

@@ -100,7 +100,7 @@ func suppressedNumbers(ss []store.Suppression) []string {
 func (t *Tracker) AddSuppression(ctx context.Context, s store.Suppression) error {
 	defer t.gate.write([]string{s.Number})()
 	if err := t.st.AddSuppression(ctx, s); err != nil {
-		return unavailable("add suppression", err)
+		return unavailable(ctx, "add suppression", err)
 	}
 	return nil
 }
@@ -119,7 +119,7 @@ func (t *Tracker) refuseSuppressed(ctx context.Context, id, number string) error
 	}
 	sup, err := t.st.Suppressed(ctx, []string{n})
 	if err != nil {
-		return unavailable("read suppressions", err)
+		return unavailable(ctx, "read suppressions", err)
 	}
 	if _, ok := sup[n]; ok {
 		return ErrSuppressed

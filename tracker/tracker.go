@@ -68,6 +68,11 @@ type Config struct {
 	SendWorkers int
 	// SendTimeout bounds one provider call. Default 30s.
 	SendTimeout time.Duration
+	// CommitTimeout bounds one store commit (a group-commit batch of actor
+	// units, or of webhook inbox inserts): a stuck store then surfaces as
+	// an error (503 to a webhook), never as a hang. Default
+	// actor.DefaultFlushTimeout (10s, above SQLite's 5s busy timeout).
+	CommitTimeout time.Duration
 	// ClaimBatch bounds the sends claimed in one commit. Default 500.
 	ClaimBatch int
 	// MaxBacklog bounds claimed sends waiting for a worker, across groups.
@@ -112,6 +117,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SendTimeout <= 0 {
 		c.SendTimeout = 30 * time.Second
+	}
+	if c.CommitTimeout <= 0 {
+		c.CommitTimeout = actor.DefaultFlushTimeout
 	}
 	if c.ClaimBatch <= 0 {
 		c.ClaimBatch = 500
@@ -165,12 +173,21 @@ type Tracker struct {
 
 	unmatched unmatchedLog
 	gate      suppressionGate // orders provider calls against suppression commits
+	room      sendRoom
 
 	closing    atomic.Bool
 	actorsDown atomic.Bool
+	down       chan struct{} // closed with actorsDown: ends pending retries
 	stop       chan struct{}
-	wg         sync.WaitGroup
+	wg         sync.WaitGroup // router, sweeper, adoptions
 	started    bool
+	// bg is the context of the work under wg: routing and sweeping, which
+	// a later sweep redoes, so Stop cancels it first.
+	bg       context.Context
+	cancelBG context.CancelFunc
+	// cancelCalls ends the provider calls still running when Stop's
+	// deadline passes.
+	cancelCalls context.CancelFunc
 }
 
 type inboxKey struct{ provider, eventID string }
@@ -221,8 +238,10 @@ func New(cfg Config) (*Tracker, error) {
 		route:    make(chan routeReq, 4096),
 		sweepNow: make(chan struct{}, 1),
 		stop:     make(chan struct{}),
+		down:     make(chan struct{}),
 	}
 	t.unmatched.t = t
+	t.bg, t.cancelBG = context.WithCancel(context.Background())
 	if t.sys == nil {
 		t.sys = actor.NewSystem(actor.WithLogger(cfg.Logger), actor.WithClock(cfg.Clock), actor.WithMetrics(cfg.RuntimeMetrics))
 		t.ownSys = true
@@ -230,6 +249,8 @@ func New(cfg Config) (*Tracker, error) {
 	t.pacer = newPacer(cfg.SendRate, cfg.SendBurst, cfg.SendRates)
 	t.pool = newPool(cfg.Provider, cfg.SendWorkers, cfg.SendTimeout, cfg.Clock.Now, t.postResult, t.postLookup)
 	t.pool.guard = t.guardSend
+	t.pool.ctx, t.cancelCalls = context.WithCancel(context.Background())
+	t.pool.onDrain = t.drained
 	return t, nil
 }
 
@@ -246,10 +267,11 @@ func (t *Tracker) Start(ctx context.Context) error {
 		return errors.New("tracker: already started")
 	}
 	t.started = true
-	t.committer = actor.NewCommitter(t.st, actor.CommitterOptions{Metrics: t.cfg.RuntimeMetrics, Clock: t.cfg.Clock})
+	t.committer = actor.NewCommitter(t.st, actor.CommitterOptions{Metrics: t.cfg.RuntimeMetrics, Clock: t.cfg.Clock,
+		FlushTimeout: t.cfg.CommitTimeout})
 	t.inbox = actor.NewBatcher(func(ctx context.Context, items []store.InboxEntry) ([]bool, error) {
 		return t.st.InsertInbox(ctx, items)
-	}, actor.BatcherOptions{})
+	}, actor.BatcherOptions{FlushTimeout: t.cfg.CommitTimeout})
 	t.groups = actor.NewKind(t.sys, "group", func(key string) actor.Actor[groupMsg] {
 		return &groupActor{t: t, key: key}
 	}, actor.KindOptions{IdleTimeout: t.cfg.IdleTimeout, MailboxSize: 4096})
@@ -270,25 +292,37 @@ func (t *Tracker) Start(ctx context.Context) error {
 
 // Stop stops taking new work, lets claimed sends finish or answers them as
 // not sent, commits every outcome, and passivates the group actors — all
-// within ctx's deadline. It reports an error when that was not clean.
+// within ctx's deadline. Routing and sweeping (which the next start's
+// sweep redoes) are cancelled at once. When ctx ends first, Stop cancels
+// what still runs (provider calls, actors) and returns an error wrapping
+// ctx's, without waiting for goroutines that ignore the cancellation. It
+// reports an error when the stop was not clean.
 func (t *Tracker) Stop(ctx context.Context) error {
 	// closing flips under t.mu, where adoptParked checks it before
 	// registering with t.wg: every adoption either registered before this
-	// point (and wg.Wait below waits for it) or sees closing and stays out.
+	// point (and the wait below covers it) or sees closing and stays out.
 	t.mu.Lock()
 	already := t.closing.Swap(true)
 	t.mu.Unlock()
 	if !t.started || already {
 		return nil
 	}
+	defer t.cancelCalls()
 	close(t.stop)
-	t.pool.close()
+	t.cancelBG()
 	var errs []error
+	if err := waitCtx(ctx, t.pool.close); err != nil {
+		t.cancelCalls()
+		errs = append(errs, fmt.Errorf("tracker stop: provider calls still running: %w", err))
+	}
 	if err := t.waitIdle(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	t.wg.Wait()
+	if err := waitCtx(ctx, t.wg.Wait); err != nil {
+		errs = append(errs, fmt.Errorf("tracker stop: routing or sweep still running: %w", err))
+	}
 	t.actorsDown.Store(true)
+	close(t.down)
 	if t.ownSys {
 		clean, err := t.sys.Shutdown(ctx)
 		if err != nil {
@@ -298,6 +332,28 @@ func (t *Tracker) Stop(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// writeCtx bounds one store write made outside the Committer (a snapshot,
+// an acknowledgement, a reminder deletion) by CommitTimeout, like a commit.
+func (t *Tracker) writeCtx(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, t.cfg.CommitTimeout)
+}
+
+// waitCtx runs wait and returns when it did, or with ctx's error when ctx
+// ends first (wait then finishes, or not, on its own goroutine).
+func waitCtx(ctx context.Context, wait func()) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		wait()
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // waitIdle waits until no group has uncommitted work.
@@ -358,7 +414,7 @@ func (t *Tracker) signal(id string) {
 	}
 	t.mu.Unlock()
 	if !t.actorsDown.Load() {
-		time.AfterFunc(50*time.Millisecond, func() {
+		t.after(retryPause, func() {
 			t.mu.Lock()
 			w := t.work[id]
 			again := w != nil && !w.signaled && !w.empty()
@@ -441,7 +497,7 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 	}
 	sup, err := t.st.Suppressed(ctx, nums)
 	if err != nil {
-		return "", false, unavailable("read suppressions", err)
+		return "", false, unavailable(ctx, "read suppressions", err)
 	}
 	suppressed := make(map[string]bool, len(sup))
 	for n := range sup {
@@ -473,7 +529,7 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 		}
 	}
 	if err != nil {
-		return "", false, unavailable("create group", err)
+		return "", false, unavailable(ctx, "create group", err)
 	}
 	return id, true, nil
 }
@@ -492,7 +548,7 @@ func (t *Tracker) idempotent(ctx context.Context, opts CreateOptions, hash strin
 	case errors.Is(err, actor.ErrNotFound):
 		return "", false, nil
 	case err != nil:
-		return "", false, unavailable("read idempotency key", err)
+		return "", false, unavailable(ctx, "read idempotency key", err)
 	case rec.RequestHash != hash:
 		return "", false, ErrIdempotencyMismatch
 	}
@@ -605,19 +661,19 @@ func (t *Tracker) command(ctx context.Context, id string, fn func(*group.Group, 
 	if _, err := t.st.GetGroup(ctx, id); errors.Is(err, actor.ErrNotFound) {
 		return ErrNotFound
 	} else if err != nil {
-		return unavailable("read group", err)
+		return unavailable(ctx, "read group", err)
 	}
 	res, err := actor.Ask(ctx, t.groups.Get(id), askTimeout, func(r actor.Reply[error]) groupMsg {
 		return msgCommand{fn: fn, reply: r}
 	})
 	if err != nil {
-		return unavailable("group actor", err)
+		return unavailable(ctx, "group actor", err)
 	}
 	switch {
 	case res == nil, errors.Is(res, group.ErrState), errors.Is(res, group.ErrNoRecipient), errors.Is(res, ErrNotFound):
 		return res
 	}
-	return unavailable("commit", res)
+	return unavailable(ctx, "commit", res)
 }
 
 // Ingest makes one webhook's events durable in the inbox and hands new ones
@@ -638,7 +694,7 @@ func (t *Tracker) Ingest(ctx context.Context, events []crewcast.Event) (bool, er
 	isNew, err := t.inbox.Do(ctx, e)
 	if err != nil {
 		t.cfg.Metrics.WebhookIngested(first.Provider, "error")
-		return false, unavailable("store webhook", err)
+		return false, unavailable(ctx, "store webhook", err)
 	}
 	if !isNew {
 		t.cfg.Metrics.WebhookIngested(first.Provider, "duplicate")
@@ -654,11 +710,18 @@ func (t *Tracker) Ingest(ctx context.Context, events []crewcast.Event) (bool, er
 	return true, nil
 }
 
-func unavailable(what string, err error) error {
-	if errors.Is(err, ErrClosed) || errors.Is(err, ErrUnavailable) {
+// unavailable wraps err, a failure of what, for the API layer: ErrCanceled
+// when it is ctx's own end (the caller left or its deadline passed — not a
+// failure of crewcast, and not logged as one), ErrUnavailable otherwise
+// (an internal failure, with its cause kept for the logs).
+func unavailable(ctx context.Context, what string, err error) error {
+	if errors.Is(err, ErrClosed) || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrCanceled) {
 		return err
 	}
-	return fmt.Errorf("%w: %s: %v", ErrUnavailable, what, err)
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return fmt.Errorf("%w: %s: %w", ErrCanceled, what, err)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)
 }
 
 // newGroupID returns "grp_" + 8 bytes of time + 8 random bytes, base32:
