@@ -1,17 +1,23 @@
 # crewcast — make targets. `make test` is what CI (.ci/run) runs.
 GO ?= go
 
-.PHONY: demo test unit fuzz bench chaos build vet
+.PHONY: demo test unit fuzz bench chaos build vet lint
 
 demo:
 	$(GO) run ./cmd/crewcast demo
 
-# Everything CI checks: vet, the race-enabled test suite, short fuzz runs,
-# and the short reliability harness.
-test: vet unit fuzz chaos
+# Everything CI checks: vet, staticcheck, the race-enabled test suite,
+# short fuzz runs, and the short reliability harness.
+test: vet lint unit fuzz chaos
 
 vet:
 	$(GO) vet ./...
+
+# staticcheck's default checks, pinned (fetched through the module proxy,
+# not a requirement of crewcast's go.mod).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint:
+	$(GO) run $(STATICCHECK) ./...
 
 unit:
 	$(GO) test -race -timeout 20m ./...
