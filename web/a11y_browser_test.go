@@ -203,6 +203,10 @@ func TestBoardAccessibility(t *testing.T) {
 		webtest.Type(t, ctx, "#key", "cc_wrong")
 		click("submit a wrong key", "#signin-submit")
 		wait("the bad-key message", `!document.querySelector("#key-error").hidden`)
+		if !webtest.Eval[bool](t, ctx, `document.querySelector("#key").getAttribute("aria-invalid") === "true" &&
+			document.querySelector("#key").getAttribute("aria-describedby").split(" ").includes("key-error")`) {
+			t.Error("the refused key field is not aria-invalid with its error in aria-describedby")
+		}
 		check("sign-in with an error")
 		webtest.Type(t, ctx, "#key", fakeKey)
 		click("sign in", "#signin-submit")
@@ -248,6 +252,17 @@ func TestBoardAccessibility(t *testing.T) {
 		webtest.Fill(t, ctx, "#to", "+15550100001\nnot a number\n+15550100001")
 		click("submit without text", "#submit")
 		wait("the field errors", `document.querySelector("#from-error").textContent !== "" && document.querySelector("#text-error").textContent !== ""`)
+		// Each error is text tied to its field; nothing in the form speaks
+		// by itself as the user types.
+		for _, field := range []string{"from", "text"} {
+			if !webtest.Eval[bool](t, ctx, fmt.Sprintf(`(() => { const f = document.getElementById(%[1]q), e = document.getElementById(%[1]q + "-error");
+				return f.getAttribute("aria-invalid") === "true" && f.getAttribute("aria-describedby").split(" ").includes(e.id) && e.textContent.trim() !== "" })()`, field)) {
+				t.Errorf("#%s in error is not aria-invalid with a text message in aria-describedby", field)
+			}
+		}
+		if n := webtest.Eval[int](t, ctx, `document.querySelectorAll('#create-form [aria-live], #create-form [role="status"]').length`); n != 0 {
+			t.Errorf("%d live regions in the form; hints and errors must not speak on every keystroke", n)
+		}
 		check("new-message form with errors")
 		webtest.Type(t, ctx, "#from", "+15550100000")
 		webtest.Fill(t, ctx, "#text", "Crew call")
@@ -551,13 +566,21 @@ func TestBoardKeepsFocus(t *testing.T) {
 	// On the list, a live update keeps focus on the card link.
 	do("open the list", chromedp.Navigate(srv.URL+"/#/groups"))
 	wait("the list", `document.querySelectorAll("#group-list .group-card").length === 4`)
+	if !webtest.Eval[bool](t, ctx, liveLog) {
+		t.Fatal("no announcement regions")
+	}
 	do("focus a card", chromedp.Focus(chromedp.CSS(`[data-group-id="grp_rich"] a`)))
 	if got := webtest.Eval[string](t, ctx, `document.activeElement.textContent`); got != "Crew call: site B, 7:00 tomorrow." {
 		t.Errorf("card link reads %q, want the group's first line only", got)
 	}
-	f.mutate("grp_rich", func(g *fakeGroup) { g.Recipients[7].Status = "delivered" })
-	wait("the card updated", `document.querySelector('[data-group-id="grp_rich"] .summary-main').textContent.startsWith("5 of 9 delivered")`)
+	f.mutate("grp_rich", func(g *fakeGroup) { g.Recipients[3].Status, g.Recipients[7].Status = "delivered", "delivered" })
+	wait("the card updated", `document.querySelector('[data-group-id="grp_rich"] .summary-main').textContent.startsWith("6 of 9 delivered")`)
 	if !focusSettles(t, ctx, `!!document.activeElement.closest('[data-group-id="grp_rich"]')`) {
 		t.Errorf("after a live update on the list focus is on %s", activeDescription(t, ctx))
+	}
+	// The group finished: its new status is announced once, not the list.
+	wait("the status change announced", `window.__said.events.some(s => s.startsWith("Complete — 2 need attention: Crew call"))`)
+	if got := webtest.Eval[[]string](t, ctx, `window.__said.events`); len(got) != 1 {
+		t.Errorf("list announcements = %q, want the one status change", got)
 	}
 }

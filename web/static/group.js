@@ -122,7 +122,15 @@ function errorLine(r) {
     { class: "error-line" },
     h("span", { class: "error-detail" }, text),
     r.error_url
-      ? [" ", h("a", { class: "error-link", href: r.error_url, target: "_blank", rel: "noopener noreferrer" }, `Error ${r.error_code} at the provider`)]
+      ? [
+          " ",
+          h(
+            "a",
+            { class: "error-link", href: r.error_url, target: "_blank", rel: "noopener noreferrer" },
+            `Error ${r.error_code} at the provider`,
+            h("span", { class: "sr-only" }, " (opens in a new tab)"),
+          ),
+        ]
       : null,
   );
 }

@@ -128,8 +128,8 @@ export function render(main, ctx) {
     if (labels && first) {
       for (const [id, label] of now) {
         const title = firstLine(byId.get(id).text, 60);
-        if (!labels.has(id)) announce.event("group", `New group: ${title}, ${label}.`);
-        else if (labels.get(id) !== label) announce.event("status", `${title}: ${label}.`);
+        if (!labels.has(id)) announce.event("group", `New group, ${label}: ${title}`);
+        else if (labels.get(id) !== label) announce.event("status", `${label}: ${title}`);
       }
     }
     labels = now;
