@@ -3,6 +3,7 @@
 import { api, setUnauthorizedHandler } from "./api.js";
 import { h, replace } from "./dom.js";
 import { toast } from "./ui.js";
+import * as announce from "./announce.js";
 import * as signin from "./signin.js";
 import * as groups from "./groups.js";
 import * as group from "./group.js";
@@ -52,6 +53,7 @@ function drawNav() {
 function render() {
   cleanup();
   cleanup = () => {};
+  announce.reset();
   const r = route(location.hash);
   if (!session && r.name !== "signin") {
     returnTo = location.hash && location.hash !== "#/signin" ? location.hash : "#/groups";

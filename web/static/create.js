@@ -111,9 +111,13 @@ export function render(main, ctx) {
   const modeIndividual = h("input", { type: "radio", name: "mode", id: "mode-individual", value: "individual", checked: true });
   const modeGroup = h("input", { type: "radio", name: "mode", id: "mode-group_mms", value: "group_mms" });
 
-  const err = (name) => h("div", { class: "field-error", id: `${name}-error`, "aria-live": "polite" });
+  // Errors and hints are text tied to their field by aria-describedby,
+  // not live regions: they change as the user types, and a live region
+  // would speak on every keystroke. A submit that fails moves focus to
+  // the first field in error, which reads its message.
+  const err = (name) => h("div", { class: "field-error", id: `${name}-error` });
   const errors = { from: err("from"), to: err("to"), text: err("text"), mode: err("mode") };
-  const toHint = h("p", { class: "hint", id: "to-hint", "aria-live": "polite" });
+  const toHint = h("p", { class: "hint", id: "to-hint" });
   const textHelp = h("p", { class: "help", id: "text-help" });
   const formError = h("p", { class: "form-error", id: "form-error", role: "alert", hidden: true });
   const submit = h("button", { type: "submit", class: "button button-primary", id: "submit" }, "Send");
@@ -190,10 +194,14 @@ export function render(main, ctx) {
     const input = inputs[name];
     if (!messages || messages.length === 0) {
       box.replaceChildren();
+      delete box.dataset.messages;
       input.removeAttribute("aria-invalid");
       return;
     }
-    replace(box, messages.length === 1 ? h("p", null, messages[0]) : h("ul", null, messages.map((m) => h("li", null, m))));
+    if (box.dataset.messages !== JSON.stringify(messages)) {
+      box.dataset.messages = JSON.stringify(messages);
+      replace(box, messages.length === 1 ? h("p", null, messages[0]) : h("ul", null, messages.map((m) => h("li", null, m))));
+    }
     input.setAttribute("aria-invalid", "true");
   }
 

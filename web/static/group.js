@@ -2,9 +2,11 @@
 // timelines, operator actions and live refresh over SSE.
 import { api } from "./api.js";
 import { h, replace, coalesce } from "./dom.js";
-import { tally, summaryLine, plural, fmtTime, fmtFull, parseTime, describeEvent, errorClassText } from "./format.js";
-import { chip, groupChip, flagChip, progressBar, toast, ask, live, liveBadge, setLiveBadge } from "./ui.js";
+import { tally, summaryLine, plural, fmtTime, fmtFull, parseTime, describeEvent, errorClassText, groupStatusInfo } from "./format.js";
+import { chip, groupChip, flagChip, progressBar, toast, ask, live, liveBadge, setLiveBadge, tableRoles } from "./ui.js";
 import { firstLine } from "./groups.js";
+import * as announce from "./announce.js";
+import * as focus from "./focus.js";
 
 const MODE_LABEL = { individual: "Individual messages", group_mms: "Group MMS thread" };
 const CANCELABLE = new Set(["sending", "awaiting", "paused"]);
@@ -23,6 +25,43 @@ const FILTERS = {
 };
 
 const COLUMNS = 6;
+
+/** who names a recipient for buttons and announcements: name and number. */
+function who(r) {
+  return r.name ? `${r.name} ${r.number}` : r.number;
+}
+
+/**
+ * spokenSummary is the group's numbers as one sentence for the live
+ * summary: "4 of 6 delivered, 1 failed, 3 replied".
+ */
+export function spokenSummary(t) {
+  const parts = [`${t.delivered} of ${t.total} delivered`];
+  if (t.failed) parts.push(`${t.failed} failed`);
+  if (t.unconfirmed) parts.push(`${t.unconfirmed} unconfirmed`);
+  if (t.unknown) parts.push(`${t.unknown} unknown`);
+  if (t.inFlight) parts.push(`${t.inFlight} in progress`);
+  if (t.stopped) parts.push(`${t.stopped} not sent`);
+  if (t.replied) parts.push(`${t.replied} replied`);
+  return parts.join(", ");
+}
+
+/**
+ * changeEvents announces what happened to single recipients between two
+ * views of the roster: a new or changed reply, a failure, a send whose
+ * outcome became unconfirmed or unknown.
+ */
+function changeEvents(before, list) {
+  for (const r of list) {
+    const old = before.get(r.number);
+    if (!old) continue;
+    if (r.reply_text && r.reply_text !== old.reply_text) announce.event("reply", `${r.name || r.number} replied: ${announce.quote(r.reply_text)}.`);
+    if (r.status !== old.status) {
+      if (r.status === "failed") announce.event("failed", `Message to ${r.name || r.number} failed.`);
+      else if (RESOLVABLE.has(r.status)) announce.event("attention", `Message to ${r.name || r.number} is ${r.status}; it needs a decision.`);
+    }
+  }
+}
 
 function tile(name, label, value, tone, hint) {
   return h(
@@ -83,7 +122,15 @@ function errorLine(r) {
     { class: "error-line" },
     h("span", { class: "error-detail" }, text),
     r.error_url
-      ? [" ", h("a", { class: "error-link", href: r.error_url, target: "_blank", rel: "noopener noreferrer" }, `Error ${r.error_code} at the provider`)]
+      ? [
+          " ",
+          h(
+            "a",
+            { class: "error-link", href: r.error_url, target: "_blank", rel: "noopener noreferrer" },
+            `Error ${r.error_code} at the provider`,
+            h("span", { class: "sr-only" }, " (opens in a new tab)"),
+          ),
+        ]
       : null,
   );
 }
@@ -95,6 +142,8 @@ export function render(main, ctx, id) {
   let filter = "all";
   let loading = false;
   let again = false;
+  let seen = new Map(); // number → what was last announced about it
+  let statusLabel = "";
   const open = new Set(); // numbers whose timeline is shown
   const rows = new Map(); // number → {key, tr, histBtn, tl}
 
@@ -181,6 +230,9 @@ export function render(main, ctx, id) {
     headKey = key;
     const t = tally(g.counts);
     document.title = `${firstLine(g.text, 40)} — crewcast`;
+    // A redraw that removes the focused action (Cancel once canceled)
+    // moves focus to the export link instead of dropping it to <body>.
+    const mem = focus.remember(head);
     replace(
       head,
       h(
@@ -233,18 +285,26 @@ export function render(main, ctx, id) {
           : null,
       ),
     );
+    focus.restore(head, mem, ["export-csv"]);
   }
 
+  let statsKey = "";
   function drawStats() {
     const t = tally(group.counts);
+    const at = group.updated_at || group.created_at;
+    updated.textContent = parseTime(at) ? `Updated ${fmtTime(at)}` : "";
+    // Rebuilt only when a number changed, so a refresh that changed
+    // nothing leaves the tiles (and a focused "Show them") alone.
+    const key = JSON.stringify([group.counts, ctx.canSend]);
+    if (key === statsKey) return;
+    statsKey = key;
+    const mem = focus.remember(attention);
     replace(
       stats,
       h("div", { class: "tiles" }, counters(t)),
-      progressBar(t),
+      progressBar(t, "Delivery progress"),
       h("p", { class: "summary", id: "summary" }, summaryLine(t)),
     );
-    const at = group.updated_at || group.created_at;
-    updated.textContent = parseTime(at) ? `Updated ${fmtTime(at)}` : "";
     if (t.needAttention) {
       // Everyone who needs a person, by kind, and what to do about each.
       const kinds = [
@@ -279,6 +339,7 @@ export function render(main, ctx, id) {
             {
               type: "button",
               class: "button button-small",
+              id: "show-attention",
               onclick: () => {
                 filter = "attention";
                 select.value = filter;
@@ -292,6 +353,8 @@ export function render(main, ctx, id) {
     } else {
       attention.replaceChildren();
     }
+    // The banner went away with its button: the roster filter is next.
+    focus.restore(attention, mem, [], select);
   }
 
   function drawFilter() {
@@ -312,23 +375,43 @@ export function render(main, ctx, id) {
         class: "button button-quiet button-small history",
         "aria-expanded": open.has(r.number) ? "true" : "false",
         "aria-controls": `tl-${index}`,
+        dataset: { focusKey: "history" },
         onclick: () => toggleTimeline(r.number),
       },
       "History",
+      h("span", { class: "sr-only" }, ` for ${who(r)}`),
     );
     const actions = [];
     if (ctx.canSend && RESOLVABLE.has(r.status)) {
       actions.push(
-        h("button", { type: "button", class: "button button-warn button-small resolve", onclick: () => resolve(r.number, r.status) }, "Resolve…"),
+        h(
+          "button",
+          {
+            type: "button",
+            class: "button button-warn button-small resolve",
+            "aria-haspopup": "dialog",
+            dataset: { focusKey: "resolve" },
+            onclick: () => resolve(r.number, r.status),
+          },
+          "Resolve…",
+          h("span", { class: "sr-only" }, ` ${who(r)}`),
+        ),
       );
     }
     if (ctx.canSend && r.status === "failed") {
-      actions.push(h("button", { type: "button", class: "button button-small retry", onclick: () => retry(r.number) }, "Retry"));
+      actions.push(
+        h(
+          "button",
+          { type: "button", class: "button button-small retry", dataset: { focusKey: "retry" }, onclick: () => retry(r.number) },
+          "Retry",
+          h("span", { class: "sr-only" }, ` ${who(r)}`),
+        ),
+      );
     }
     actions.push(histBtn);
     const tr = h(
       "tr",
-      { class: "recipient", dataset: { number: r.number, status: r.status } },
+      { class: "recipient", dataset: { number: r.number, status: r.status, focusRow: r.number } },
       h(
         "td",
         { class: "col-who", "data-label": "Recipient" },
@@ -410,6 +493,10 @@ export function render(main, ctx, id) {
   // recipient changed, and unchanged rows are never moved, so focus and
   // open timelines survive live refreshes.
   function drawRoster() {
+    // A rebuilt row replaces the focused button: focus moves to the same
+    // control in the new row, or its History button (Retry is gone after
+    // a retry), or the row that took a vanished row's place.
+    const mem = focus.remember(tbody);
     drawFilter();
     const list = group.recipients || [];
     const pred = FILTERS[filter][1];
@@ -444,6 +531,8 @@ export function render(main, ctx, id) {
       tbody.removeChild(cur);
       cur = next;
     }
+    tableRoles(tbody.parentElement);
+    focus.restore(tbody, mem, ["history"], select);
   }
 
   function apply(g, fromAction) {
@@ -458,6 +547,19 @@ export function render(main, ctx, id) {
       g = { ...g, recipients: [] };
     }
     const first = group === null;
+    const before = seen;
+    seen = new Map(g.recipients.map((r) => [r.number, { status: r.status, reply_text: r.reply_text || "" }]));
+    const t = tally(g.counts);
+    const label = groupStatusInfo(g.status, g.counts).label;
+    if (first) {
+      // What the page opened with is on screen; only changes are spoken.
+      announce.reset(spokenSummary(t));
+    } else {
+      changeEvents(before, g.recipients);
+      if (label !== statusLabel) announce.event("status", `Group ${label.charAt(0).toLowerCase()}${label.slice(1)}.`);
+      announce.summary(spokenSummary(t));
+    }
+    statusLabel = label;
     group = g;
     if (first) layout();
     drawHead();
@@ -504,6 +606,7 @@ export function render(main, ctx, id) {
   const refresh = coalesce(load, 300);
 
   function resolve(number, status) {
+    const mem = focus.remember(tbody);
     ask({
       title: `Resolve ${number}`,
       body: [
@@ -535,6 +638,9 @@ export function render(main, ctx, id) {
       ],
       act: async (outcome) => apply(await api.resolve(id, number, outcome), true),
     }).then((outcome) => {
+      // The dialog returns focus to the button that opened it; when a
+      // redraw replaced that button, to its row instead.
+      focus.restore(tbody, mem, ["history"], select);
       if (outcome) toast(`${number} marked ${outcome === "delivered" ? "delivered" : "not delivered"}.`);
     });
   }
@@ -549,6 +655,7 @@ export function render(main, ctx, id) {
   }
 
   function resumeGroup() {
+    const mem = focus.remember(head);
     ask({
       title: "Resume sending?",
       body: [
@@ -562,11 +669,13 @@ export function render(main, ctx, id) {
       ],
       act: async () => apply(await api.resume(id), true),
     }).then((v) => {
+      focus.restore(head, mem, ["export-csv"]);
       if (v) toast("Sending resumed.");
     });
   }
 
   function cancelGroup() {
+    const mem = focus.remember(head);
     ask({
       title: "Cancel this group?",
       body: [
@@ -579,6 +688,7 @@ export function render(main, ctx, id) {
       ],
       act: async () => apply(await api.cancel(id), true),
     }).then((v) => {
+      focus.restore(head, mem, ["export-csv"]);
       if (v) toast("Group canceled.");
     });
   }

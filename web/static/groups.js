@@ -1,8 +1,10 @@
 // The list of groups with live counters.
 import { api } from "./api.js";
 import { h, replace, coalesce } from "./dom.js";
-import { tally, summaryLine, plural, fmtShort, fmtFull } from "./format.js";
+import { tally, summaryLine, plural, fmtShort, fmtFull, groupStatusInfo } from "./format.js";
 import { groupChip, progressBar, live, liveBadge, setLiveBadge } from "./ui.js";
+import * as announce from "./announce.js";
+import * as focus from "./focus.js";
 
 const MODE_LABEL = { individual: "Individual", group_mms: "Group MMS" };
 
@@ -18,33 +20,32 @@ function card(g) {
   if (t.replied) extras.push(plural(t.replied, "reply", "replies"));
   if (t.ackYes) extras.push(`${t.ackYes} yes`);
   if (t.ackNo) extras.push(`${t.ackNo} no`);
+  // Only the title is the link (its name is short; the whole card is
+  // clickable through CSS): a link wrapping the card would read every
+  // number on it, twice counting the progress bar's text.
   return h(
     "li",
-    { class: "group-card", dataset: { groupId: g.id } },
+    { class: "group-card", dataset: { groupId: g.id, focusRow: g.id } },
     h(
-      "a",
-      { class: "card-link", href: `#/groups/${encodeURIComponent(g.id)}` },
-      h(
-        "div",
-        { class: "card-top" },
-        groupChip(g.status, g.counts),
-        h("time", { class: "card-time", datetime: g.created_at, title: fmtFull(g.created_at) }, fmtShort(g.created_at)),
-      ),
-      h("p", { class: "card-text" }, firstLine(g.text)),
-      h(
-        "p",
-        { class: "card-meta" },
-        `From ${g.from} · ${MODE_LABEL[g.mode] || g.mode} · ${plural(t.total, "recipient")}`,
-      ),
-      progressBar(t),
-      h(
-        "p",
-        { class: "card-summary" },
-        h("span", { class: "summary-main" }, summaryLine(t)),
-        extras.length ? h("span", { class: "summary-extra" }, extras.join(" · ")) : null,
-      ),
-      g.status === "paused" && g.pause_reason ? h("p", { class: "card-warn" }, `Paused: ${g.pause_reason}`) : null,
+      "div",
+      { class: "card-top" },
+      groupChip(g.status, g.counts),
+      h("time", { class: "card-time", datetime: g.created_at, title: fmtFull(g.created_at) }, fmtShort(g.created_at)),
     ),
+    h(
+      "h2",
+      { class: "card-text" },
+      h("a", { class: "card-link", href: `#/groups/${encodeURIComponent(g.id)}`, dataset: { focusKey: "open" } }, firstLine(g.text)),
+    ),
+    h("p", { class: "card-meta" }, `From ${g.from} · ${MODE_LABEL[g.mode] || g.mode} · ${plural(t.total, "recipient")}`),
+    progressBar(t, "Delivery progress"),
+    h(
+      "p",
+      { class: "card-summary" },
+      h("span", { class: "summary-main" }, summaryLine(t)),
+      extras.length ? h("span", { class: "summary-extra" }, extras.join(" · ")) : null,
+    ),
+    g.status === "paused" && g.pause_reason ? h("p", { class: "card-warn" }, `Paused: ${g.pause_reason}`) : null,
   );
 }
 
@@ -58,7 +59,11 @@ export function render(main, ctx) {
   let again = false; // a refresh arrived while a load was running
 
   const badge = liveBadge();
-  const list = h("ul", { class: "group-list", id: "group-list", "aria-live": "off" });
+  // Not a live region: a refresh would read every card. New groups and
+  // status changes are announced as events instead (announce.js).
+  const list = h("ul", { class: "group-list", id: "group-list" });
+  const cards = new Map(); // id → {key, li}: unchanged cards are kept, not rebuilt
+  let labels = null; // id → status label last seen, for announcements
   const status = h("p", { class: "list-status", role: "status" });
   const more = h("button", { type: "button", class: "button", hidden: true, onclick: () => load(false) }, "Load more");
 
@@ -91,7 +96,43 @@ export function render(main, ctx) {
       );
       return;
     }
-    replace(list, order.map((id) => card(byId.get(id))));
+    const mem = focus.remember(list);
+    const nodes = order.map((id) => {
+      const g = byId.get(id);
+      const key = JSON.stringify(g);
+      let entry = cards.get(id);
+      if (!entry || entry.key !== key) {
+        entry = { key, li: card(g) };
+        cards.set(id, entry);
+      }
+      return entry.li;
+    });
+    if (!list.firstChild || !list.firstChild.classList.contains("group-card")) list.replaceChildren();
+    let cur = list.firstChild;
+    for (const n of nodes) {
+      if (n === cur) cur = cur.nextSibling;
+      else list.insertBefore(n, cur);
+    }
+    while (cur) {
+      const next = cur.nextSibling;
+      list.removeChild(cur);
+      cur = next;
+    }
+    focus.restore(list, mem, ["open"]);
+  }
+
+  // announceChanges tells a screen reader about new groups and status
+  // changes (not the first load: that is the page itself).
+  function announceChanges(first) {
+    const now = new Map(order.map((id) => [id, groupStatusInfo(byId.get(id).status, byId.get(id).counts).label]));
+    if (labels && first) {
+      for (const [id, label] of now) {
+        const title = firstLine(byId.get(id).text, 60);
+        if (!labels.has(id)) announce.event("group", `New group, ${label}: ${title}`);
+        else if (labels.get(id) !== label) announce.event("status", `${label}: ${title}`);
+      }
+    }
+    labels = now;
   }
 
   // first=true refetches the first page and merges it (live refresh keeps
@@ -102,6 +143,7 @@ export function render(main, ctx) {
       return;
     }
     loading = true;
+    const moreHadFocus = !first && document.activeElement === more;
     more.disabled = true;
     try {
       const page = await api.listGroups(first ? "" : cursor);
@@ -122,6 +164,12 @@ export function render(main, ctx) {
       more.hidden = !cursor;
       status.textContent = "";
       draw();
+      announceChanges(first);
+      // "Load more" hides after the last page: focus the first card it loaded.
+      if (moreHadFocus && (more.hidden || focus.lost()) && ids.length) {
+        const link = list.querySelector(`[data-group-id="${CSS.escape(ids[0])}"] .card-link`);
+        if (link) link.focus();
+      }
     } catch (e) {
       if (!alive) return;
       status.textContent = `Could not load groups: ${e.message}`;

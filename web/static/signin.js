@@ -22,10 +22,12 @@ export function render(main, ctx) {
   async function onSubmit(e) {
     e.preventDefault();
     error.hidden = true;
+    key.removeAttribute("aria-invalid");
     const value = key.value.trim();
     if (!value) {
       error.textContent = "Enter an API key.";
       error.hidden = false;
+      key.setAttribute("aria-invalid", "true");
       key.focus();
       return;
     }
@@ -40,6 +42,7 @@ export function render(main, ctx) {
       if (!alive) return;
       error.textContent = err.status === 401 ? "That key was not accepted. Check it and try again." : err.message;
       error.hidden = false;
+      if (err.status === 401) key.setAttribute("aria-invalid", "true");
       key.select();
     } finally {
       submit.disabled = false;

@@ -24,12 +24,14 @@ export function flagChip(label, tone, flag) {
 /**
  * progressBar shows a tally as stacked segments. Widths are set through
  * the CSSOM (allowed by the CSP, unlike style attributes); the text summary
- * carries the same information for screen readers and in print.
+ * carries the same information for screen readers and in print. label
+ * names the bar (a progressbar without a name is read as just a number).
  */
-export function progressBar(t) {
+export function progressBar(t, label = "Delivery progress") {
   const bar = h("div", {
     class: "progress",
     role: "progressbar",
+    "aria-label": label,
     "aria-valuemin": 0,
     "aria-valuemax": t.total,
     "aria-valuenow": t.final,
@@ -51,17 +53,45 @@ export function progressBar(t) {
   return bar;
 }
 
+const TABLE_ROLES = [
+  ["table", "table"],
+  ["thead, tbody, tfoot", "rowgroup"],
+  ["tr", "row"],
+  ["th[scope=col]", "columnheader"],
+  ["th[scope=row]", "rowheader"],
+  ["td", "cell"],
+];
+
+/**
+ * tableRoles gives a table's parts their roles explicitly. A table that
+ * CSS draws as cards on phones (display: block or grid) loses its table
+ * semantics in some browsers (Safari), and with them the column headers
+ * each cell is announced with; explicit roles keep them. Call it after
+ * adding rows.
+ */
+export function tableRoles(table) {
+  if (!table.hasAttribute("role")) table.setAttribute("role", "table");
+  for (const [sel, role] of TABLE_ROLES.slice(1)) {
+    for (const el of table.querySelectorAll(sel)) if (!el.hasAttribute("role")) el.setAttribute("role", role);
+  }
+}
+
 let toastTimer = null;
 
-/** toast shows a short message at the bottom of the screen for a few seconds. */
+/**
+ * toast shows a short message at the bottom of the screen for a few
+ * seconds. The region stays in the page while idle (empty and visually
+ * hidden, never display:none), so screen readers already track it when
+ * the first message arrives.
+ */
 export function toast(message, kind = "info") {
   const el = document.getElementById("toast");
   el.className = `toast toast-${kind}`;
   el.textContent = message;
-  el.hidden = false;
   clearTimeout(toastTimer);
   toastTimer = setTimeout(() => {
-    el.hidden = true;
+    el.className = "toast is-idle";
+    el.textContent = "";
   }, kind === "error" ? 8000 : 4000);
 }
 
@@ -89,7 +119,11 @@ export function ask({ title, body, choices, act }) {
       if (dlg.open) dlg.close();
       resolve(value);
     };
-    const onClose = () => finish(null);
+    // The close event is queued: one left over from the dialog's previous
+    // use can arrive after this one opened, and must not close it.
+    const onClose = () => {
+      if (!dlg.open) finish(null);
+    };
     // Escape must not abandon a request in flight.
     const onCancel = (e) => {
       if (busy) e.preventDefault();
