@@ -39,6 +39,8 @@ type Store interface {
 	Idempotency
 	Leases
 	Retention
+	Users
+	Audit
 
 	// Engine names the engine: "sqlite" or "postgres".
 	Engine() string
@@ -84,6 +86,9 @@ type Effects struct {
 	Unsuppress  []string        // delete by number
 	Replies     []Reply         // insert; duplicate (Provider, EventID, Number) is ignored
 	Idempotency *IdempotencyKey // insert; an existing key fails the unit with ErrIdempotencyConflict
+	// Audit entries are appended with the unit (design.md §14): who
+	// sent, canceled, resumed, resolved or retried commits with the change.
+	Audit []AuditEntry
 }
 
 // ---- Inbox ----

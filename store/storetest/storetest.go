@@ -97,6 +97,8 @@ func Run(t *testing.T, o Options) {
 		{"Retention", testRetention},
 		{"RedactUnmatchedReplies", testRedactUnmatched},
 		{"InvalidCursor", testInvalidCursor},
+		{"Users", testUsers},
+		{"Audit", testAudit},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
