@@ -458,6 +458,7 @@ func (a *api) addSuppression(w http.ResponseWriter, r *http.Request) error {
 	if err := a.store.AddSuppression(r.Context(), s); err != nil {
 		return err
 	}
+	a.audit(r, requestActor(r), auditSuppressAdd, number+" "+body.Reason)
 	writeJSON(w, http.StatusCreated, suppressionOf(s))
 	return nil
 }
@@ -470,6 +471,7 @@ func (a *api) removeSuppression(w http.ResponseWriter, r *http.Request) error {
 	if err := a.store.RemoveSuppression(r.Context(), number); err != nil {
 		return err
 	}
+	a.audit(r, requestActor(r), auditSuppressRemov, number)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/argon2"
@@ -66,7 +67,8 @@ type Hasher struct {
 	// dummy is a hash of a random password, verified against when there
 	// is no user, so that an unknown email costs the same time as a wrong
 	// password.
-	dummy string
+	dummy     string
+	dummyOnce sync.Once
 }
 
 // NewHasher returns a Hasher with parameters p (zero: DefaultParams) that
@@ -78,9 +80,7 @@ func NewHasher(p Params, concurrent int) *Hasher {
 	if concurrent <= 0 {
 		concurrent = 2
 	}
-	h := &Hasher{p: p, sem: make(chan struct{}, concurrent)}
-	h.dummy = h.hash(Generate())
-	return h
+	return &Hasher{p: p, sem: make(chan struct{}, concurrent)}
 }
 
 func (h *Hasher) acquire(ctx context.Context) error {
@@ -123,6 +123,7 @@ func (h *Hasher) Verify(ctx context.Context, encoded, pw string) error {
 	}
 	defer h.release()
 	if encoded == "" {
+		h.dummyOnce.Do(func() { h.dummy = h.hash(Generate()) })
 		_ = verify(h.dummy, pw)
 		return ErrMismatch
 	}
