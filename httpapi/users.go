@@ -342,6 +342,7 @@ func (a *api) updateUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	epoch := u.SessionEpoch
 	now := a.now().UTC()
 	who := requestActor(r)
 	var audit []store.AuditEntry
@@ -432,7 +433,9 @@ func (a *api) updateUser(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		a.sessions.deleteOwner(u.ID) // this node at once; others by the epoch
+		if u.SessionEpoch != epoch {
+			a.sessions.deleteOwner(u.ID) // this node at once; others by the epoch
+		}
 	}
 	out := userOf(u)
 	out.Password = generated
