@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/group"
@@ -58,5 +59,30 @@ func TestAuditEntriesCommitWithGroupChanges(t *testing.T) {
 	}
 	if sys := got[0].Actor; sys.Type != store.ActorSystem || sys.ID != "key_ops" {
 		t.Errorf("context-free create recorded as %+v", sys)
+	}
+}
+
+// The audit log has its own retention: entries older than AuditAfter go,
+// younger ones stay, whatever the group stages do.
+func TestRetentionPurgesOldAuditEntries(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	now := e.clk.Now()
+	for _, age := range []time.Duration{100 * 24 * time.Hour, 40 * 24 * time.Hour, time.Hour} {
+		if err := e.st.AppendAudit(ctx, store.AuditEntry{At: now.Add(-age), Actor: store.AuditActor{Type: store.ActorKey, ID: "key_x"},
+			Action: "key.created", Target: age.String()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := e.tr.RunRetention(ctx, RetentionPolicy{AuditAfter: 30 * 24 * time.Hour})
+	if err != nil || rep.AuditPurged != 2 {
+		t.Fatalf("RunRetention = %+v, %v, want 2 audit entries purged", rep, err)
+	}
+	left, _, _ := e.st.ListAudit(ctx, store.AuditQuery{})
+	if len(left) != 1 || left[0].Target != time.Hour.String() {
+		t.Fatalf("left %+v", left)
+	}
+	if rep, err := e.tr.RunRetention(ctx, RetentionPolicy{AuditAfter: -1}); err != nil || rep.AuditPurged != 0 {
+		t.Fatalf("AuditAfter < 0 must keep everything: %+v, %v", rep, err)
 	}
 }
