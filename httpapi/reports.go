@@ -458,7 +458,7 @@ func (a *api) addSuppression(w http.ResponseWriter, r *http.Request) error {
 	if err := a.store.AddSuppression(r.Context(), s); err != nil {
 		return err
 	}
-	a.audit(r, requestActor(r), auditSuppressAdd, number+" "+body.Reason)
+	a.audit(r, requestActor(r), auditSuppressAdd, store.AuditNumber(number)+" "+body.Reason)
 	writeJSON(w, http.StatusCreated, suppressionOf(s))
 	return nil
 }
@@ -471,7 +471,7 @@ func (a *api) removeSuppression(w http.ResponseWriter, r *http.Request) error {
 	if err := a.store.RemoveSuppression(r.Context(), number); err != nil {
 		return err
 	}
-	a.audit(r, requestActor(r), auditSuppressRemov, number)
+	a.audit(r, requestActor(r), auditSuppressRemov, store.AuditNumber(number))
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -483,7 +483,8 @@ func TestAuditTrail(t *testing.T) {
 		t.Fatalf("actions %v, want %v", actions, want)
 	}
 	sup := l.Entries[1]
-	if sup.Actor.Type != "user" || sup.Actor.ID != id || sup.Actor.Name != "=HYPERLINK(\"http://x\")" || sup.IP != "127.0.0.1" {
+	if sup.Actor.Type != "user" || sup.Actor.ID != id || sup.Actor.Name != "=HYPERLINK(\"http://x\")" || sup.IP != "127.0.0.1" ||
+		sup.Target != "…0009 manual" {
 		t.Errorf("suppression entry %+v", sup)
 	}
 	if cr := l.Entries[4]; cr.Actor.Type != "key" || cr.Actor.ID != e.keyIDs["admin"] || cr.Actor.Name != "admin" || !strings.HasPrefix(cr.Target, id) {

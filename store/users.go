@@ -78,7 +78,7 @@ type AuditEntry struct {
 	At     time.Time
 	Actor  AuditActor
 	Action string // e.g. "group.sent", "user.created", "session.sign_in_failed"
-	Target string // what it was done to (a group id, "grp_x/+1555…", a user id)
+	Target string // what it was done to (a group id, "grp_x #3 …0101", a user id); numbers only via AuditNumber
 }
 
 // AuditQuery filters ListAudit; zero fields do not filter. Results are
@@ -114,4 +114,14 @@ func WithAuditActor(ctx context.Context, a AuditActor) context.Context {
 func AuditActorFrom(ctx context.Context) (AuditActor, bool) {
 	a, ok := ctx.Value(auditActorKey{}).(AuditActor)
 	return a, ok
+}
+
+// AuditNumber is how the audit log names a phone number: its last four
+// digits only. The log outlives the retention stage that hashes numbers
+// in groups (and an erasure), so it must not keep them in clear.
+func AuditNumber(n string) string {
+	if len(n) <= 4 {
+		return "…" + n
+	}
+	return "…" + n[len(n)-4:]
 }

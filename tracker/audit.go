@@ -2,6 +2,7 @@ package tracker
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/store"
@@ -18,6 +19,13 @@ const (
 	AuditRecipientRetried  = "recipient.retried"
 )
 
+// recipientTarget names recipient i of the group for the audit log: the
+// group, the recipient's index and the number's last digits (never the
+// whole number: see store.AuditNumber).
+func (a *groupActor) recipientTarget(i int) string {
+	return a.key + " #" + strconv.Itoa(i) + " " + store.AuditNumber(a.g.Recipients[i].Number)
+}
+
 // audit adds the audit entry of an operator event to this turn's effects.
 // who is the actor the request context named (the HTTP API puts it
 // there); a caller that named nobody is recorded as the system, with the
@@ -32,9 +40,9 @@ func (a *groupActor) audit(who *store.AuditActor, ev group.Event) {
 	case group.Resumed:
 		action, target, by = AuditGroupResumed, a.key, e.By
 	case group.Resolved:
-		action, target, by = AuditRecipientResolved, a.key+"/"+a.g.Recipients[e.Index].Number+" "+e.Outcome, e.By
+		action, target, by = AuditRecipientResolved, a.recipientTarget(e.Index)+" "+e.Outcome, e.By
 	case group.RetryRequested:
-		action, target, by = AuditRecipientRetried, a.key+"/"+a.g.Recipients[e.Index].Number, e.By
+		action, target, by = AuditRecipientRetried, a.recipientTarget(e.Index), e.By
 	default:
 		return
 	}

@@ -43,7 +43,7 @@ func TestAuditEntriesCommitWithGroupChanges(t *testing.T) {
 	}
 	want := []struct{ action, target string }{
 		{AuditGroupSent, id2},
-		{AuditRecipientRetried, id + "/" + nums(2)[1]},
+		{AuditRecipientRetried, id + " #1 …" + nums(2)[1][len(nums(2)[1])-4:]},
 		{AuditGroupSent, id},
 	}
 	if len(got) != len(want) {
