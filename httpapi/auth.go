@@ -62,6 +62,9 @@ func (a *api) authorize(r *http.Request, rt route) (*http.Request, error) {
 	}
 	if need := scopeFor(rt.Access); !p.Has(need) {
 		a.metrics.AuthFailure("forbidden")
+		if u != nil {
+			return r, newError(http.StatusForbidden, codeForbidden, "the "+u.Role+" role does not allow this")
+		}
 		return r, newError(http.StatusForbidden, codeForbidden, "this API key lacks the "+string(need)+" scope")
 	}
 	ctx := context.WithValue(r.Context(), principalKey{}, p)
