@@ -169,3 +169,23 @@ func testAudit(t *testing.T, o Options) {
 		t.Fatalf("after purge %d entries, want 4", len(rest))
 	}
 }
+
+// The audit log refuses changes even from someone with SQL access to the
+// table (a trigger in each engine): entries are only added, and only
+// retention removes them.
+func testAuditAppendOnly(t *testing.T, o Options) {
+	db := o.NewDB(t)
+	s := db.Open(t, Config{})
+	ctx := context.Background()
+	e := store.AuditEntry{At: t0, Actor: store.AuditActor{Type: store.ActorUser, ID: "usr_1", Name: "Ada"}, Action: "group.sent", Target: "grp_1"}
+	if err := s.AppendAudit(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.TamperAudit(t); err == nil {
+		t.Fatal("UPDATE of audit_log succeeded; the log must be append-only")
+	}
+	got, _, err := s.ListAudit(ctx, store.AuditQuery{})
+	if err != nil || len(got) != 1 || got[0].Action != "group.sent" || got[0].Actor.Name != "Ada" {
+		t.Fatalf("after the refused update: %+v, %v", got, err)
+	}
+}
