@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crewcast/crewcast/apikey"
+	"github.com/crewcast/crewcast/store"
 )
 
 // sessionCookie names the board's session cookie.
@@ -49,7 +50,7 @@ func (a *api) authorize(r *http.Request, rt route) (*http.Request, error) {
 	if rt.Access == public {
 		return r, nil
 	}
-	p, err := a.authenticate(r)
+	p, u, err := a.authenticate(r)
 	if err != nil {
 		var ae *apiError
 		if errors.As(err, &ae) && ae.Status == http.StatusForbidden {
@@ -61,42 +62,57 @@ func (a *api) authorize(r *http.Request, rt route) (*http.Request, error) {
 	}
 	if need := scopeFor(rt.Access); !p.Has(need) {
 		a.metrics.AuthFailure("forbidden")
+		if u != nil {
+			return r, newError(http.StatusForbidden, codeForbidden, "the "+u.Role+" role does not allow this")
+		}
 		return r, newError(http.StatusForbidden, codeForbidden, "this API key lacks the "+string(need)+" scope")
 	}
-	return r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), nil
+	ctx := context.WithValue(r.Context(), principalKey{}, p)
+	if u != nil {
+		ctx = context.WithValue(ctx, userKey{}, *u)
+	}
+	return r.WithContext(store.WithAuditActor(ctx, actorOf(p, u, clientIP(r)))), nil
 }
 
 // authenticate finds the caller: an Authorization: Bearer key wins over a
 // session cookie.
-func (a *api) authenticate(r *http.Request) (apikey.Principal, error) {
+func (a *api) authenticate(r *http.Request) (apikey.Principal, *store.User, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, key, ok := strings.Cut(h, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
-			return apikey.Principal{}, unauthorized("Authorization must be \"Bearer <key>\"")
+			return apikey.Principal{}, nil, unauthorized("Authorization must be \"Bearer <key>\"")
 		}
 		p, touchErr, err := a.auth.Authenticate(r.Context(), strings.TrimSpace(key))
 		a.touchFailed(r, touchErr)
-		return p, err
+		return p, nil, err
 	}
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || c.Value == "" {
-		return apikey.Principal{}, unauthorized("an API key is required (Authorization: Bearer <key>)")
+		return apikey.Principal{}, nil, unauthorized("an API key is required (Authorization: Bearer <key>)")
 	}
 	s, ok := a.sessions.get(c.Value)
 	if !ok {
-		return apikey.Principal{}, unauthorized("session expired or unknown; sign in again")
+		return apikey.Principal{}, nil, unauthorized("session expired or unknown; sign in again")
 	}
 	// A cookie rides along with cross-site requests; state changes made
 	// with one must come from our own origin.
 	if err := a.csrf.Check(r); err != nil {
-		return apikey.Principal{}, newError(http.StatusForbidden, codeCrossOrigin, "cross-origin request refused")
+		return apikey.Principal{}, nil, newError(http.StatusForbidden, codeCrossOrigin, "cross-origin request refused")
+	}
+	if s.userID != "" {
+		p, u, err := a.userPrincipal(r.Context(), s)
+		if errors.Is(err, errSessionRevoked) {
+			a.sessions.delete(c.Value)
+			return apikey.Principal{}, nil, unauthorized("session expired or unknown; sign in again")
+		}
+		return p, u, err
 	}
 	p, touchErr, err := a.auth.Check(r.Context(), s.prefix, s.keyID)
 	a.touchFailed(r, touchErr)
 	if errors.Is(err, apikey.ErrInvalidKey) {
 		a.sessions.delete(c.Value) // the key was revoked: end its session
 	}
-	return p, err
+	return p, nil, err
 }
 
 // touchFailed reports a failed best-effort last-use write: counted and
@@ -111,9 +127,24 @@ func (a *api) touchFailed(r *http.Request, err error) {
 
 // ---- sessions ----
 
+// session is one signed-in board: an API key's (keyID, prefix) or a
+// user's (userID and the user's session epoch when it was opened: a
+// password reset or disable raises the epoch and so ends it on every node).
 type session struct {
 	keyID, prefix string
-	expires       time.Time
+	userID        string
+	name          string // the key's or user's name at sign-in, for the audit trail
+	epoch         int64
+	expires       time.Time // absolute end: sign-in + SessionTTL
+	lastSeen      time.Time // idle end: lastSeen + SessionIdle
+}
+
+// owner is whose share of the session table the session counts against.
+func (s session) owner() string {
+	if s.userID != "" {
+		return s.userID
+	}
+	return s.keyID
 }
 
 // sessions maps random session ids to API keys, in memory: a restart signs
@@ -124,8 +155,9 @@ type session struct {
 // the whole table at most maxSessions (a sign-in into a full table is
 // refused). No key's sign-ins can ever end another key's session.
 type sessions struct {
-	now func() time.Time
-	ttl time.Duration
+	now  func() time.Time
+	ttl  time.Duration
+	idle time.Duration // ≤ 0: no idle expiry
 
 	mu        sync.Mutex
 	m         map[string]session
@@ -147,7 +179,18 @@ func newSessions(now func() time.Time, ttl time.Duration) *sessions {
 	return &sessions{now: now, ttl: ttl, m: map[string]session{}, byKey: map[string]map[string]struct{}{}}
 }
 
+// live reports whether v has neither reached its absolute end nor been
+// idle too long at now.
+func (s *sessions) live(v session, now time.Time) bool {
+	return now.Before(v.expires) && (s.idle <= 0 || now.Before(v.lastSeen.Add(s.idle)))
+}
+
 func (s *sessions) create(keyID, prefix string) (id string, expires time.Time, err error) {
+	return s.open(session{keyID: keyID, prefix: prefix})
+}
+
+// open adds a session for v's key or user.
+func (s *sessions) open(v session) (id string, expires time.Time, err error) {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", time.Time{}, err
@@ -159,12 +202,13 @@ func (s *sessions) create(keyID, prefix string) (id string, expires time.Time, e
 	defer s.mu.Unlock()
 	if now.After(s.nextSweep) || len(s.m) >= maxSessions {
 		for k, v := range s.m {
-			if !now.Before(v.expires) {
+			if !s.live(v, now) {
 				s.deleteLocked(k)
 			}
 		}
 		s.nextSweep = now.Add(time.Minute)
 	}
+	keyID := v.owner()
 	mine := s.byKey[keyID]
 	if len(mine) >= maxSessionsPerKey {
 		// The key's own oldest session makes room.
@@ -178,7 +222,8 @@ func (s *sessions) create(keyID, prefix string) (id string, expires time.Time, e
 	} else if len(s.m) >= maxSessions {
 		return "", time.Time{}, errTooManySessions
 	}
-	s.m[id] = session{keyID: keyID, prefix: prefix, expires: expires}
+	v.expires, v.lastSeen = expires, now
+	s.m[id] = v
 	if s.byKey[keyID] == nil {
 		s.byKey[keyID] = map[string]struct{}{}
 	}
@@ -193,10 +238,10 @@ func (s *sessions) deleteLocked(id string) {
 		return
 	}
 	delete(s.m, id)
-	if mine := s.byKey[v.keyID]; mine != nil {
+	if mine := s.byKey[v.owner()]; mine != nil {
 		delete(mine, id)
 		if len(mine) == 0 {
-			delete(s.byKey, v.keyID)
+			delete(s.byKey, v.owner())
 		}
 	}
 }
@@ -208,11 +253,24 @@ func (s *sessions) get(id string) (session, bool) {
 	if !ok {
 		return session{}, false
 	}
-	if !s.now().Before(v.expires) {
+	now := s.now()
+	if !s.live(v, now) {
 		s.deleteLocked(id)
 		return session{}, false
 	}
+	v.lastSeen = now
+	s.m[id] = v
 	return v, true
+}
+
+// deleteOwner ends every session of a user or key on this node (other
+// nodes end theirs at their next request, by the user's epoch).
+func (s *sessions) deleteOwner(owner string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range s.byKey[owner] {
+		s.deleteLocked(id)
+	}
 }
 
 func (s *sessions) delete(id string) {
@@ -228,6 +286,10 @@ type sessionJSON struct {
 	Name      string     `json:"name"`
 	Scopes    []string   `json:"scopes"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// A user's session (design.md §14) also names the user; KeyID is "".
+	UserID string `json:"user_id,omitempty"`
+	Email  string `json:"email,omitempty"`
+	Role   string `json:"role,omitempty"`
 }
 
 func scopeNames(p apikey.Principal) []string {
@@ -248,23 +310,32 @@ func (a *api) createSession(w http.ResponseWriter, r *http.Request) error {
 		return newError(http.StatusForbidden, codeCrossOrigin, "cross-origin request refused")
 	}
 	var body struct {
-		Key string `json:"key"`
+		Key      string `json:"key"`
+		Email    string `json:"email"`
+		Password string `json:"password"`
 	}
 	if err := decodeJSON(w, r, 4<<10, &body); err != nil {
 		return err
 	}
+	if body.Key == "" && (body.Email != "" || body.Password != "") {
+		return a.signInUser(w, r, body.Email, body.Password)
+	}
 	if body.Key == "" {
-		return invalid("key", "required")
+		return invalid("key", "required (or email and password)")
+	}
+	if err := a.throttle.allow(a.now(), "", clientIP(r)); err != nil {
+		return err
 	}
 	p, touchErr, err := a.auth.Authenticate(r.Context(), body.Key)
 	a.touchFailed(r, touchErr)
 	if err != nil {
 		if errors.Is(err, apikey.ErrInvalidKey) {
 			a.metrics.AuthFailure("unauthenticated")
+			a.audit(r, store.AuditActor{Type: store.ActorKey, IP: clientIP(r)}, auditSignInFailed, "")
 		}
 		return err
 	}
-	id, expires, err := a.sessions.create(p.KeyID, p.Prefix)
+	id, expires, err := a.sessions.open(session{keyID: p.KeyID, prefix: p.Prefix, name: p.Name})
 	if errors.Is(err, errTooManySessions) {
 		e := newError(http.StatusServiceUnavailable, codeUnavailable, "too many open sessions; try again later or use an API key directly")
 		e.Header = http.Header{"Retry-After": {"60"}}
@@ -273,17 +344,28 @@ func (a *api) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookie, Value: id, Path: "/", Expires: expires, MaxAge: int(a.cfg.SessionTTL.Seconds()),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: a.secureCookies(r),
-	})
+	a.setSessionCookie(w, r, id, expires)
+	a.audit(r, actorOf(p, nil, clientIP(r)), auditSignedIn, "")
 	exp := expires.UTC()
 	writeJSON(w, http.StatusOK, sessionJSON{KeyID: p.KeyID, Name: p.Name, Scopes: scopeNames(p), ExpiresAt: &exp})
 	return nil
 }
 
+// setSessionCookie sets the board's session cookie (design.md §14:
+// HttpOnly, Secure over TLS, SameSite=Lax).
+func (a *api) setSessionCookie(w http.ResponseWriter, r *http.Request, id string, expires time.Time) {
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: id, Path: "/", Expires: expires, MaxAge: int(a.cfg.SessionTTL.Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: a.secureCookies(r),
+	})
+}
+
 func (a *api) getSession(w http.ResponseWriter, r *http.Request) error {
 	p, _ := principalFrom(r.Context())
+	if u, ok := userFrom(r.Context()); ok {
+		writeJSON(w, http.StatusOK, sessionJSON{Name: u.Name, Scopes: scopeNames(p), UserID: u.ID, Email: u.Email, Role: u.Role})
+		return nil
+	}
 	writeJSON(w, http.StatusOK, sessionJSON{KeyID: p.KeyID, Name: p.Name, Scopes: scopeNames(p)})
 	return nil
 }
@@ -293,11 +375,14 @@ func (a *api) deleteSession(w http.ResponseWriter, r *http.Request) error {
 		return newError(http.StatusForbidden, codeCrossOrigin, "cross-origin request refused")
 	}
 	if c, err := r.Cookie(sessionCookie); err == nil {
+		if s, ok := a.sessions.get(c.Value); ok {
+			a.audit(r, sessionActor(r, s), auditSignedOut, "")
+		}
 		a.sessions.delete(c.Value)
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: a.secureCookies(r),
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: a.secureCookies(r),
 	})
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -35,6 +35,7 @@ import (
 	"github.com/crewcast/crewcast/apikey"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/metrics"
+	"github.com/crewcast/crewcast/password"
 	"github.com/crewcast/crewcast/store"
 	"github.com/crewcast/crewcast/tracker"
 )
@@ -117,8 +118,15 @@ type Config struct {
 	// sessions share their key's); one more is answered 429 with
 	// Retry-After. Default 100.
 	MaxStreamsPerKey int
-	// SessionTTL is how long a board session lasts. Default 12 h.
+	// SessionTTL is how long a board session lasts at most. Default 12 h.
 	SessionTTL time.Duration
+	// SessionIdle ends a board session unused for this long. Default 1 h.
+	SessionIdle time.Duration
+	// Throttle slows repeated sign-ins per account and per address.
+	Throttle ThrottleConfig
+	// PasswordParams are argon2id's costs for users' passwords. Default
+	// password.DefaultParams; tests lower them.
+	PasswordParams password.Params
 	// MinMigrationVersion is the schema version /readyz requires. Default 1.
 	MinMigrationVersion int64
 	// MaxBodyBytes limits API request bodies. Default 2 MiB (a
@@ -157,6 +165,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SessionTTL <= 0 {
 		c.SessionTTL = 12 * time.Hour
+	}
+	if c.SessionIdle <= 0 {
+		c.SessionIdle = time.Hour
 	}
 	if c.MinMigrationVersion <= 0 {
 		c.MinMigrationVersion = 1
@@ -204,6 +215,8 @@ type api struct {
 	metrics   *metrics.Registry
 	auth      *apikey.Authenticator
 	sessions  *sessions
+	throttle  *throttle        // sign-in attempts
+	hasher    *password.Hasher // users' passwords
 	streams   *streamCaps
 	feed      *feed // the all-groups streams' shared journal reader
 	csrf      *http.CrossOriginProtection
@@ -236,6 +249,9 @@ func New(cfg Config) (http.Handler, error) {
 		done:      cfg.Done,
 		mux:       http.NewServeMux(),
 	}
+	a.sessions.idle = cfg.SessionIdle
+	a.throttle = newThrottle(cfg.Throttle)
+	a.hasher = password.NewHasher(cfg.PasswordParams, 2)
 	a.metricsHTTP = a.metrics.Handler()
 	if a.done == nil {
 		a.done = make(chan struct{}) // never closed: streams end with their clients

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/crewcast/crewcast/actor"
@@ -78,6 +79,7 @@ func (a *api) createKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	a.audit(r, requestActor(r), auditKeyCreated, rec.ID+" "+rec.Name+" "+strings.Join(rec.Scopes, ","))
 	w.Header().Set("Location", "/v1/keys/"+rec.ID)
 	writeJSON(w, http.StatusCreated, newKeyJSON{ID: rec.ID, Key: plaintext, Name: rec.Name, Scopes: rec.Scopes})
 	return nil
@@ -93,6 +95,7 @@ func (a *api) revokeKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a.auth.Forget(id)
+	a.audit(r, requestActor(r), auditKeyRevoked, id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

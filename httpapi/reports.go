@@ -469,6 +469,7 @@ func (a *api) addSuppression(w http.ResponseWriter, r *http.Request) error {
 			s = stored
 		}
 	}
+	a.audit(r, requestActor(r), auditSuppressAdd, store.AuditNumber(number)+" "+body.Reason)
 	writeJSON(w, http.StatusCreated, suppressionOf(s))
 	return nil
 }
@@ -481,6 +482,7 @@ func (a *api) removeSuppression(w http.ResponseWriter, r *http.Request) error {
 	if err := a.store.RemoveSuppression(r.Context(), number); err != nil {
 		return err
 	}
+	a.audit(r, requestActor(r), auditSuppressRemov, store.AuditNumber(number))
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

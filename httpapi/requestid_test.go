@@ -29,6 +29,12 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // records parses the JSON log lines written so far.
 func (s *syncBuffer) records(t *testing.T) []map[string]any {
 	t.Helper()

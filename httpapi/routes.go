@@ -66,4 +66,10 @@ var routeTable = []route{
 	{http.MethodPost, "/v1/session", public, (*api).createSession},
 	{http.MethodGet, "/v1/session", needRead, (*api).getSession},
 	{http.MethodDelete, "/v1/session", public, (*api).deleteSession},
+
+	{http.MethodGet, "/v1/users", needAdmin, (*api).listUsers},
+	{http.MethodPost, "/v1/users", needAdmin, (*api).createUser},
+	{http.MethodPatch, "/v1/users/{id}", needAdmin, (*api).updateUser},
+	{http.MethodDelete, "/v1/users/{id}", needAdmin, (*api).deleteUser},
+	{http.MethodGet, "/v1/audit", needAdmin, (*api).listAudit},
 }

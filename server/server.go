@@ -380,7 +380,8 @@ func (s *Server) retentionLoop() {
 				continue
 			}
 			s.cfg.Logger.Info("retention run", "redacted", rep.Redacted, "hashed", rep.Hashed, "deleted", rep.Deleted,
-				"inbox_purged", rep.InboxPurged, "replies_redacted", rep.RepliesRedacted, "skipped", rep.Skipped)
+				"inbox_purged", rep.InboxPurged, "replies_redacted", rep.RepliesRedacted, "audit_purged", rep.AuditPurged,
+				"skipped", rep.Skipped)
 		}
 	}
 }

@@ -39,6 +39,8 @@ type Store interface {
 	Idempotency
 	Leases
 	Retention
+	Users
+	Audit
 
 	// Engine names the engine: "sqlite" or "postgres".
 	Engine() string
@@ -94,6 +96,9 @@ type Effects struct {
 	// suppression write, so a claim never commits after a suppression of
 	// one of its numbers did.
 	Claim []string
+	// Audit entries are appended with the unit (design.md §14): who
+	// sent, canceled, resumed, resolved or retried commits with the change.
+	Audit []AuditEntry
 }
 
 // ---- Inbox ----

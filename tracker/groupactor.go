@@ -23,11 +23,13 @@ type msgCreate struct {
 	idem    *store.IdempotencyKey
 	by      string
 	reply   actor.Reply[error]
+	who     *store.AuditActor // for the audit entry (nil: the system)
 }
 
 type msgCommand struct {
 	fn    func(*group.Group, time.Time) (group.Event, error)
 	reply actor.Reply[error]
+	who   *store.AuditActor // for the audit entry (nil: the system)
 }
 
 // msgWork says the group's work queue (results, lookups, webhooks) has items.
@@ -320,6 +322,7 @@ func (a *groupActor) Receive(c *actor.Context[groupMsg], m groupMsg) {
 			return
 		}
 		a.emit(ev)
+		a.audit(m.who, ev)
 		err = a.flush(c)
 		m.reply.Send(err)
 		if err == nil {
@@ -360,6 +363,7 @@ func (a *groupActor) create(c *actor.Context[groupMsg], m msgCreate) error {
 	created := m.created
 	created.By = m.by
 	a.emit(created)
+	a.audit(m.who, created)
 	a.eff.Idempotency = m.idem
 	if a.g.Mode == crewcast.ModeGroupMMS {
 		a.addRoute(threadKey(a.g.From, numbersOf(a.g.Recipients)), 0)

@@ -27,6 +27,10 @@ type RetentionPolicy struct {
 	// InboxAfter purges processed webhook inbox entries (kept for replay
 	// dedupe). Default 7 days.
 	InboxAfter time.Duration
+	// AuditAfter deletes audit log entries (design.md §14), on its own
+	// clock: an organisation may have to keep who-did-what longer or
+	// shorter than the groups. Default 365 days.
+	AuditAfter time.Duration
 	// HashKey keys the number hash (HMAC-SHA256). Required for hashing:
 	// without it the hash stage is skipped, never done with a plain hash.
 	HashKey []byte
@@ -35,7 +39,7 @@ type RetentionPolicy struct {
 // DefaultRetention returns the documented defaults (no hash key).
 func DefaultRetention() RetentionPolicy {
 	return RetentionPolicy{RedactAfter: 30 * 24 * time.Hour, HashAfter: 90 * 24 * time.Hour,
-		DeleteAfter: 365 * 24 * time.Hour, InboxAfter: 7 * 24 * time.Hour}
+		DeleteAfter: 365 * 24 * time.Hour, InboxAfter: 7 * 24 * time.Hour, AuditAfter: 365 * 24 * time.Hour}
 }
 
 func (p RetentionPolicy) withDefaults() RetentionPolicy {
@@ -52,6 +56,9 @@ func (p RetentionPolicy) withDefaults() RetentionPolicy {
 	if p.InboxAfter == 0 {
 		p.InboxAfter = d.InboxAfter
 	}
+	if p.AuditAfter == 0 {
+		p.AuditAfter = d.AuditAfter
+	}
 	return p
 }
 
@@ -62,6 +69,7 @@ type RetentionReport struct {
 	Deleted         int `json:"deleted"`
 	InboxPurged     int `json:"inbox_purged"`
 	RepliesRedacted int `json:"replies_redacted"`
+	AuditPurged     int `json:"audit_purged"`
 	// Skipped counts groups not yet final (still sending or awaiting
 	// receipts): retention waits for them.
 	Skipped int `json:"skipped"`
@@ -134,6 +142,13 @@ func (t *Tracker) RunRetention(ctx context.Context, p RetentionPolicy) (Retentio
 			return rep, fmt.Errorf("purge inbox: %w", err)
 		}
 		rep.InboxPurged = n
+	}
+	if p.AuditAfter >= 0 {
+		n, err := t.st.PurgeAudit(ctx, now.Add(-p.AuditAfter))
+		if err != nil {
+			return rep, fmt.Errorf("purge audit log: %w", err)
+		}
+		rep.AuditPurged = n
 	}
 	if p.RedactAfter >= 0 {
 		n, err := t.st.RedactUnmatchedReplies(ctx, now.Add(-p.RedactAfter), nil)

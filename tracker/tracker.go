@@ -517,7 +517,7 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 		idem = &store.IdempotencyKey{Key: idemKey, RequestHash: hash, GroupID: id, CreatedAt: created.At}
 	}
 	res, err := actor.Ask(ctx, t.groups.Get(id), askTimeout, func(r actor.Reply[error]) groupMsg {
-		return msgCreate{created: created, idem: idem, by: opts.By, reply: r}
+		return msgCreate{created: created, idem: idem, by: opts.By, reply: r, who: auditActorFrom(ctx)}
 	})
 	if err == nil {
 		err = res
@@ -664,7 +664,7 @@ func (t *Tracker) command(ctx context.Context, id string, fn func(*group.Group, 
 		return unavailable(ctx, "read group", err)
 	}
 	res, err := actor.Ask(ctx, t.groups.Get(id), askTimeout, func(r actor.Reply[error]) groupMsg {
-		return msgCommand{fn: fn, reply: r}
+		return msgCommand{fn: fn, reply: r, who: auditActorFrom(ctx)}
 	})
 	if err != nil {
 		return unavailable(ctx, "group actor", err)

@@ -35,6 +35,7 @@ type serverFlags struct {
 	sendWorkers                                     int
 	checkAfter, deadline, providerTimeout           time.Duration
 	redactAfter, hashAfter, deleteAfter             time.Duration
+	auditAfter                                      time.Duration
 	hashKey                                         string
 	logFormat                                       string // json or text (logging.go)
 }
@@ -63,6 +64,7 @@ var serverFlagDocs = []flagSection{
 	{"Retention", []envBinding{
 		{"redact-after", "CREWCAST_REDACT_AFTER"}, {"hash-after", "CREWCAST_HASH_AFTER"},
 		{"delete-after", "CREWCAST_DELETE_AFTER"}, {"hash-key", "CREWCAST_HASH_KEY"},
+		{"audit-after", "CREWCAST_AUDIT_AFTER"},
 	}},
 }
 
@@ -94,6 +96,7 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.DurationVar(&f.hashAfter, "hash-after", r.HashAfter, "replace phone numbers by a keyed hash after this long (needs --hash-key)")
 	fs.DurationVar(&f.deleteAfter, "delete-after", r.DeleteAfter, "delete whole groups after this long; negative: never")
 	fs.StringVar(&f.hashKey, "hash-key", "", "secret key for hashing numbers")
+	fs.DurationVar(&f.auditAfter, "audit-after", r.AuditAfter, "delete audit log entries after this long; negative: never")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: json (one object per line) or text")
 	fs.Usage = func() { serveUsage(fs) }
 	return f
@@ -118,9 +121,10 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 		TelnyxMessagingProfileID: f.telnyxProfile, TelnyxIdempotencyKeys: f.telnyxIdem,
 		TwilioAccountSID: f.twilioSID, TwilioAuthToken: f.twilioToken, TwilioAPIBase: f.twilioBase,
 		AdminKey: f.adminKey, SendRate: f.sendRate, SendWorkers: f.sendWorkers, ProviderTimeout: f.providerTimeout,
-		Settings:  group.Settings{CheckAfter: f.checkAfter, Deadline: f.deadline},
-		Retention: tracker.RetentionPolicy{RedactAfter: f.redactAfter, HashAfter: f.hashAfter, DeleteAfter: f.deleteAfter, HashKey: []byte(f.hashKey)},
-		Logger:    logger,
+		Settings: group.Settings{CheckAfter: f.checkAfter, Deadline: f.deadline},
+		Retention: tracker.RetentionPolicy{RedactAfter: f.redactAfter, HashAfter: f.hashAfter, DeleteAfter: f.deleteAfter, HashKey: []byte(f.hashKey),
+			AuditAfter: f.auditAfter},
+		Logger: logger,
 	}, nil
 }
 

@@ -319,6 +319,7 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 	var supOrder []string
 	var replies []store.Reply
 	var idem []*store.IdempotencyKey
+	var audit []store.AuditEntry
 	for _, i := range sent {
 		u := &units[i]
 		for j, ev := range u.Events {
@@ -381,6 +382,7 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 			if e.Idempotency != nil {
 				idem = append(idem, e.Idempotency)
 			}
+			audit = append(audit, e.Audit...)
 		}
 	}
 	if len(evKeys) > 0 {
@@ -446,7 +448,18 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 	for _, ik := range idem {
 		b.Queue(sqlInsIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(sqlq.OrNow(ik.CreatedAt, now)))
 	}
+	queueAudit(b, audit, now)
 	return nil
+}
+
+// sqlInsAudit appends one audit entry (design.md §14).
+var sqlInsAudit = sqlq.Rebind(sqlq.InsertAudit)
+
+// queueAudit queues the audit entries a commit carries, in order.
+func queueAudit(b *pgx.Batch, entries []store.AuditEntry, now time.Time) {
+	for k := range entries {
+		b.Queue(sqlInsAudit, sqlq.AuditArgs(&entries[k], now)...)
+	}
 }
 
 // prefetch reads, inside tx, which shards this store still holds (locking
@@ -699,6 +712,7 @@ func queueUnit(b *pgx.Batch, u *actor.Unit, effs []*store.Effects, now time.Time
 		if ik := e.Idempotency; ik != nil {
 			b.Queue(sqlInsIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(sqlq.OrNow(ik.CreatedAt, now)))
 		}
+		queueAudit(b, e.Audit, now)
 	}
 	return nil
 }

@@ -97,6 +97,12 @@ func newDB(t *testing.T) storetest.DB {
 	schema := newSchema(t, url)
 	return storetest.DB{
 		Open: func(t *testing.T, c storetest.Config) store.Store { return openIn(t, url, schema, c) },
+		TamperAudit: func(t *testing.T) error {
+			t.Helper()
+			var n int
+			return adminExec(t, url, `WITH u AS (UPDATE "`+schema+`".audit_log SET action = 'nothing', actor_name = 'someone else'
+				RETURNING 1) SELECT count(*) FROM u`).Scan(&n)
+		},
 		Corrupt: func(t *testing.T, key string) {
 			t.Helper()
 			var n int

@@ -19,6 +19,7 @@ type stmts struct {
 	upGroup, ackInbox, suppress, unsuppress *sql.Stmt
 	insReply, idemExists, insIdem, insInbox *sql.Stmt
 	isSuppressed                            *sql.Stmt
+	insAudit                                *sql.Stmt
 	savepoint, release, rollbackTo          *sql.Stmt
 	// Multi-row forms of the writes a commit makes many of.
 	insEvents, setReminders, upDeliveries, putRoutes *rowsStmt
@@ -60,6 +61,7 @@ func (st *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.insIdem, `INSERT INTO idempotency_keys (key, request_hash, group_id, created_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (key) DO NOTHING`},
 		{&st.insInbox, sqlInsInbox},
+		{&st.insAudit, sqlq.InsertAudit},
 		{&st.savepoint, `SAVEPOINT unit`},
 		{&st.release, `RELEASE SAVEPOINT unit`},
 		{&st.rollbackTo, `ROLLBACK TO SAVEPOINT unit`},
@@ -330,6 +332,11 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, now
 			} else if n == 0 {
 				// Two effects of this very unit carried the same key.
 				return fmt.Errorf("key %q: %w", ik.Key, store.ErrIdempotencyConflict), nil
+			}
+		}
+		for k := range e.Audit {
+			if _, err := ts.exec(s.st.insAudit, sqlq.AuditArgs(&e.Audit[k], now)...); err != nil {
+				return nil, wrap("audit", err)
 			}
 		}
 	}

@@ -48,6 +48,16 @@ func newDB(t *testing.T) storetest.DB {
 	path := filepath.Join(t.TempDir(), "crewcast.db")
 	return storetest.DB{
 		Open: func(t *testing.T, c storetest.Config) store.Store { return openAt(t, path, c) },
+		TamperAudit: func(t *testing.T) error {
+			t.Helper()
+			db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			_, err = db.Exec(`UPDATE audit_log SET action = 'nothing', actor_name = 'someone else'`)
+			return err
+		},
 		Corrupt: func(t *testing.T, key string) {
 			t.Helper()
 			db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")

@@ -30,6 +30,10 @@ type DB struct {
 	// Corrupt changes the stored state bytes of key's snapshot directly in
 	// the table, leaving its checksum as it was.
 	Corrupt func(t *testing.T, key string)
+	// TamperAudit tries to change every audit log row directly in the
+	// table and returns the database's answer (the log is append-only,
+	// so it must be an error).
+	TamperAudit func(t *testing.T) error
 }
 
 // Options plugs an engine into the suite.
@@ -99,6 +103,9 @@ func Run(t *testing.T, o Options) {
 		{"Retention", testRetention},
 		{"RedactUnmatchedReplies", testRedactUnmatched},
 		{"InvalidCursor", testInvalidCursor},
+		{"Users", testUsers},
+		{"Audit", testAudit},
+		{"AuditAppendOnly", testAuditAppendOnly},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

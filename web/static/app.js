@@ -1,5 +1,6 @@
 // The board's entry point: session check, hash routing and the top bar.
-// Routes: #/signin, #/groups, #/groups/{id}, #/new.
+// Routes: #/signin, #/groups, #/groups/{id}, #/new, and for admins
+// #/users, #/keys, #/audit.
 import { api, setUnauthorizedHandler } from "./api.js";
 import { h, replace } from "./dom.js";
 import { toast } from "./ui.js";
@@ -8,6 +9,10 @@ import * as signin from "./signin.js";
 import * as groups from "./groups.js";
 import * as group from "./group.js";
 import * as create from "./create.js";
+import * as users from "./users.js";
+import * as keys from "./keys.js";
+import * as audit from "./audit.js";
+import { isAdmin } from "./admin.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -23,6 +28,7 @@ export function route(hash) {
   let m;
   if (path === "/signin") return { name: "signin" };
   if (path === "/new") return { name: "new" };
+  if (path === "/users" || path === "/keys" || path === "/audit") return { name: path.slice(1) };
   if ((m = /^\/groups\/([^/]+)$/.exec(path))) return { name: "group", id: decodeURIComponent(m[1]) };
   return { name: "groups" };
 }
@@ -41,8 +47,9 @@ function drawNav() {
   nav.hidden = !session;
   if (!session) return;
   who.textContent = session.name || session.key_id || "";
-  who.title = session.scopes ? `Scopes: ${session.scopes.join(", ")}` : "";
+  who.title = session.role ? `Role: ${session.role}` : session.scopes ? `Scopes: ${session.scopes.join(", ")}` : "";
   document.getElementById("nav-new").hidden = !canSend(session);
+  for (const a of nav.querySelectorAll("[data-admin]")) a.hidden = !isAdmin(session);
   const r = route(location.hash).name;
   for (const a of nav.querySelectorAll("[data-nav]")) {
     if (a.dataset.nav === r || (r === "group" && a.dataset.nav === "groups")) a.setAttribute("aria-current", "page");
@@ -66,7 +73,7 @@ function render() {
   }
   drawNav();
   const ctx = { session, canSend: canSend(session), navigate, signedIn };
-  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group" };
+  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", users: "Users", keys: "API keys", audit: "Audit trail" };
   document.title = `${titles[r.name]} — crewcast`;
   main.replaceChildren();
   switch (r.name) {
@@ -78,6 +85,15 @@ function render() {
       break;
     case "group":
       cleanup = group.render(main, ctx, r.id);
+      break;
+    case "users":
+      cleanup = users.render(main, ctx);
+      break;
+    case "keys":
+      cleanup = keys.render(main, ctx);
+      break;
+    case "audit":
+      cleanup = audit.render(main, ctx);
       break;
     default:
       cleanup = groups.render(main, ctx);

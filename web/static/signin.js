@@ -1,11 +1,14 @@
-// Sign-in with an API key. The key is posted once; the server answers with
+// Sign-in: people with email and password (signin-user.js), machines'
+// owners with an API key. The key is posted once; the server answers with
 // an HttpOnly session cookie, so the page never stores the key.
 import { api } from "./api.js";
 import { h, replace } from "./dom.js";
+import { userForm } from "./signin-user.js";
 
 /** render shows the sign-in form; ctx.signedIn(session) continues. */
 export function render(main, ctx) {
   let alive = true;
+  const user = userForm(ctx, () => alive);
   const key = h("input", {
     id: "key",
     name: "key",
@@ -54,11 +57,11 @@ export function render(main, ctx) {
     h(
       "section",
       { class: "page page-signin" },
+      user.form,
       h(
         "form",
         { class: "card signin", id: "signin-form", novalidate: true, onsubmit: onSubmit },
-        h("h1", null, "Sign in"),
-        h("p", { class: "muted" }, "See who has the message, who answered, and who still needs a nudge."),
+        h("h2", null, "Or use an API key"),
         h(
           "div",
           { class: "field" },
@@ -79,7 +82,7 @@ export function render(main, ctx) {
       ),
     ),
   );
-  key.focus();
+  user.focus();
   return () => {
     alive = false;
   };

@@ -1,0 +1,127 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ---- Users (design.md §14) ----
+
+// Roles of a user, from least to most powerful.
+const (
+	RoleViewer     = "viewer"
+	RoleDispatcher = "dispatcher"
+	RoleAdmin      = "admin"
+)
+
+// User is a person who signs in to the board. The password is never
+// stored: PasswordHash is an encoded argon2id hash. A user is never
+// removed, only disabled, so that the audit trail keeps naming them.
+type User struct {
+	ID           string
+	Email        string // unique, stored lower-case
+	Name         string
+	Role         string
+	PasswordHash string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	DisabledAt   time.Time // zero while the user may sign in
+	// SessionEpoch grows whenever every session of the user must end
+	// (password reset, role change, disable); a session remembers the
+	// epoch it was opened under.
+	SessionEpoch int64
+}
+
+// ErrEmailTaken fails CreateUser and UpdateUser for an email another user
+// already has.
+var ErrEmailTaken = errors.New("email already used by another user")
+
+// Users stores board users. Every write carries the audit entries that
+// record it and commits them in the same transaction.
+type Users interface {
+	// CreateUser stores u; ErrEmailTaken for a used email.
+	CreateUser(ctx context.Context, u User, audit ...AuditEntry) error
+	// UserByID and UserByEmail return actor.ErrNotFound for no such user.
+	UserByID(ctx context.Context, id string) (User, error)
+	UserByEmail(ctx context.Context, email string) (User, error)
+	// ListUsers returns every user, oldest first.
+	ListUsers(ctx context.Context) ([]User, error)
+	// UpdateUser replaces the stored user with u.ID by u (email, name,
+	// role, hash, disabled time, epoch; CreatedAt is kept);
+	// actor.ErrNotFound for an unknown id.
+	UpdateUser(ctx context.Context, u User, audit ...AuditEntry) error
+}
+
+// ---- Audit log ----
+
+// Audit actor types.
+const (
+	ActorUser   = "user"
+	ActorKey    = "key"
+	ActorSystem = "system"
+)
+
+// AuditActor is who did something: a user or an API key, by id and by
+// the name it had at that moment.
+type AuditActor struct {
+	Type string
+	ID   string
+	Name string
+	// IP is the address the request came from ("" when not from a request).
+	IP string
+}
+
+// AuditEntry is one line of the append-only audit log.
+type AuditEntry struct {
+	ID     int64 // assigned by the store, increasing
+	At     time.Time
+	Actor  AuditActor
+	Action string // e.g. "group.sent", "user.created", "session.sign_in_failed"
+	Target string // what it was done to (a group id, "grp_x #3 …0101", a user id); numbers only via AuditNumber
+}
+
+// AuditQuery filters ListAudit; zero fields do not filter. Results are
+// newest first.
+type AuditQuery struct {
+	Since  time.Time // At >= Since
+	Until  time.Time // At < Until
+	Actor  string    // actor id
+	Action string
+	Cursor string
+	Limit  int // default 100, max 10000
+}
+
+// Audit is the append-only audit log: entries are added (here, in Users'
+// writes, or as Effects.Audit with a unit) and removed only by retention.
+type Audit interface {
+	AppendAudit(ctx context.Context, entries ...AuditEntry) error
+	ListAudit(ctx context.Context, q AuditQuery) (rows []AuditEntry, next string, err error)
+	// PurgeAudit deletes entries older than t; returns how many.
+	PurgeAudit(ctx context.Context, before time.Time) (int, error)
+}
+
+type auditActorKey struct{}
+
+// WithAuditActor returns ctx carrying who is acting, so that layers below
+// the HTTP API (the tracker and its group actors) can record it in the
+// audit entries they commit.
+func WithAuditActor(ctx context.Context, a AuditActor) context.Context {
+	return context.WithValue(ctx, auditActorKey{}, a)
+}
+
+// AuditActorFrom returns the actor WithAuditActor put in ctx.
+func AuditActorFrom(ctx context.Context) (AuditActor, bool) {
+	a, ok := ctx.Value(auditActorKey{}).(AuditActor)
+	return a, ok
+}
+
+// AuditNumber is how the audit log names a phone number: its last four
+// digits only. The log outlives the retention stage that hashes numbers
+// in groups (and an erasure), so it must not keep them in clear.
+func AuditNumber(n string) string {
+	if len(n) <= 4 {
+		return "…" + n
+	}
+	return "…" + n[len(n)-4:]
+}

@@ -1,0 +1,170 @@
+package web_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/crewcast/crewcast/apikey"
+	"github.com/crewcast/crewcast/group"
+	"github.com/crewcast/crewcast/server"
+	"github.com/crewcast/crewcast/web/webtest"
+)
+
+// TestBoardPeopleAndAudit is issue 17's proof, in real Chromium against
+// the real server: an admin (signed in with the admin key) creates a
+// dispatcher on the users page and an API key on the keys page; the
+// dispatcher signs in with email and the one-time password, sees their own
+// name, sends a message, is refused the users page (hidden in the UI, 403
+// in the API); the admin's audit page shows both people's actions and
+// filters them.
+func TestBoardPeopleAndAudit(t *testing.T) {
+	key, _, err := apikey.Generate(rand.Reader, "e2e", []apikey.Scope{apikey.ScopeAdmin}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{
+		Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "crewcast.db"), Provider: server.ProviderDemo,
+		AdminKey: key, ProviderTimeout: 2 * time.Second, RetentionInterval: -1,
+		Settings: group.Settings{CheckAfter: time.Minute},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := srv.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+
+	ctx := webtest.NewBrowser(t)
+	wait := func(what, expr string) { t.Helper(); webtest.WaitFor(t, ctx, what, expr) }
+	do := func(what string, a ...chromedp.Action[chromedp.Void]) { t.Helper(); webtest.Do(t, ctx, what, a...) }
+	text := func(sel string) string {
+		t.Helper()
+		return webtest.Eval[string](t, ctx, fmt.Sprintf(`(document.querySelector(%s) || {}).textContent || ""`, webtest.JS(sel)))
+	}
+	signOut := func() {
+		t.Helper()
+		do("sign out", chromedp.Click(chromedp.CSS("#signout")))
+		wait("the sign-in page", `location.hash === "#/signin" && !!document.querySelector("#user-signin-form")`)
+	}
+
+	// The admin signs in with the key; the admin pages are in the nav.
+	do("open the board", chromedp.Navigate(srv.URL()+"/"))
+	wait("the sign-in page", `!!document.querySelector("#user-signin-form") && !!document.querySelector("#signin-form")`)
+	if got := webtest.Eval[string](t, ctx, `document.activeElement.id`); got != "email" {
+		t.Errorf("focus starts on %q, want the email field", got)
+	}
+	_, signinShot := webtest.SaveScreenshot(t, ctx, "people-signin.png", webtest.DesktopWidth, webtest.DesktopHeight)
+	webtest.Type(t, ctx, "#key", key)
+	do("sign in with the key", chromedp.Click(chromedp.CSS("#signin-submit")))
+	wait("admin links shown", `!document.querySelector('[data-nav="users"]').hidden && !document.querySelector('[data-nav="audit"]').hidden`)
+
+	// Users page: an empty submit marks the field, then a real one.
+	do("open users", chromedp.Click(chromedp.CSS(`[data-nav="users"]`)))
+	wait("the users page", `!!document.querySelector("#user-form")`)
+	do("submit empty", chromedp.Click(chromedp.CSS("#user-submit")))
+	wait("the email error", `document.querySelector("#user-email").getAttribute("aria-invalid") === "true"`)
+	if d := webtest.Eval[string](t, ctx, `document.querySelector("#user-email").getAttribute("aria-describedby")`); !strings.Contains(d, "user-email-error") {
+		t.Errorf("email field describedby %q does not name its error", d)
+	}
+	if got := text("#user-email-error"); got == "" {
+		t.Error("no email error text")
+	}
+	webtest.Type(t, ctx, "#user-email", "dana@example.com")
+	webtest.Type(t, ctx, "#user-name", "Dana Dispatcher")
+	webtest.Fill(t, ctx, "#user-role", "dispatcher")
+	do("add the user", chromedp.Click(chromedp.CSS("#user-submit")))
+	wait("the one-time password", `!document.querySelector("#one-time").hidden && document.querySelector("#one-time-password").textContent.length >= 12`)
+	otp := text("#one-time-password")
+	wait("the user listed", `!!document.querySelector('#user-rows tr[data-email="dana@example.com"]')`)
+	if webtest.Eval[bool](t, ctx, `document.querySelector("#user-email").hasAttribute("aria-invalid")`) {
+		t.Error("the email field stayed invalid after a good submit")
+	}
+	_, usersShot := webtest.SaveScreenshot(t, ctx, "people-users.png", webtest.DesktopWidth, webtest.DesktopHeight)
+
+	// Keys page: create, see it listed with its scope and no use yet.
+	do("open keys", chromedp.Click(chromedp.CSS(`[data-nav="keys"]`)))
+	wait("the keys page", `!!document.querySelector("#key-form")`)
+	webtest.Type(t, ctx, "#key-name", "night script")
+	webtest.Fill(t, ctx, "#key-scope", "read")
+	do("create the key", chromedp.Click(chromedp.CSS("#key-submit")))
+	wait("the new key shown once", `(document.querySelector("#new-key-value") || {}).textContent?.startsWith("cc_")`)
+	wait("the key listed", `[...document.querySelectorAll("#key-rows tr")].some(r => r.textContent.includes("night script") && r.textContent.includes("Never") && r.textContent.includes("read"))`)
+	do("revoke it", chromedp.Click(chromedp.CSS(`#key-rows button[aria-label="Revoke night script"]`)))
+	wait("the revoke dialog", `document.querySelector("#confirm-dialog").open`)
+	do("confirm revoke", chromedp.Click(chromedp.CSS(`#confirm-dialog [data-choice="revoke"]`)))
+	wait("the key revoked", `[...document.querySelectorAll("#key-rows tr")].some(r => r.textContent.includes("night script") && r.textContent.includes("Revoked"))`)
+	signOut()
+
+	// The dispatcher: a wrong password first, then the one-time one.
+	webtest.Type(t, ctx, "#email", "dana@example.com")
+	webtest.Type(t, ctx, "#password", "not the password")
+	do("sign in wrong", chromedp.Click(chromedp.CSS("#user-signin-submit")))
+	wait("the uniform error", `!document.querySelector("#user-signin-error").hidden`)
+	if got := text("#user-signin-error"); got != "Wrong email or password." {
+		t.Errorf("sign-in error %q", got)
+	}
+	webtest.Type(t, ctx, "#password", otp)
+	do("sign in as Dana", chromedp.Click(chromedp.CSS("#user-signin-submit")))
+	wait("signed in as Dana", `location.hash === "#/groups" && document.querySelector("#who").textContent === "Dana Dispatcher"`)
+	if webtest.Eval[bool](t, ctx, `['users','keys','audit'].some(n => !document.querySelector('[data-nav="'+n+'"]').hidden)`) {
+		t.Error("a dispatcher sees admin links")
+	}
+	do("open the form", chromedp.Click(chromedp.CSS("#nav-new")))
+	wait("the create form", `!!document.querySelector("#create-form")`)
+	webtest.Type(t, ctx, "#from", "+15550100000")
+	webtest.Fill(t, ctx, "#to", "+15550100301\n+15550100302")
+	webtest.Fill(t, ctx, "#text", "Crew call 6am. Reply YES.")
+	do("send", chromedp.Click(chromedp.CSS("#submit")))
+	wait("the new group page", `location.hash.startsWith("#/groups/grp_")`)
+	groupID := strings.TrimPrefix(webtest.Eval[string](t, ctx, `location.hash`), "#/groups/")
+
+	do("open users as Dana", chromedp.Navigate(srv.URL()+"/#/users"))
+	wait("not allowed", `document.querySelector("main h1").textContent === "Not allowed"`)
+	if n := webtest.Eval[float64](t, ctx, `document.querySelectorAll("#user-form").length`); n != 0 {
+		t.Error("the users form is shown to a dispatcher")
+	}
+	status := webtest.Eval[float64](t, ctx, `fetch("/v1/users", {credentials: "same-origin"}).then(r => r.status)`, chromedp.EvalAwaitPromise)
+	if status != 403 {
+		t.Errorf("GET /v1/users as a dispatcher: %v, want 403", status)
+	}
+	signOut()
+
+	// The admin's audit page shows both.
+	webtest.Type(t, ctx, "#key", key)
+	do("sign in with the key again", chromedp.Click(chromedp.CSS("#signin-submit")))
+	wait("signed in", `!document.querySelector('[data-nav="audit"]').hidden`)
+	do("open audit", chromedp.Click(chromedp.CSS(`[data-nav="audit"]`)))
+	row := func(action, who string) string {
+		return fmt.Sprintf(`[...document.querySelectorAll('#audit-rows tr[data-action=%q]')].some(r => r.textContent.includes(%s))`, action, webtest.JS(who))
+	}
+	wait("Dana's send", row("group.sent", "Dana Dispatcher"))
+	wait("Dana's sign-in", row("session.signed_in", "Dana Dispatcher"))
+	wait("the failed sign-in", row("session.sign_in_failed", "dana@example.com"))
+	wait("the admin's user creation", row("user.created", "bootstrap"))
+	wait("the key revocation", row("key.revoked", "bootstrap"))
+	if !webtest.Eval[bool](t, ctx, row("group.sent", groupID)) {
+		t.Error("the send's row does not name the group")
+	}
+	webtest.Fill(t, ctx, "#audit-action", "group.sent")
+	do("filter", chromedp.Click(chromedp.CSS("#audit-filter")))
+	wait("only sends", `document.querySelectorAll("#audit-rows tr").length === 1 && !!document.querySelector('#audit-rows tr[data-action="group.sent"]')`)
+	if href := webtest.Eval[string](t, ctx, `document.querySelector("#audit-csv").getAttribute("href")`); !strings.Contains(href, "action=group.sent") || !strings.Contains(href, "format=csv") {
+		t.Errorf("CSV link %q does not carry the filter", href)
+	}
+	_, auditShot := webtest.SaveScreenshot(t, ctx, "people-audit.png", webtest.DesktopWidth, webtest.DesktopHeight)
+	t.Logf("screenshots: %s %s %s", signinShot, usersShot, auditShot)
+}
