@@ -98,6 +98,7 @@ func Run(t *testing.T, o Options) {
 		{"LoadAllEvents", testLoadAllEvents},
 		{"Retention", testRetention},
 		{"RedactUnmatchedReplies", testRedactUnmatched},
+		{"Erasure", testErasure},
 		{"InvalidCursor", testInvalidCursor},
 	}
 	for _, tc := range tests {
