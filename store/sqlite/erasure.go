@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/crewcast/crewcast/store"
 	"github.com/crewcast/crewcast/store/sqlq"
@@ -15,6 +16,20 @@ var erasers = []sqlq.Eraser{}
 
 // EraseNumber implements store.Erasure. SQLite has one writer, so the
 // suppression rewrite is serialized with claims without a lock.
+// Afterwards the WAL, which still holds the pages as they were before, is
+// checkpointed into the database file and truncated; secure_delete (set
+// when the store opens) has zeroed the erased content there.
 func (s *Store) EraseNumber(ctx context.Context, number, replacement, keep string) (store.ErasedCounts, error) {
-	return s.queries.EraseNumberWith(ctx, number, replacement, keep, sqlq.EraseOptions{Extra: erasers})
+	counts, err := s.queries.EraseNumberWith(ctx, number, replacement, keep, sqlq.EraseOptions{Extra: erasers})
+	if err != nil {
+		return nil, err
+	}
+	// A reader still on an old snapshot keeps the checkpoint from
+	// finishing; that is not a failure of the erasure (the next automatic
+	// checkpoint overwrites the old pages), so it is not reported as one.
+	var busy, logPages, done int
+	if err := s.w.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logPages, &done); err != nil {
+		return nil, fmt.Errorf("sqlite: erase number: checkpoint: %w", err)
+	}
+	return counts, nil
 }

@@ -16,8 +16,15 @@ type Eraser struct {
 	Args  func(number, replacement string) []any
 }
 
-// like matches a text column that contains the number anywhere.
-func like(number string) string { return "%" + number + "%" }
+// keyNames is the condition that a route key names a number: keys are
+// "c:<ours>:<theirs>" and "g:<ours>:<n1>,<n2>,...", so a number is one
+// whole ":"- or ","-separated part (never the prefix of a longer number).
+const keyNames = `(key LIKE ? OR key LIKE ? OR key LIKE ? OR key LIKE ?)`
+
+// keyArgs are keyNames's arguments.
+func keyArgs(number string) []any {
+	return []any{"%:" + number, "%:" + number + ",%", "%," + number, "%," + number + ",%"}
+}
 
 // NumberErasers are the statements every engine runs for EraseNumber, on
 // the tables of migration 00001. An engine appends its own (tables that
@@ -30,8 +37,8 @@ var NumberErasers = []Eraser{
 	{"replies", `UPDATE replies SET to_number = ? WHERE to_number = ?`,
 		func(n, r string) []any { return []any{r, n} }},
 	// Conversation and thread routes are keyed by numbers.
-	{"routes", `DELETE FROM routes WHERE key LIKE ?`,
-		func(n, _ string) []any { return []any{like(n)} }},
+	{"routes", `DELETE FROM routes WHERE ` + keyNames,
+		func(n, _ string) []any { return keyArgs(n) }},
 	{"deliveries", `UPDATE deliveries SET number = ?, name = '', last_reply = '' WHERE number = ?`,
 		func(n, r string) []any { return []any{r, n} }},
 	{"groups", `UPDATE groups SET from_number = ? WHERE from_number = ?`,
@@ -111,7 +118,7 @@ func eraseInbox(ctx context.Context, tx Querier, number string, now int64) (int,
 	}
 	var changed int
 	after := int64(0)
-	needle := []byte(number)
+	needle := []byte(`"` + number + `"`) // a JSON string: never a longer number's prefix
 	for {
 		es, err := queryAll(ctx, tx, func(r Rows) (entry, error) {
 			var e entry
@@ -178,14 +185,19 @@ func (d DB) EraseFromGroup(ctx context.Context, id string, e store.GroupErasure)
 				func(n, r string) []any { return []any{r, id, n} }},
 			{"groups", `UPDATE groups SET from_number = ? WHERE id = ? AND from_number = ?`,
 				func(n, r string) []any { return []any{r, id, n} }},
-			{"routes", `DELETE FROM routes WHERE value = ? AND key LIKE ?`,
-				func(n, _ string) []any { return []any{id, like(n)} }},
+			{"routes", `DELETE FROM routes WHERE value = ? AND ` + keyNames,
+				func(n, _ string) []any { return append([]any{id}, keyArgs(n)...) }},
 			{"snapshots", `DELETE FROM snapshots WHERE key = ?`,
 				func(string, string) []any { return []any{id} }},
 		}
 		if e.RedactText {
 			stmts = append(stmts, Eraser{"groups", `UPDATE groups SET text = '' WHERE id = ? AND text <> ''`,
-				func(string, string) []any { return []any{id} }})
+				func(string, string) []any { return []any{id} }},
+				// Status webhooks of the other recipients repeat the
+				// message body; applied already, they are kept only to
+				// recognize replays.
+				Eraser{"inbox", `UPDATE inbox SET payload = ? WHERE target = ? AND processed_at <> 0 AND payload <> ?`,
+					func(string, string) []any { return []any{[]byte("[]"), id, []byte("[]")} }})
 		}
 		for _, s := range stmts {
 			c, err := tx.Exec(ctx, s.SQL, s.Args(e.Number, e.Replacement)...)
