@@ -12,6 +12,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync/atomic"
 	"strings"
 	"testing"
 	"time"
@@ -244,4 +246,131 @@ func searchPostgresTables(t *testing.T, url, schema string, bodies []string) []s
 		}
 	}
 	return hits
+}
+
+// A person who sent STOP and was then erased is still never texted: the
+// opt-out survives only as a keyed hash, and every send path matches it.
+func TestErasedOptOutStillBlocksSends(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.HashKey = []byte("k") })
+	ctx := context.Background()
+	if _, err := e.tr.Ingest(ctx, []crewcast.Event{{Provider: "fake", EventID: "stop-1", Kind: crewcast.KindInbound,
+		From: erasedWho, To: from, Text: "STOP"}}); err != nil {
+		t.Fatal(err)
+	}
+	awaitSuppressed(t, e.st, erasedWho, 10*time.Second)
+	rep, err := e.tr.Erase(ctx, erasedWho)
+	if err != nil || !rep.OptOutKept {
+		t.Fatalf("erase: %+v, %v", rep, err)
+	}
+	if sup, err := e.st.Suppressed(ctx, []string{erasedWho}); err != nil || len(sup) != 0 {
+		t.Fatalf("the number is still on the list in clear: %v, %v", sup, err)
+	}
+	// A new group to them: they start opted out, the other is sent to.
+	id, _, err := e.tr.Create(ctx, group.Request{From: from, To: []string{erasedWho, erasedOther}, Text: "Crew call 7am",
+		Mode: crewcast.ModeIndividual}, CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rows := e.waitGroup(id, "settled", func(_ store.GroupRow, rows []store.DeliveryRow) bool {
+		for _, r := range rows {
+			if r.Status != crewcast.StatusSent && r.Status != crewcast.StatusOptedOut {
+				return false
+			}
+		}
+		return len(rows) == 2
+	})
+	for _, r := range rows {
+		if r.Number == erasedWho && r.Status != crewcast.StatusOptedOut {
+			t.Fatalf("erased person who opted out: %+v", r)
+		}
+	}
+	if got := e.prov.sentTo(); got[erasedWho] != 0 || got[erasedOther] != 1 {
+		t.Fatalf("sends = %v", got)
+	}
+	// An operator's retry is refused too.
+	if err := e.tr.Retry(ctx, id, erasedWho, "op"); !errors.Is(err, ErrSuppressed) {
+		t.Fatalf("retry to the erased, opted-out person: %v", err)
+	}
+	// The claim check matches the hash as well: a claim of the number
+	// itself is refused by the store, whatever the group thought.
+	u := actor.Unit{Key: "claim-test", Effects: []any{store.Effects{Claim: []string{erasedWho, HashNumber([]byte("k"), erasedWho)}}}}
+	res, err := e.st.Commit(ctx, []actor.Unit{u})
+	if err != nil || !errors.Is(res[0], store.ErrSuppressed) {
+		t.Fatalf("claim of the hashed opt-out: %v, %v", res, err)
+	}
+}
+
+// An erasure while the person is being texted stops the remaining sends
+// to them: nothing reaches the provider for them after it returned.
+func TestErasureMidSendStopsTheirSends(t *testing.T) {
+	others := []string{"+15559870011", "+15559870012", "+15559870013"}
+	who := erasedWho
+	for _, o := range others {
+		if stripesOf([]string{o})[0] == stripesOf([]string{who})[0] {
+			t.Fatalf("test numbers share a gate stripe: pick others")
+		}
+	}
+	e := newEnv(t, func(c *Config) { c.HashKey = []byte("k"); c.SendWorkers = 1 })
+	ctx := context.Background()
+	release := make(chan struct{})
+	var erasedAt atomic.Int64
+	var late atomic.Int32
+	e.prov.mu.Lock()
+	e.prov.sendFn = func(req crewcast.SendRequest, id string) (crewcast.SendResult, error) {
+		if slices.Contains(req.To, who) && erasedAt.Load() != 0 {
+			late.Add(1)
+		}
+		<-release
+		return crewcast.SendResult{MessageID: id}, nil
+	}
+	e.prov.mu.Unlock()
+	// The person is last in one group and in a second one: with one send
+	// worker blocked, their sends are claimed or pending, not made.
+	g1, _, err := e.tr.Create(ctx, group.Request{From: from, To: append(append([]string(nil), others...), who), Text: "Crew call 7am", Mode: crewcast.ModeIndividual}, CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, _, err := e.tr.Create(ctx, group.Request{From: from, To: []string{who}, Text: "Second call", Mode: crewcast.ModeIndividual}, CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitGroup(g1, "a send in flight", func(_ store.GroupRow, rows []store.DeliveryRow) bool {
+		for _, r := range rows {
+			if r.Status == crewcast.StatusSending {
+				return true
+			}
+		}
+		return false
+	})
+	rep, err := e.tr.Erase(ctx, who)
+	if err != nil || !rep.Erased || rep.Groups != 2 {
+		t.Fatalf("erase mid-send: %+v, %v", rep, err)
+	}
+	erasedAt.Store(time.Now().UnixNano())
+	close(release)
+	for _, id := range []string{g1, g2} {
+		e.waitGroup(id, "no more sending", func(_ store.GroupRow, rows []store.DeliveryRow) bool {
+			for _, r := range rows {
+				if r.Status == crewcast.StatusSending || r.Status == crewcast.StatusPending {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	if n := late.Load(); n != 0 {
+		t.Fatalf("%d send(s) to the erased person after the erasure returned", n)
+	}
+	if got := e.prov.sentTo(); got[who] != 0 {
+		t.Fatalf("sends to the erased person: %v", got)
+	}
+	rows, _, err := e.st.ListDeliveries(ctx, store.DeliveryQuery{Number: HashNumber([]byte("k"), who)})
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("erased deliveries: %+v, %v", rows, err)
+	}
+	for _, r := range rows {
+		if r.Status != crewcast.StatusOptedOut {
+			t.Fatalf("erased person's delivery: %+v", r)
+		}
+	}
 }
