@@ -13,8 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync/atomic"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
