@@ -35,6 +35,7 @@ type serverFlags struct {
 	sendWorkers                                     int
 	checkAfter, deadline, providerTimeout           time.Duration
 	redactAfter, hashAfter, deleteAfter             time.Duration
+	retentionInterval                               time.Duration
 	hashKey                                         string
 	logFormat                                       string // json or text (logging.go)
 }
@@ -63,6 +64,7 @@ var serverFlagDocs = []flagSection{
 	{"Retention", []envBinding{
 		{"redact-after", "CREWCAST_REDACT_AFTER"}, {"hash-after", "CREWCAST_HASH_AFTER"},
 		{"delete-after", "CREWCAST_DELETE_AFTER"}, {"hash-key", "CREWCAST_HASH_KEY"},
+		{"retention-interval", "CREWCAST_RETENTION_INTERVAL"},
 	}},
 }
 
@@ -94,6 +96,7 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.DurationVar(&f.hashAfter, "hash-after", r.HashAfter, "replace phone numbers by a keyed hash after this long (needs --hash-key)")
 	fs.DurationVar(&f.deleteAfter, "delete-after", r.DeleteAfter, "delete whole groups after this long; negative: never")
 	fs.StringVar(&f.hashKey, "hash-key", "", "secret key for hashing numbers")
+	fs.DurationVar(&f.retentionInterval, "retention-interval", time.Hour, "run retention this often (the first pass soon after start); 0: only on request (crewcast retention run)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: json (one object per line) or text")
 	fs.Usage = func() { serveUsage(fs) }
 	return f
@@ -118,10 +121,20 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 		TelnyxMessagingProfileID: f.telnyxProfile, TelnyxIdempotencyKeys: f.telnyxIdem,
 		TwilioAccountSID: f.twilioSID, TwilioAuthToken: f.twilioToken, TwilioAPIBase: f.twilioBase,
 		AdminKey: f.adminKey, SendRate: f.sendRate, SendWorkers: f.sendWorkers, ProviderTimeout: f.providerTimeout,
-		Settings:  group.Settings{CheckAfter: f.checkAfter, Deadline: f.deadline},
-		Retention: tracker.RetentionPolicy{RedactAfter: f.redactAfter, HashAfter: f.hashAfter, DeleteAfter: f.deleteAfter, HashKey: []byte(f.hashKey)},
-		Logger:    logger,
+		Settings:          group.Settings{CheckAfter: f.checkAfter, Deadline: f.deadline},
+		Retention:         tracker.RetentionPolicy{RedactAfter: f.redactAfter, HashAfter: f.hashAfter, DeleteAfter: f.deleteAfter, HashKey: []byte(f.hashKey)},
+		RetentionInterval: retentionInterval(f.retentionInterval),
+		Logger:            logger,
 	}, nil
+}
+
+// retentionInterval maps the flag to server.Config.RetentionInterval, where
+// zero means the default: 0 or less turns the schedule off.
+func retentionInterval(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 func serveUsage(fs *flag.FlagSet) {
