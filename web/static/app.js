@@ -7,6 +7,7 @@ import * as signin from "./signin.js";
 import * as groups from "./groups.js";
 import * as group from "./group.js";
 import * as create from "./create.js";
+import * as settings from "./settings.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -22,6 +23,7 @@ export function route(hash) {
   let m;
   if (path === "/signin") return { name: "signin" };
   if (path === "/new") return { name: "new" };
+  if (path === "/settings") return { name: "settings" };
   if ((m = /^\/groups\/([^/]+)$/.exec(path))) return { name: "group", id: decodeURIComponent(m[1]) };
   return { name: "groups" };
 }
@@ -42,6 +44,7 @@ function drawNav() {
   who.textContent = session.name || session.key_id || "";
   who.title = session.scopes ? `Scopes: ${session.scopes.join(", ")}` : "";
   document.getElementById("nav-new").hidden = !canSend(session);
+  document.getElementById("nav-settings").hidden = !(session.scopes || []).includes("admin");
   const r = route(location.hash).name;
   for (const a of nav.querySelectorAll("[data-nav]")) {
     if (a.dataset.nav === r || (r === "group" && a.dataset.nav === "groups")) a.setAttribute("aria-current", "page");
@@ -64,7 +67,7 @@ function render() {
   }
   drawNav();
   const ctx = { session, canSend: canSend(session), navigate, signedIn };
-  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group" };
+  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", settings: "Settings" };
   document.title = `${titles[r.name]} — crewcast`;
   main.replaceChildren();
   switch (r.name) {
@@ -76,6 +79,9 @@ function render() {
       break;
     case "group":
       cleanup = group.render(main, ctx, r.id);
+      break;
+    case "settings":
+      cleanup = settings.render(main, ctx);
       break;
     default:
       cleanup = groups.render(main, ctx);
