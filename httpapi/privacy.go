@@ -18,6 +18,9 @@ type Privacy interface {
 	RunRetention(ctx context.Context) (tracker.RetentionRun, error)
 	// Erase forgets one person.
 	Erase(ctx context.Context, number string) (tracker.ErasureReport, error)
+	// HashedNumber is the keyed hash an erased person's opt-out is kept
+	// under ("" without a key), so that an operator can lift it.
+	HashedNumber(number string) string
 }
 
 func (a *api) privacy() (Privacy, error) {

@@ -481,6 +481,14 @@ func (a *api) removeSuppression(w http.ResponseWriter, r *http.Request) error {
 	if err := a.store.RemoveSuppression(r.Context(), number); err != nil {
 		return err
 	}
+	if a.cfg.Privacy != nil {
+		// An erased person's opt-out is kept under the keyed hash.
+		if h := a.cfg.Privacy.HashedNumber(number); h != "" {
+			if err := a.store.RemoveSuppression(r.Context(), h); err != nil {
+				return err
+			}
+		}
+	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

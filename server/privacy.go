@@ -29,6 +29,8 @@ func (p privacy) Erase(ctx context.Context, number string) (tracker.ErasureRepor
 	return p.s.tr.Erase(ctx, number)
 }
 
+func (p privacy) HashedNumber(number string) string { return p.s.tr.HashedNumber(number) }
+
 // logRetentionRun logs one pass (counts only: no numbers, no bodies).
 func logRetentionRun(log *slog.Logger, run tracker.RetentionRun, err error) {
 	rep := run.Report

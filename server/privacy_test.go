@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -45,9 +46,12 @@ func TestRetentionAndErasureThroughTheAPI(t *testing.T) {
 		to := numbers(2)
 		id := createGroup(t, srv, to)
 		await(t, srv, id, 20*time.Second, "complete", complete)
+		if code, b := apiDo(t, srv, http.MethodPost, "/v1/suppressions", map[string]string{"number": to[0]}); code/100 != 2 {
+			t.Fatalf("POST /v1/suppressions: %d %s", code, b)
+		}
 		code, b = apiDo(t, srv, http.MethodPost, "/v1/erasure", map[string]string{"number": to[0]})
 		var rep tracker.ErasureReport
-		if code != http.StatusOK || json.Unmarshal(b, &rep) != nil || !rep.Erased || rep.Groups != 1 || rep.Replacement != "keyed_hash" {
+		if code != http.StatusOK || json.Unmarshal(b, &rep) != nil || !rep.Erased || rep.Groups != 1 || rep.Replacement != "keyed_hash" || !rep.OptOutKept {
 			t.Fatalf("POST /v1/erasure: %d %s", code, b)
 		}
 		if strings.Contains(string(b), to[0]) {
@@ -64,6 +68,19 @@ func TestRetentionAndErasureThroughTheAPI(t *testing.T) {
 		}
 		if code, b = apiDo(t, srv, http.MethodPost, "/v1/erasure", map[string]string{"number": "12"}); code != http.StatusUnprocessableEntity {
 			t.Fatalf("malformed number: %d %s", code, b)
+		}
+		// The kept opt-out is listed only as its hash, and an operator can
+		// lift it by the number.
+		code, b = apiDo(t, srv, http.MethodGet, "/v1/suppressions", nil)
+		if code != http.StatusOK || strings.Contains(string(b), to[0]) || !strings.Contains(string(b), rep.Subject) {
+			t.Fatalf("GET /v1/suppressions after erasure: %d %s", code, b)
+		}
+		if code, b = apiDo(t, srv, http.MethodDelete, "/v1/suppressions/"+url.PathEscape(to[0]), nil); code != http.StatusNoContent {
+			t.Fatalf("DELETE the erased person's suppression: %d %s", code, b)
+		}
+		code, b = apiDo(t, srv, http.MethodGet, "/v1/suppressions", nil)
+		if code != http.StatusOK || strings.Contains(string(b), rep.Subject) {
+			t.Fatalf("GET /v1/suppressions after lifting: %d %s", code, b)
 		}
 	})
 }

@@ -75,6 +75,10 @@ func (e *erasedNumbers) has(number string, now time.Time) bool {
 	return ok
 }
 
+// HashedNumber is the keyed hash an erased person's number and opt-out
+// are kept under, or "" without a hash key.
+func (t *Tracker) HashedNumber(number string) string { return t.hashed(number) }
+
 // hashed returns the keyed hash of number, or "" without a key.
 func (t *Tracker) hashed(number string) string {
 	if len(t.cfg.HashKey) == 0 {
