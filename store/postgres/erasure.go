@@ -17,7 +17,7 @@ var erasers = []sqlq.Eraser{}
 // EraseNumber implements store.Erasure. The suppression rewrite takes the
 // suppression lock, as AddSuppression does, so it is ordered with claims.
 func (s *Store) EraseNumber(ctx context.Context, number, replacement, keep string) (store.ErasedCounts, error) {
-	return s.queries.EraseNumberWith(ctx, number, replacement, keep, sqlq.EraseOptions{
+	return sqlq.EraseNumber(ctx, s.queries, number, replacement, keep, sqlq.EraseOptions{
 		Lock:  `SELECT pg_advisory_xact_lock(` + strconv.FormatInt(suppressionLock, 10) + `)`,
 		Extra: erasers,
 	})

@@ -20,7 +20,7 @@ var erasers = []sqlq.Eraser{}
 // checkpointed into the database file and truncated; secure_delete (set
 // when the store opens) has zeroed the erased content there.
 func (s *Store) EraseNumber(ctx context.Context, number, replacement, keep string) (store.ErasedCounts, error) {
-	counts, err := s.queries.EraseNumberWith(ctx, number, replacement, keep, sqlq.EraseOptions{Extra: erasers})
+	counts, err := sqlq.EraseNumber(ctx, s.queries, number, replacement, keep, sqlq.EraseOptions{Extra: erasers})
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,7 @@ var NumberErasers = []Eraser{
 		func(n, r string) []any { return []any{r, n} }},
 }
 
-// EraseOptions are what differs between the engines in EraseNumberWith.
+// EraseOptions are what differs between the engines in EraseNumber.
 type EraseOptions struct {
 	// Lock is run first in the transaction ("" for none): the statement
 	// that serializes suppression writes with claims (store.Effects.Claim).
@@ -55,8 +55,10 @@ type EraseOptions struct {
 	Extra []Eraser
 }
 
-// EraseNumberWith is store.Erasure's EraseNumber with the engine's options.
-func (d DB) EraseNumberWith(ctx context.Context, number, replacement, keep string, o EraseOptions) (store.ErasedCounts, error) {
+// EraseNumber is store.Erasure's EraseNumber on d with the engine's
+// options. (A function, not a DB method: every DB method is promoted into
+// the engines as a store.Store method.)
+func EraseNumber(ctx context.Context, d DB, number, replacement, keep string, o EraseOptions) (store.ErasedCounts, error) {
 	counts := store.ErasedCounts{}
 	err := d.c.WriteTx(ctx, func(tx Querier) error {
 		clear(counts)
