@@ -10,10 +10,12 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -374,3 +376,55 @@ func TestErasureMidSendStopsTheirSends(t *testing.T) {
 		}
 	}
 }
+
+// Without CREWCAST_HASH_KEY an erasure still removes the number (a random
+// token replaces it), says so, and says that an opt-out could not be kept;
+// its audit record never names the number.
+func TestErasureWithoutHashKey(t *testing.T) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	e := newEnv(t, func(c *Config) { c.Logger = logger })
+	ctx := context.Background()
+	id, _, err := e.tr.Create(ctx, group.Request{From: from, To: []string{erasedWho, erasedOther}, Text: "Crew call 7am", Mode: crewcast.ModeIndividual}, CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitGroup(id, "sent", allStatus(crewcast.StatusSent))
+	if err := e.tr.AddSuppression(ctx, store.Suppression{Number: erasedWho, Reason: store.ReasonManual}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.tr.Erase(ctx, erasedWho)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Erased || rep.Replacement != "random_token" || rep.Subject != "" || rep.OptOutKept || len(rep.Warnings) != 2 {
+		t.Fatalf("erasure without a key = %+v", rep)
+	}
+	rows, _, err := e.st.ListDeliveries(ctx, store.DeliveryQuery{GroupID: id})
+	if err != nil || len(rows) != 2 {
+		t.Fatal(rows, err)
+	}
+	for _, r := range rows {
+		if r.Number == erasedWho || (r.Number != erasedOther && !strings.HasPrefix(r.Number, "t:")) {
+			t.Fatalf("delivery after erasure without a key: %+v", r)
+		}
+	}
+	if sup, err := e.st.Suppressed(ctx, []string{erasedWho}); err != nil || len(sup) != 0 {
+		t.Fatalf("suppressions: %v, %v", sup, err)
+	}
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if !strings.Contains(out, "audit: erasure") || strings.Contains(out, erasedWho) || strings.Contains(out, strings.TrimPrefix(erasedWho, "+")) {
+		t.Fatalf("audit log:\n%s", out)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
