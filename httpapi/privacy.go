@@ -17,7 +17,7 @@ type Privacy interface {
 	// RunRetention makes one pass now.
 	RunRetention(ctx context.Context) (tracker.RetentionRun, error)
 	// Erase forgets one person.
-	Erase(ctx context.Context, number string) (tracker.ErasureReport, error)
+	Erase(ctx context.Context, number, by string) (tracker.ErasureReport, error)
 	// HashedNumber is the keyed hash an erased person's opt-out is kept
 	// under ("" without a key), so that an operator can lift it.
 	HashedNumber(number string) string
@@ -78,7 +78,7 @@ func (a *api) erase(w http.ResponseWriter, r *http.Request) error {
 	if _, err := group.NormalizeNumber(body.Number); err != nil {
 		return unprocessable(err.Error())
 	}
-	rep, err := p.Erase(r.Context(), body.Number)
+	rep, err := p.Erase(r.Context(), body.Number, by(r))
 	if errors.Is(err, tracker.ErrInvalidNumber) {
 		return unprocessable(err.Error())
 	}

@@ -25,8 +25,8 @@ func (p privacy) RunRetention(ctx context.Context) (tracker.RetentionRun, error)
 	return run, err
 }
 
-func (p privacy) Erase(ctx context.Context, number string) (tracker.ErasureReport, error) {
-	return p.s.tr.Erase(ctx, number)
+func (p privacy) Erase(ctx context.Context, number, by string) (tracker.ErasureReport, error) {
+	return p.s.tr.Erase(ctx, number, by)
 }
 
 func (p privacy) HashedNumber(number string) string { return p.s.tr.HashedNumber(number) }

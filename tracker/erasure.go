@@ -137,8 +137,8 @@ func (t *Tracker) suppressed(ctx context.Context, numbers []string, recent bool)
 // erasure is refused at its provider call (the suppression gate is held
 // while the erasure runs, and suppressed then sees the number). It is
 // idempotent and audited by a log record that names the person by their
-// keyed hash only.
-func (t *Tracker) Erase(ctx context.Context, number string) (ErasureReport, error) {
+// keyed hash only, and by who asked (an API key id).
+func (t *Tracker) Erase(ctx context.Context, number, by string) (ErasureReport, error) {
 	n, err := group.NormalizeNumber(number)
 	if err != nil {
 		return ErasureReport{}, fmt.Errorf("%w: %v", ErrInvalidNumber, err)
@@ -202,7 +202,7 @@ func (t *Tracker) Erase(ctx context.Context, number string) (ErasureReport, erro
 			map[string]string{"keyed_hash": "keyed hash", "random_token": "random token"}[rep.Replacement], rep.Groups)
 	}
 	// The audit record: the keyed hash names the person, never the number.
-	t.cfg.Logger.Info("audit: erasure", "subject", rep.Subject, "replacement", rep.Replacement,
+	t.cfg.Logger.Info("audit: erasure", "by", by, "subject", rep.Subject, "replacement", rep.Replacement,
 		"erased", rep.Erased, "groups", rep.Groups, "changed", rep.Changed.Total(), "opt_out_kept", rep.OptOutKept)
 	return rep, nil
 }

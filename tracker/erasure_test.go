@@ -106,7 +106,7 @@ func seedPerson(t *testing.T, e *env) []string {
 func eraseAndCheck(t *testing.T, e *env) {
 	t.Helper()
 	ctx := context.Background()
-	rep, err := e.tr.Erase(ctx, "+1 (555) 987-0001")
+	rep, err := e.tr.Erase(ctx, "+1 (555) 987-0001", "op")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,11 +114,11 @@ func eraseAndCheck(t *testing.T, e *env) {
 		rep.Subject != HashNumber(e.tr.cfg.HashKey, erasedWho) || rep.Changed["inbox"] == 0 || rep.Changed["replies"] != 2 {
 		t.Fatalf("erasure report = %+v", rep)
 	}
-	again, err := e.tr.Erase(ctx, erasedWho)
+	again, err := e.tr.Erase(ctx, erasedWho, "op")
 	if err != nil || again.Erased || again.Changed.Total() != 0 || !strings.Contains(again.Message, "nothing to erase") {
 		t.Fatalf("second erasure = %+v, %v", again, err)
 	}
-	if _, err := e.tr.Erase(ctx, "not a number"); !errors.Is(err, ErrInvalidNumber) {
+	if _, err := e.tr.Erase(ctx, "not a number", "op"); !errors.Is(err, ErrInvalidNumber) {
 		t.Fatalf("malformed number: %v", err)
 	}
 	// The other recipient is still there, in clear.
@@ -260,7 +260,7 @@ func TestErasedOptOutStillBlocksSends(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitSuppressed(t, e.st, erasedWho, 10*time.Second)
-	rep, err := e.tr.Erase(ctx, erasedWho)
+	rep, err := e.tr.Erase(ctx, erasedWho, "op")
 	if err != nil || !rep.OptOutKept {
 		t.Fatalf("erase: %+v, %v", rep, err)
 	}
@@ -344,7 +344,7 @@ func TestErasureMidSendStopsTheirSends(t *testing.T) {
 		}
 		return false
 	})
-	rep, err := e.tr.Erase(ctx, who)
+	rep, err := e.tr.Erase(ctx, who, "op")
 	if err != nil || !rep.Erased || rep.Groups != 2 {
 		t.Fatalf("erase mid-send: %+v, %v", rep, err)
 	}
@@ -398,7 +398,7 @@ func TestErasureWithoutHashKey(t *testing.T) {
 	if err := e.tr.AddSuppression(ctx, store.Suppression{Number: erasedWho, Reason: store.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := e.tr.Erase(ctx, erasedWho)
+	rep, err := e.tr.Erase(ctx, erasedWho, "op")
 	if err != nil {
 		t.Fatal(err)
 	}
