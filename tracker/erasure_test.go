@@ -363,8 +363,14 @@ func TestErasureMidSendStopsTheirSends(t *testing.T) {
 	if n := late.Load(); n != 0 {
 		t.Fatalf("%d send(s) to the erased person after the erasure returned", n)
 	}
-	if got := e.prov.sentTo(); got[who] != 0 {
+	got := e.prov.sentTo()
+	if got[who] != 0 {
 		t.Fatalf("sends to the erased person: %v", got)
+	}
+	for _, o := range others { // the group goes on for everyone else
+		if got[o] != 1 {
+			t.Fatalf("sends = %v: every other recipient once", got)
+		}
 	}
 	rows, _, err := e.st.ListDeliveries(ctx, store.DeliveryQuery{Number: HashNumber([]byte("k"), who)})
 	if err != nil || len(rows) != 2 {
@@ -428,3 +434,47 @@ func TestErasureWithoutHashKey(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A group MMS member erased: their number leaves the thread's roster and
+// the thread route, the other members stay, and the rewritten group still
+// replays.
+func TestErasureOfAGroupMMSMember(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.HashKey = []byte("k") })
+	ctx := context.Background()
+	members := []string{erasedWho, erasedOther, "+15559870003"}
+	id, _, err := e.tr.Create(ctx, group.Request{From: from, To: members, Text: "Crew call 7am", Mode: crewcast.ModeGroupMMS}, CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitGroup(id, "sent", allStatus(crewcast.StatusSent))
+	thread := threadKey(from, members)
+	if _, err := e.st.GetRoute(ctx, thread); err != nil {
+		t.Fatalf("thread route before erasure: %v", err)
+	}
+	rep, err := e.tr.Erase(ctx, erasedWho, "op")
+	if err != nil || !rep.Erased || rep.Groups != 1 || rep.Changed["routes"] == 0 {
+		t.Fatalf("erase: %+v, %v", rep, err)
+	}
+	if _, err := e.st.GetRoute(ctx, thread); err == nil {
+		t.Fatal("the thread route naming the person survived")
+	}
+	rows, _, err := e.st.ListDeliveries(ctx, store.DeliveryQuery{GroupID: id})
+	if err != nil || len(rows) != 3 {
+		t.Fatal(rows, err)
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		seen[r.Number] = true
+	}
+	if seen[erasedWho] || !seen[erasedOther] || !seen["+15559870003"] || !seen[HashNumber([]byte("k"), erasedWho)] {
+		t.Fatalf("deliveries after erasure: %+v", rows)
+	}
+	g, _, _ := itReplay(t, e.st, id)
+	if g.Recipients[0].Number != HashNumber([]byte("k"), erasedWho) || g.Recipients[1].Number != erasedOther {
+		t.Fatalf("replayed roster: %+v %+v", g.Recipients[0], g.Recipients[1])
+	}
+	// The group is still commanded through its actor.
+	if err := e.tr.Cancel(ctx, id, "op"); err != nil && !errors.Is(err, group.ErrState) {
+		t.Fatalf("cancel after erasure: %v", err)
+	}
+}
