@@ -99,6 +99,9 @@ type Config struct {
 	// snapshots for /debug/actors and /debug/deadletters (admin only);
 	// nil answers 404.
 	DebugActors, DebugDeadLetters func() any
+	// Privacy serves /v1/retention and /v1/erasure (privacy.go); nil
+	// answers 404 there.
+	Privacy Privacy
 	// Board is the web board, mounted at "/"; nil answers 404 there.
 	Board http.Handler
 	// Done, when closed, ends every open event stream (close it before

@@ -482,6 +482,14 @@ func (a *api) removeSuppression(w http.ResponseWriter, r *http.Request) error {
 	if err := a.store.RemoveSuppression(r.Context(), number); err != nil {
 		return err
 	}
+	if a.cfg.Privacy != nil {
+		// An erased person's opt-out is kept under the keyed hash.
+		if h := a.cfg.Privacy.HashedNumber(number); h != "" {
+			if err := a.store.RemoveSuppression(r.Context(), h); err != nil {
+				return err
+			}
+		}
+	}
 	a.audit(r, requestActor(r), auditSuppressRemov, store.AuditNumber(number))
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -63,6 +63,10 @@ var routeTable = []route{
 	{http.MethodPost, "/v1/keys", needAdmin, (*api).createKey},
 	{http.MethodDelete, "/v1/keys/{id}", needAdmin, (*api).revokeKey},
 
+	{http.MethodGet, "/v1/retention", needAdmin, (*api).getRetention},
+	{http.MethodPost, "/v1/retention/run", needAdmin, (*api).runRetention},
+	{http.MethodPost, "/v1/erasure", needAdmin, (*api).erase},
+
 	{http.MethodPost, "/v1/session", public, (*api).createSession},
 	{http.MethodGet, "/v1/session", needRead, (*api).getSession},
 	{http.MethodDelete, "/v1/session", public, (*api).deleteSession},

@@ -48,6 +48,8 @@ const (
 	auditKeyRevoked    = "key.revoked"
 	auditSuppressAdd   = "suppression.added"
 	auditSuppressRemov = "suppression.removed"
+	auditErasure       = "person.erased" // target: the keyed hash, never the number
+	auditRetentionRun  = "retention.run"
 )
 
 type userKey struct{}

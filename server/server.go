@@ -167,6 +167,7 @@ type Server struct {
 	sim     *sim.Sim
 	client  *http.Client // provider API calls
 	tr      *tracker.Tracker
+	ret     *tracker.Retainer // retention passes: schedule, API, last report
 	reg     *metrics.Registry
 	http    *http.Server
 	done    chan struct{} // ends event streams
@@ -239,10 +240,13 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Metrics: s.reg.Service(), RuntimeMetrics: s.reg.Runtime(),
 		Settings: cfg.Settings, SendRate: cfg.SendRate, SendRates: cfg.SendRates, SendWorkers: cfg.SendWorkers,
 		SendTimeout: cfg.ProviderTimeout, IdleTimeout: cfg.IdleTimeout, SweepInterval: cfg.SweepInterval,
+		HashKey: cfg.Retention.HashKey,
 	})
 	if err != nil {
 		return err
 	}
+	s.ret = s.tr.NewRetainer(cfg.Retention, cfg.RetentionInterval)
+	s.reg.Registerer().MustRegister(newRetentionCollector(s.ret)) // privacy.go
 	if err := s.tr.Start(ctx); err != nil {
 		return err
 	}
@@ -256,6 +260,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Metrics: s.reg, Board: web.Handler(), Done: s.done, Heartbeat: cfg.Heartbeat,
 		DebugActors:      func() any { return s.tr.System().Actors() },
 		DebugDeadLetters: func() any { return s.tr.System().DeadLetters() },
+		Privacy:          privacy{s},
 	})
 	if err != nil {
 		return err
@@ -360,28 +365,26 @@ func (s *Server) provider(ctx context.Context, public string) (crewcast.Provider
 
 func (s *Server) retentionLoop() {
 	defer s.wg.Done()
-	// The interval runs on the injected clock, like every other schedule.
-	t := s.cfg.Clock.NewTimer(s.cfg.RetentionInterval)
+	// The interval runs on the injected clock, like every other schedule;
+	// the first pass comes soon after start, not an interval later.
+	first := min(s.cfg.RetentionInterval, retentionFirstDelay)
+	t := s.cfg.Clock.NewTimer(first)
 	defer t.Stop()
+	s.ret.SetNext(s.cfg.Clock.Now().Add(first))
 	for {
 		select {
 		case <-s.retention.Done():
 			return
 		case <-t.C():
 			ctx, cancel := context.WithTimeout(s.retention, 10*time.Minute)
-			rep, err := s.tr.RunRetention(ctx, s.cfg.Retention)
+			run, err := s.ret.Run(ctx, "schedule")
 			cancel()
 			t.Reset(s.cfg.RetentionInterval)
+			s.ret.SetNext(s.cfg.Clock.Now().Add(s.cfg.RetentionInterval))
 			if s.retention.Err() != nil {
 				return // stopped mid-run; the next start's run picks up the rest
 			}
-			if err != nil {
-				s.cfg.Logger.Error("retention run failed", "err", err)
-				continue
-			}
-			s.cfg.Logger.Info("retention run", "redacted", rep.Redacted, "hashed", rep.Hashed, "deleted", rep.Deleted,
-				"inbox_purged", rep.InboxPurged, "replies_redacted", rep.RepliesRedacted, "audit_purged", rep.AuditPurged,
-				"skipped", rep.Skipped)
+			logRetentionRun(s.cfg.Logger, run, err)
 		}
 	}
 }

@@ -41,6 +41,7 @@ type Store interface {
 	Retention
 	Users
 	Audit
+	Erasure
 
 	// Engine names the engine: "sqlite" or "postgres".
 	Engine() string

@@ -336,6 +336,8 @@ func (a *groupActor) Receive(c *actor.Context[groupMsg], m groupMsg) {
 		a.reminder(c, m.r)
 	case msgRetention:
 		m.reply.Send(a.retain(c, m))
+	case msgErase:
+		m.reply.Send(a.erase(c, m))
 	}
 }
 

@@ -117,7 +117,7 @@ func (t *Tracker) refuseSuppressed(ctx context.Context, id, number string) error
 	if err != nil {
 		return nil // not a number of any group: the command says so
 	}
-	sup, err := t.st.Suppressed(ctx, []string{n})
+	sup, err := t.suppressed(ctx, []string{n}, false)
 	if err != nil {
 		return unavailable(ctx, "read suppressions", err)
 	}
@@ -137,7 +137,7 @@ var errSuppressionCheck = &crewcast.SendError{Provider: "crewcast", Class: crewc
 // above). On nil error the caller makes the call and then calls release.
 func (t *Tracker) guardSend(ctx context.Context, j sendJob) (release func(), err error) {
 	release = t.gate.read(j.req.To)
-	sup, err := t.st.Suppressed(ctx, j.req.To)
+	sup, err := t.suppressed(ctx, j.req.To, true)
 	if err != nil {
 		release()
 		return nil, errSuppressionCheck
@@ -164,7 +164,7 @@ func (a *groupActor) suppressBeforeClaim(ctx context.Context, now time.Time, lim
 	if len(nums) == 0 {
 		return true
 	}
-	sup, err := a.t.st.Suppressed(ctx, nums)
+	sup, err := a.t.suppressed(ctx, nums, true)
 	if err != nil {
 		return false
 	}
@@ -181,12 +181,16 @@ func (a *groupActor) suppressBeforeClaim(ctx context.Context, now time.Time, lim
 	return true
 }
 
-// claimedNumbers lists the numbers of a claim, for Effects.Claim.
+// claimedNumbers lists the numbers of a claim, and their keyed hashes,
+// for Effects.Claim.
 func (a *groupActor) claimedNumbers(cl group.Claimed) []string {
 	var out []string
 	for _, s := range cl.Sends {
 		for _, i := range s.Indices {
 			out = append(out, a.g.Recipients[i].Number)
+			if h := a.t.hashed(a.g.Recipients[i].Number); h != "" {
+				out = append(out, h) // an erased person's opt-out is kept hashed
+			}
 		}
 	}
 	return out

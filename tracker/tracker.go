@@ -93,6 +93,10 @@ type Config struct {
 	ReminderPoll time.Duration
 	// NewID generates group ids; default random, time-ordered.
 	NewID func() string
+	// HashKey keys the hash that replaces an erased person's number and
+	// keeps their opt-out in force (CREWCAST_HASH_KEY); empty: erasure
+	// uses random tokens and cannot keep an opt-out.
+	HashKey []byte
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -173,6 +177,7 @@ type Tracker struct {
 
 	unmatched unmatchedLog
 	gate      suppressionGate // orders provider calls against suppression commits
+	erased    erasedNumbers   // numbers this process erased recently (erasure.go)
 	room      sendRoom
 
 	closing    atomic.Bool
@@ -495,7 +500,7 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 			nums = append(nums, e)
 		}
 	}
-	sup, err := t.st.Suppressed(ctx, nums)
+	sup, err := t.suppressed(ctx, nums, false)
 	if err != nil {
 		return "", false, unavailable(ctx, "read suppressions", err)
 	}

@@ -40,6 +40,8 @@ func TestHelpGolden(t *testing.T) {
 		{"version", []string{"version", "-h"}},
 		{"migrate", []string{"migrate", "-h"}},
 		{"sim", []string{"sim", "-h"}},
+		{"retention", []string{"retention", "-h"}},
+		{"erase", []string{"erase", "-h"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(context.Background(), c.args...)

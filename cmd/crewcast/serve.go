@@ -36,6 +36,7 @@ type serverFlags struct {
 	checkAfter, deadline, providerTimeout           time.Duration
 	redactAfter, hashAfter, deleteAfter             time.Duration
 	auditAfter                                      time.Duration
+	retentionInterval                               time.Duration
 	hashKey                                         string
 	logFormat                                       string // json or text (logging.go)
 }
@@ -65,6 +66,7 @@ var serverFlagDocs = []flagSection{
 		{"redact-after", "CREWCAST_REDACT_AFTER"}, {"hash-after", "CREWCAST_HASH_AFTER"},
 		{"delete-after", "CREWCAST_DELETE_AFTER"}, {"hash-key", "CREWCAST_HASH_KEY"},
 		{"audit-after", "CREWCAST_AUDIT_AFTER"},
+		{"retention-interval", "CREWCAST_RETENTION_INTERVAL"},
 	}},
 }
 
@@ -97,6 +99,7 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.DurationVar(&f.deleteAfter, "delete-after", r.DeleteAfter, "delete whole groups after this long; negative: never")
 	fs.StringVar(&f.hashKey, "hash-key", "", "secret key for hashing numbers")
 	fs.DurationVar(&f.auditAfter, "audit-after", r.AuditAfter, "delete audit log entries after this long; negative: never")
+	fs.DurationVar(&f.retentionInterval, "retention-interval", time.Hour, "run retention this often (the first pass soon after start); 0: only on request (crewcast retention run)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: json (one object per line) or text")
 	fs.Usage = func() { serveUsage(fs) }
 	return f
@@ -124,8 +127,18 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 		Settings: group.Settings{CheckAfter: f.checkAfter, Deadline: f.deadline},
 		Retention: tracker.RetentionPolicy{RedactAfter: f.redactAfter, HashAfter: f.hashAfter, DeleteAfter: f.deleteAfter, HashKey: []byte(f.hashKey),
 			AuditAfter: f.auditAfter},
-		Logger: logger,
+		RetentionInterval: retentionInterval(f.retentionInterval),
+		Logger:            logger,
 	}, nil
+}
+
+// retentionInterval maps the flag to server.Config.RetentionInterval, where
+// zero means the default: 0 or less turns the schedule off.
+func retentionInterval(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 func serveUsage(fs *flag.FlagSet) {

@@ -85,3 +85,35 @@ func TestServerEnvironmentMustParse(t *testing.T) {
 		t.Fatalf("valid env: %v %v %v", cfg.SendRate, cfg.Retention.DeleteAfter, err)
 	}
 }
+
+// --retention-interval / CREWCAST_RETENTION_INTERVAL: parsed strictly, the
+// flag wins, 0 turns the schedule off.
+func TestRetentionIntervalFlagAndEnv(t *testing.T) {
+	parse := func(args ...string) (time.Duration, error) {
+		t.Helper()
+		fs := newFlagSet("serve", io.Discard)
+		f := bindServerFlags(fs, "")
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := f.config(io.Discard)
+		return cfg.RetentionInterval, err
+	}
+	if d, err := parse(); err != nil || d != time.Hour {
+		t.Fatalf("default = %v, %v", d, err)
+	}
+	t.Setenv("CREWCAST_RETENTION_INTERVAL", "2s")
+	if d, err := parse(); err != nil || d != 2*time.Second {
+		t.Fatalf("env 2s = %v, %v", d, err)
+	}
+	if d, err := parse("--retention-interval", "5m"); err != nil || d != 5*time.Minute {
+		t.Fatalf("flag over env = %v, %v", d, err)
+	}
+	if d, err := parse("--retention-interval", "0"); err != nil || d >= 0 {
+		t.Fatalf("0 must turn the schedule off: %v, %v", d, err)
+	}
+	t.Setenv("CREWCAST_RETENTION_INTERVAL", "hourly")
+	if _, err := parse(); err == nil || !strings.Contains(err.Error(), "CREWCAST_RETENTION_INTERVAL") {
+		t.Fatalf("bad env: %v", err)
+	}
+}

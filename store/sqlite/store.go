@@ -130,6 +130,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// After a checkpoint the WAL file is truncated back to this size, so a
 	// burst does not leave a large WAL behind for good.
 	wq.Add("_pragma", "journal_size_limit(67108864)")
+	// Deleted and overwritten content is zeroed, so an erasure or a
+	// retention pass leaves nothing readable in free space (erasure.go).
+	wq.Add("_pragma", "secure_delete(1)")
 	wq.Set("_txlock", "immediate")
 	w, err := sql.Open("sqlite", "file:"+cfg.Path+"?"+wq.Encode())
 	if err != nil {

@@ -102,6 +102,7 @@ func Run(t *testing.T, o Options) {
 		{"LoadAllEvents", testLoadAllEvents},
 		{"Retention", testRetention},
 		{"RedactUnmatchedReplies", testRedactUnmatched},
+		{"Erasure", testErasure},
 		{"InvalidCursor", testInvalidCursor},
 		{"Users", testUsers},
 		{"Audit", testAudit},

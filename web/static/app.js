@@ -13,6 +13,7 @@ import * as users from "./users.js";
 import * as keys from "./keys.js";
 import * as audit from "./audit.js";
 import { isAdmin } from "./admin.js";
+import * as settings from "./settings.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -29,6 +30,7 @@ export function route(hash) {
   if (path === "/signin") return { name: "signin" };
   if (path === "/new") return { name: "new" };
   if (path === "/users" || path === "/keys" || path === "/audit") return { name: path.slice(1) };
+  if (path === "/settings") return { name: "settings" };
   if ((m = /^\/groups\/([^/]+)$/.exec(path))) return { name: "group", id: decodeURIComponent(m[1]) };
   return { name: "groups" };
 }
@@ -50,6 +52,7 @@ function drawNav() {
   who.title = session.role ? `Role: ${session.role}` : session.scopes ? `Scopes: ${session.scopes.join(", ")}` : "";
   document.getElementById("nav-new").hidden = !canSend(session);
   for (const a of nav.querySelectorAll("[data-admin]")) a.hidden = !isAdmin(session);
+  document.getElementById("nav-settings").hidden = !isAdmin(session);
   const r = route(location.hash).name;
   for (const a of nav.querySelectorAll("[data-nav]")) {
     if (a.dataset.nav === r || (r === "group" && a.dataset.nav === "groups")) a.setAttribute("aria-current", "page");
@@ -73,7 +76,7 @@ function render() {
   }
   drawNav();
   const ctx = { session, canSend: canSend(session), navigate, signedIn };
-  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", users: "Users", keys: "API keys", audit: "Audit trail" };
+  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", users: "Users", keys: "API keys", audit: "Audit trail", settings: "Settings" };
   document.title = `${titles[r.name]} — crewcast`;
   main.replaceChildren();
   switch (r.name) {
@@ -94,6 +97,9 @@ function render() {
       break;
     case "audit":
       cleanup = audit.render(main, ctx);
+      break;
+    case "settings":
+      cleanup = settings.render(main, ctx);
       break;
     default:
       cleanup = groups.render(main, ctx);

@@ -1,0 +1,24 @@
+package postgres
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/crewcast/crewcast/store"
+	"github.com/crewcast/crewcast/store/sqlq"
+)
+
+// erasers are this engine's own erasure statements, run after
+// sqlq.NumberErasers in EraseNumber's transaction: one entry per table that
+// keeps a person and is not in migration 00001 (contacts, crew
+// memberships, outbound webhook payloads, ...).
+var erasers = []sqlq.Eraser{}
+
+// EraseNumber implements store.Erasure. The suppression rewrite takes the
+// suppression lock, as AddSuppression does, so it is ordered with claims.
+func (s *Store) EraseNumber(ctx context.Context, number, replacement, keep string) (store.ErasedCounts, error) {
+	return sqlq.EraseNumber(ctx, s.queries, number, replacement, keep, sqlq.EraseOptions{
+		Lock:  `SELECT pg_advisory_xact_lock(` + strconv.FormatInt(suppressionLock, 10) + `)`,
+		Extra: erasers,
+	})
+}

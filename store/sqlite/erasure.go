@@ -1,0 +1,35 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/crewcast/crewcast/store"
+	"github.com/crewcast/crewcast/store/sqlq"
+)
+
+// erasers are this engine's own erasure statements, run after
+// sqlq.NumberErasers in EraseNumber's transaction: one entry per table that
+// keeps a person and is not in migration 00001 (contacts, crew
+// memberships, outbound webhook payloads, ...).
+var erasers = []sqlq.Eraser{}
+
+// EraseNumber implements store.Erasure. SQLite has one writer, so the
+// suppression rewrite is serialized with claims without a lock.
+// Afterwards the WAL, which still holds the pages as they were before, is
+// checkpointed into the database file and truncated; secure_delete (set
+// when the store opens) has zeroed the erased content there.
+func (s *Store) EraseNumber(ctx context.Context, number, replacement, keep string) (store.ErasedCounts, error) {
+	counts, err := sqlq.EraseNumber(ctx, s.queries, number, replacement, keep, sqlq.EraseOptions{Extra: erasers})
+	if err != nil {
+		return nil, err
+	}
+	// A reader still on an old snapshot keeps the checkpoint from
+	// finishing; that is not a failure of the erasure (the next automatic
+	// checkpoint overwrites the old pages), so it is not reported as one.
+	var busy, logPages, done int
+	if err := s.w.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logPages, &done); err != nil {
+		return nil, fmt.Errorf("sqlite: erase number: checkpoint: %w", err)
+	}
+	return counts, nil
+}
