@@ -377,6 +377,7 @@ var routeRoles = map[string]string{
 	"POST /v1/session": "public", "GET /v1/session": "viewer", "DELETE /v1/session": "public",
 	"GET /v1/users": "admin", "POST /v1/users": "admin", "PATCH /v1/users/{id}": "admin", "DELETE /v1/users/{id}": "admin",
 	"GET /v1/audit": "admin",
+	"GET /v1/retention": "admin", "POST /v1/retention/run": "admin", "POST /v1/erasure": "admin",
 }
 
 var roleRank = map[string]int{"viewer": 1, "dispatcher": 2, "admin": 3}
