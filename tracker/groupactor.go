@@ -13,6 +13,7 @@ import (
 	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/store"
+	"github.com/crewcast/crewcast/webhookout"
 )
 
 // groupMsg is what a group actor receives.
@@ -78,6 +79,8 @@ type groupActor struct {
 	sends   []group.Send
 	adopt   []string // message ids routed by the commit being built
 	adopted []string // message ids routed by committed commits, to adopt
+	// lastOutbox are the outbox rows of the commit being made.
+	lastOutbox []store.OutboxRow
 }
 
 // ---- lifecycle ----
@@ -682,7 +685,11 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	if len(u.Events) == 0 && len(u.Reminders) == 0 && effectsEmpty(a.eff) {
 		return nil
 	}
+	if a.eff.Group != nil && t.cfg.Webhooks != nil && t.cfg.Webhooks.Enabled() {
+		a.eff.Outbox = append(a.eff.Outbox, webhookout.Derive(a.outboxChange(u.Events, dirty, now))...)
+	}
 	u.Effects = []any{a.eff}
+	a.lastOutbox = a.eff.Outbox
 	err := t.committer.Commit(c.Context(), u)
 	sends, adopt := a.sends, a.adopt
 	a.pending, a.eff, a.sends, a.adopt = nil, store.Effects{}, nil, nil
@@ -692,6 +699,9 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	}
 	a.seq += uint64(len(u.Events))
 	a.failures = 0
+	if len(a.lastOutbox) > 0 {
+		t.cfg.Webhooks.Kick()
+	}
 	for _, op := range u.Reminders {
 		if op.Delete {
 			delete(a.rem, op.Name)
@@ -804,6 +814,24 @@ func (a *groupActor) queueSends(sends []group.Send) {
 	}
 	t.mu.Unlock()
 	t.pool.submit(jobs)
+}
+
+// outboxChange describes the commit being built for webhookout.Derive:
+// dirty recipients' statuses before it are a.statuses (updated after the
+// commit), the group's is a.lastStatus.
+func (a *groupActor) outboxChange(events []actor.Event, dirty []int, now time.Time) webhookout.Change {
+	c := webhookout.Change{Group: *a.eff.Group, PrevStatus: a.lastStatus, Events: events, Time: now,
+		Recipient: func(i int) (store.DeliveryRow, bool) {
+			if i < 0 || i >= len(a.g.Recipients) {
+				return store.DeliveryRow{}, false
+			}
+			return deliveryRow(a.g, a.g.Recipients[i]), true
+		}}
+	for k, i := range dirty {
+		c.Dirty = append(c.Dirty, webhookout.RecipientChange{Row: a.eff.Deliveries[len(a.eff.Deliveries)-len(dirty)+k],
+			PrevStatus: a.statuses[i]})
+	}
+	return c
 }
 
 func effectsEmpty(e store.Effects) bool {

@@ -88,6 +88,18 @@ type Config struct {
 	ReminderPoll time.Duration
 	// NewID generates group ids; default random, time-ordered.
 	NewID func() string
+	// Webhooks, when set, makes commits write outbound webhook events to
+	// the outbox (design.md §13) while any endpoint exists, and is kicked
+	// after such a commit.
+	Webhooks Outbox
+}
+
+// Outbox is what the tracker needs of the outbound webhook worker.
+type Outbox interface {
+	// Enabled reports whether any webhook endpoint exists.
+	Enabled() bool
+	// Kick says outbox rows were committed.
+	Kick()
 }
 
 func (c Config) withDefaults() (Config, error) {

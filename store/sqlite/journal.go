@@ -301,6 +301,11 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, now
 				return nil, wrap("reply", err)
 			}
 		}
+		for k := range e.Outbox {
+			if _, err := ts.tx.ExecContext(ts.ctx, sqlq.InsertOutbox, sqlq.OutboxArgs(&e.Outbox[k], now)...); err != nil {
+				return nil, wrap("outbox", err)
+			}
+		}
 		if ik := e.Idempotency; ik != nil {
 			res, err := ts.exec(s.st.insIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(sqlq.OrNow(ik.CreatedAt, now)))
 			if err != nil {

@@ -36,7 +36,10 @@ func (m Migrations) provider() (*goose.Provider, error) {
 	if err != nil {
 		return nil, m.errorf("migrations: %w", err)
 	}
-	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true), goose.WithSlog(m.Logger)}
+	// Out of order: branches merged in any order add numbered migrations
+	// (00007 may land after 00008 was applied); each is applied once.
+	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true), goose.WithSlog(m.Logger),
+		goose.WithAllowOutofOrder(true)}
 	if m.Options != nil {
 		more, err := m.Options()
 		if err != nil {
