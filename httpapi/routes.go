@@ -63,6 +63,16 @@ var routeTable = []route{
 	{http.MethodPost, "/v1/keys", needAdmin, (*api).createKey},
 	{http.MethodDelete, "/v1/keys/{id}", needAdmin, (*api).revokeKey},
 
+	{http.MethodPost, "/v1/webhook-endpoints", needAdmin, (*api).createWebhookEndpoint},
+	{http.MethodGet, "/v1/webhook-endpoints", needAdmin, (*api).listWebhookEndpoints},
+	{http.MethodGet, "/v1/webhook-endpoints/{id}", needAdmin, (*api).getWebhookEndpoint},
+	{http.MethodPatch, "/v1/webhook-endpoints/{id}", needAdmin, (*api).patchWebhookEndpoint},
+	{http.MethodDelete, "/v1/webhook-endpoints/{id}", needAdmin, (*api).deleteWebhookEndpoint},
+	{http.MethodGet, "/v1/webhook-endpoints/{id}/attempts", needAdmin, (*api).listWebhookAttempts},
+	{http.MethodPost, "/v1/webhook-endpoints/{id}/recover", needAdmin, (*api).recoverWebhookEndpoint},
+	{http.MethodPost, "/v1/webhook-endpoints/{id}/test", needAdmin, (*api).testWebhookEndpoint},
+	{http.MethodPost, "/v1/webhook-endpoints/{id}/rotate", needAdmin, (*api).rotateWebhookEndpoint},
+
 	{http.MethodPost, "/v1/session", public, (*api).createSession},
 	{http.MethodGet, "/v1/session", needRead, (*api).getSession},
 	{http.MethodDelete, "/v1/session", public, (*api).deleteSession},

@@ -37,6 +37,8 @@ type serverFlags struct {
 	checkAfter, deadline, providerTimeout           time.Duration
 	redactAfter, hashAfter, deleteAfter             time.Duration
 	hashKey                                         string
+	webhookAllowPrivate                             bool
+	webhookSecretKey                                string
 }
 
 // serverFlagDocs lists serve's flags by section for -h, each with the
@@ -63,6 +65,9 @@ var serverFlagDocs = []flagSection{
 	{"Retention", []envBinding{
 		{"redact-after", "CREWCAST_REDACT_AFTER"}, {"hash-after", "CREWCAST_HASH_AFTER"},
 		{"delete-after", "CREWCAST_DELETE_AFTER"}, {"hash-key", "CREWCAST_HASH_KEY"},
+	}},
+	{"Outbound webhooks", []envBinding{
+		{"webhook-allow-private", "CREWCAST_WEBHOOK_ALLOW_PRIVATE"}, {"webhook-secret-key", "CREWCAST_WEBHOOK_SECRET_KEY"},
 	}},
 }
 
@@ -94,6 +99,8 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.DurationVar(&f.hashAfter, "hash-after", r.HashAfter, "replace phone numbers by a keyed hash after this long (needs --hash-key)")
 	fs.DurationVar(&f.deleteAfter, "delete-after", r.DeleteAfter, "delete whole groups after this long; negative: never")
 	fs.StringVar(&f.hashKey, "hash-key", "", "secret key for hashing numbers")
+	fs.BoolVar(&f.webhookAllowPrivate, "webhook-allow-private", false, "let outbound webhooks reach loopback, private and link-local addresses")
+	fs.StringVar(&f.webhookSecretKey, "webhook-secret-key", "", "server key that seals webhook endpoint secrets in the database")
 	fs.Usage = func() { serveUsage(fs) }
 	return f
 }
@@ -120,6 +127,8 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 		Settings:  group.Settings{CheckAfter: f.checkAfter, Deadline: f.deadline},
 		Retention: tracker.RetentionPolicy{RedactAfter: f.redactAfter, HashAfter: f.hashAfter, DeleteAfter: f.deleteAfter, HashKey: []byte(f.hashKey)},
 		Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+
+		WebhookAllowPrivate: f.webhookAllowPrivate, WebhookSecretKey: f.webhookSecretKey,
 	}, nil
 }
 
