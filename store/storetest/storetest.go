@@ -97,6 +97,8 @@ func Run(t *testing.T, o Options) {
 		{"Retention", testRetention},
 		{"RedactUnmatchedReplies", testRedactUnmatched},
 		{"InvalidCursor", testInvalidCursor},
+		{"WebhookEndpoints", testWebhookEndpoints},
+		{"WebhookOutbox", testWebhookOutbox},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
