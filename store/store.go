@@ -525,12 +525,14 @@ type Webhooks interface {
 	// marks them dispatched, in one transaction; returns how many rows.
 	DispatchOutbox(ctx context.Context, now time.Time, limit int) (int, error)
 	// ClaimWebhookDeliveries returns up to limit pending deliveries due at
-	// now to enabled endpoints not in skip, earliest first, and moves their
-	// next attempt to now+lease so that no other worker takes them while
-	// this one tries (after a crash they come back when the lease ends).
-	ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease time.Duration, limit int, skip []string) ([]WebhookDelivery, error)
-	// RecordWebhookAttempt writes an attempt and its consequences.
-	RecordWebhookAttempt(ctx context.Context, o WebhookOutcome) error
+	// now to enabled endpoints not in skip, at most perEndpoint (0: no
+	// bound) for one endpoint, earliest first, and moves their next attempt
+	// to now+lease so that no other worker takes them while this one tries
+	// (after a crash they come back when the lease ends).
+	ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease time.Duration, limit, perEndpoint int, skip []string) ([]WebhookDelivery, error)
+	// RecordWebhookAttempt writes an attempt and its consequences; disabled
+	// is true when this call disabled the endpoint (it was enabled).
+	RecordWebhookAttempt(ctx context.Context, o WebhookOutcome) (disabled bool, err error)
 	// ListWebhookAttempts returns an endpoint's latest attempts, newest first.
 	ListWebhookAttempts(ctx context.Context, endpointID string, limit int) ([]WebhookAttempt, error)
 	// RecoverWebhookDeliveries queues again, due at now, every outbox row

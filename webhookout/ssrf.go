@@ -39,9 +39,9 @@ var refused = func() []netip.Prefix {
 		"fc00::/7",       // unique local (AWS metadata fd00:ec2::254)
 		"fe80::/10",      // link-local
 		"ff00::/8",       // multicast
-		"64:ff9b::/96",   // NAT64: checked on the embedded IPv4 too
-		"2002::/16",      // 6to4: checked on the embedded IPv4 too
 		"100::/64",       // discard
+		// NAT64 (64:ff9b::/96) and 6to4 (2002::/16) are judged by the IPv4
+		// address they carry, below.
 	} {
 		out = append(out, netip.MustParsePrefix(s))
 	}

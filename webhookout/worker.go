@@ -256,7 +256,7 @@ func (w *Worker) Step(ctx context.Context) error {
 	}
 	w.mu.Unlock()
 	for {
-		ds, err := w.cfg.Store.ClaimWebhookDeliveries(ctx, now, w.cfg.Lease, 100, skip)
+		ds, err := w.cfg.Store.ClaimWebhookDeliveries(ctx, now, w.cfg.Lease, 100, w.cfg.Backlog, skip)
 		if err != nil {
 			return err
 		}
@@ -271,7 +271,7 @@ func (w *Worker) Step(ctx context.Context) error {
 			}
 		}
 		w.mu.Unlock()
-		if len(ds) < 100 {
+		if len(ds) == 0 || (len(ds) < 100 && len(skip) == 0) {
 			return nil
 		}
 	}
@@ -417,12 +417,15 @@ func (w *Worker) deliver(ctx context.Context, ep store.WebhookEndpoint, d store.
 		return nil // shutting down: the lease brings it back
 	}
 	w.m.attempts.WithLabelValues(o.Attempt.Result).Inc()
-	if err := w.cfg.Store.RecordWebhookAttempt(context.WithoutCancel(ctx), o); err != nil {
+	disabled, err := w.cfg.Store.RecordWebhookAttempt(context.WithoutCancel(ctx), o)
+	if err != nil {
 		return err
 	}
-	if o.Disable != "" {
+	if disabled {
 		w.m.disabled.Inc()
 		w.cfg.Logger.Warn("webhook endpoint disabled", "endpoint", ep.ID, "reason", o.Disable)
+	}
+	if o.Disable != "" {
 		w.mu.Lock()
 		ep.DisabledAt = o.Attempt.At
 		w.eps[ep.ID] = ep

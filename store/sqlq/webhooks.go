@@ -224,7 +224,7 @@ func scanWebhookDelivery(r Rows) (store.WebhookDelivery, error) {
 }
 
 // ClaimWebhookDeliveries takes due deliveries for a lease.
-func (d DB) ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease time.Duration, limit int, skip []string) ([]store.WebhookDelivery, error) {
+func (d DB) ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease time.Duration, limit, perEndpoint int, skip []string) ([]store.WebhookDelivery, error) {
 	limit = store.ClampLimit(limit, 100, 1000)
 	var out []store.WebhookDelivery
 	err := d.c.WriteTx(ctx, func(q Querier) error {
@@ -248,7 +248,11 @@ func (d DB) ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease tim
 			return err
 		}
 		until := store.Nanos(now.Add(lease))
+		taken := map[string]int{}
 		for _, w := range ds {
+			if perEndpoint > 0 && taken[w.EndpointID] >= perEndpoint {
+				continue // left due for the next claim
+			}
 			// Another worker that claimed the row first moved next_at.
 			n, err := q.Exec(ctx, `UPDATE webhook_deliveries SET next_at = ? WHERE endpoint_id = ? AND outbox_id = ?
 				AND state = 'pending' AND next_at <= ?`, until, w.EndpointID, w.Row.ID, store.Nanos(now))
@@ -257,6 +261,7 @@ func (d DB) ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease tim
 			}
 			if n == 1 {
 				out = append(out, w)
+				taken[w.EndpointID]++
 			}
 		}
 		return nil
@@ -269,10 +274,12 @@ func (d DB) ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease tim
 
 // RecordWebhookAttempt writes an attempt, the delivery's new state, the
 // endpoint's health and, when it disables the endpoint, its event.
-func (d DB) RecordWebhookAttempt(ctx context.Context, o store.WebhookOutcome) error {
+func (d DB) RecordWebhookAttempt(ctx context.Context, o store.WebhookOutcome) (bool, error) {
 	a := &o.Attempt
 	at := store.Nanos(a.At)
+	disabled := false
 	err := d.c.WriteTx(ctx, func(q Querier) error {
+		disabled = false
 		if _, err := q.Exec(ctx, `INSERT INTO webhook_attempts (endpoint_id, outbox_id, msg_id, type, at, status_code,
 			result, latency_ms, response, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			a.EndpointID, a.OutboxID, a.MsgID, a.Type, at, int64(a.StatusCode), a.Result, a.Latency.Milliseconds(),
@@ -304,16 +311,20 @@ func (d DB) RecordWebhookAttempt(ctx context.Context, o store.WebhookOutcome) er
 		}
 		n, err := q.Exec(ctx, `UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ?, updated_at = ?
 			WHERE id = ? AND disabled_at = 0`, at, o.Disable, at, a.EndpointID)
-		if err != nil || n == 0 || o.Disabled == nil {
+		if err != nil || n == 0 {
 			return err
+		}
+		disabled = true
+		if o.Disabled == nil {
+			return nil
 		}
 		_, err = q.Exec(ctx, InsertOutbox, OutboxArgs(o.Disabled, a.At)...)
 		return err
 	})
 	if err != nil {
-		return d.errorf("record webhook attempt: %w", err)
+		return false, d.errorf("record webhook attempt: %w", err)
 	}
-	return nil
+	return disabled, nil
 }
 
 func scanAttempt(r Rows) (store.WebhookAttempt, error) {

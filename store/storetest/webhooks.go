@@ -106,7 +106,7 @@ func testWebhookOutbox(t *testing.T, o Options) {
 	if n, err := s.DispatchOutbox(ctx, clock.Now(), 100); err != nil || n != 0 {
 		t.Fatalf("second dispatch = %d %v, want 0", n, err)
 	}
-	ds, err := s.ClaimWebhookDeliveries(ctx, clock.Now(), time.Minute, 100, nil)
+	ds, err := s.ClaimWebhookDeliveries(ctx, clock.Now(), time.Minute, 100, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func testWebhookOutbox(t *testing.T, o Options) {
 			t.Fatalf("delivery row = %+v", d)
 		}
 	}
-	if again, err := s.ClaimWebhookDeliveries(ctx, clock.Now(), time.Minute, 100, nil); err != nil || len(again) != 0 {
+	if again, err := s.ClaimWebhookDeliveries(ctx, clock.Now(), time.Minute, 100, 0, nil); err != nil || len(again) != 0 {
 		t.Fatalf("claim under lease = %v %v, want nothing", claimed(again), err)
 	}
 	var da, db store.WebhookDelivery
@@ -136,7 +136,7 @@ func testWebhookOutbox(t *testing.T, o Options) {
 	fail := store.WebhookOutcome{Attempt: store.WebhookAttempt{EndpointID: "a", OutboxID: da.Row.ID, MsgID: "msg_1",
 		Type: da.Row.Type, At: now, StatusCode: 503, Result: store.AttemptHTTP, Latency: 12 * time.Millisecond,
 		Response: "busy"}, NextAt: now.Add(5 * time.Second)}
-	if err := s.RecordWebhookAttempt(ctx, fail); err != nil {
+	if _, err := s.RecordWebhookAttempt(ctx, fail); err != nil {
 		t.Fatal(err)
 	}
 	if e, _ := s.GetWebhookEndpoint(ctx, "a"); !e.FailingSince.Equal(now) {
@@ -144,13 +144,13 @@ func testWebhookOutbox(t *testing.T, o Options) {
 	}
 	// a skipped: only b's leftover is due (after its lease).
 	clock.Advance(5 * time.Second)
-	ds, err = s.ClaimWebhookDeliveries(ctx, clock.Now(), time.Minute, 100, []string{"b"})
+	ds, err = s.ClaimWebhookDeliveries(ctx, clock.Now(), time.Minute, 100, 0, []string{"b"})
 	if err != nil || len(ds) != 1 || ds[0].EndpointID != "a" || ds[0].Attempts != 1 {
 		t.Fatalf("retry claim = %+v %v, want a's msg_1 after 1 attempt", ds, err)
 	}
 	ok := fail
 	ok.Attempt.At, ok.Attempt.StatusCode, ok.Attempt.Result, ok.NextAt, ok.Delivered = clock.Now(), 200, store.AttemptOK, time.Time{}, true
-	if err := s.RecordWebhookAttempt(ctx, ok); err != nil {
+	if _, err := s.RecordWebhookAttempt(ctx, ok); err != nil {
 		t.Fatal(err)
 	}
 	if e, _ := s.GetWebhookEndpoint(ctx, "a"); !e.FailingSince.IsZero() {
@@ -166,12 +166,12 @@ func testWebhookOutbox(t *testing.T, o Options) {
 	gone := store.WebhookOutcome{Attempt: store.WebhookAttempt{EndpointID: "b", OutboxID: db.Row.ID, MsgID: "msg_1",
 		Type: db.Row.Type, At: clock.Now(), StatusCode: 410, Result: store.AttemptHTTP},
 		NextAt: clock.Now().Add(time.Hour), Disable: "gone", Disabled: &disabled}
-	if err := s.RecordWebhookAttempt(ctx, gone); err != nil {
-		t.Fatal(err)
+	if d, err := s.RecordWebhookAttempt(ctx, gone); err != nil || !d {
+		t.Fatalf("first 410: disabled %v %v, want true", d, err)
 	}
 	gone.Disabled = &store.OutboxRow{MsgID: "msg_disabled_again", Type: "endpoint.disabled", Payload: []byte("{}")}
-	if err := s.RecordWebhookAttempt(ctx, gone); err != nil {
-		t.Fatal(err)
+	if d, err := s.RecordWebhookAttempt(ctx, gone); err != nil || d {
+		t.Fatalf("second 410: disabled %v %v, want false (already disabled)", d, err)
 	}
 	if e, _ := s.GetWebhookEndpoint(ctx, "b"); e.DisabledAt.IsZero() || e.DisabledReason != "gone" {
 		t.Fatalf("b after 410 = %+v", e)
@@ -180,7 +180,7 @@ func testWebhookOutbox(t *testing.T, o Options) {
 		t.Fatalf("dispatch of the disabled event = %d %v, want exactly 1 row", n, err)
 	}
 	clock.Advance(2 * time.Hour)
-	if ds, err := s.ClaimWebhookDeliveries(ctx, clock.Now(), time.Minute, 100, nil); err != nil || len(ds) != 0 {
+	if ds, err := s.ClaimWebhookDeliveries(ctx, clock.Now(), time.Minute, 100, 0, nil); err != nil || len(ds) != 0 {
 		t.Fatalf("claim with b disabled = %v %v, want nothing", claimed(ds), err)
 	}
 	// Recover: a received msg_1 already; b gets its two events again.
@@ -194,7 +194,7 @@ func testWebhookOutbox(t *testing.T, o Options) {
 	if err := s.UpdateWebhookEndpoint(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	ds, err = s.ClaimWebhookDeliveries(ctx, clock.Now(), time.Minute, 100, nil)
+	ds, err = s.ClaimWebhookDeliveries(ctx, clock.Now(), time.Minute, 100, 0, nil)
 	if got, want := claimed(ds), []string{"b msg_1", "b msg_3", "b msg_disabled_b"}; err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("claim after recover = %v %v, want %v", got, err, want)
 	}
@@ -209,7 +209,7 @@ func testWebhookOutbox(t *testing.T, o Options) {
 	if n, err := s.DispatchOutbox(ctx, clock.Now(), 100); err != nil || n != 1 {
 		t.Fatalf("dispatch test event = %d %v, want 1", n, err)
 	}
-	ds, err = s.ClaimWebhookDeliveries(ctx, clock.Now(), time.Minute, 100, nil)
+	ds, err = s.ClaimWebhookDeliveries(ctx, clock.Now(), time.Minute, 100, 0, nil)
 	if got, want := claimed(ds), []string{"a msg_test"}; err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("claim test event = %v %v, want %v", got, err, want)
 	}
