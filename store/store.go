@@ -543,4 +543,8 @@ type Webhooks interface {
 	// outbox rows are undispatched, and the creation time of the oldest
 	// of them (zero when none).
 	WebhookQueue(ctx context.Context) (pending int, oldest time.Time, err error)
+	// PurgeWebhooks deletes attempts made before t, and outbox rows created
+	// before t together with their deliveries once none of those is
+	// pending; returns how many rows it deleted.
+	PurgeWebhooks(ctx context.Context, before time.Time) (int, error)
 }

@@ -85,6 +85,9 @@ type Config struct {
 	// Lease is how long a claimed delivery is held (default 60 s): after a
 	// crash it is tried again when the lease ends.
 	Lease time.Duration
+	// Keep is how long events and attempts are kept for recover and the
+	// attempts log (default 7 days; pending deliveries are always kept).
+	Keep time.Duration
 }
 
 // Worker fans the outbox out and delivers it.
@@ -169,6 +172,9 @@ func New(cfg Config) *Worker {
 	if cfg.Lease <= 0 {
 		cfg.Lease = 60 * time.Second
 	}
+	if cfg.Keep <= 0 {
+		cfg.Keep = 7 * 24 * time.Hour
+	}
 	w := &Worker{cfg: cfg, kick: make(chan struct{}, 1), lanes: map[string]*lane{}, eps: map[string]store.WebhookEndpoint{}}
 	w.m = workerMetrics{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "crewcast_webhook_out_attempts_total",
@@ -204,7 +210,7 @@ func (w *Worker) Run(ctx context.Context) {
 	defer w.wg.Wait()
 	t := time.NewTicker(w.cfg.Poll)
 	defer t.Stop()
-	lastStats := time.Time{}
+	lastStats, lastPurge := time.Time{}, time.Time{}
 	for {
 		if err := w.Step(ctx); err != nil && ctx.Err() == nil {
 			w.cfg.Logger.Warn("webhook delivery: store", "err", err)
@@ -218,6 +224,12 @@ func (w *Worker) Run(ctx context.Context) {
 					age = now.Sub(oldest).Seconds()
 				}
 				w.m.oldest.Set(age)
+			}
+		}
+		if now := w.cfg.Now(); now.Sub(lastPurge) >= time.Hour {
+			lastPurge = now
+			if _, err := w.cfg.Store.PurgeWebhooks(ctx, now.Add(-w.cfg.Keep)); err != nil && ctx.Err() == nil {
+				w.cfg.Logger.Warn("webhook purge", "err", err)
 			}
 		}
 		select {

@@ -407,3 +407,33 @@ func (d DB) WebhookQueue(ctx context.Context) (int, time.Time, error) {
 	}
 	return int(n1 + n2), store.FromNanos(oldest), nil
 }
+
+// PurgeWebhooks deletes what the recover window no longer needs.
+func (d DB) PurgeWebhooks(ctx context.Context, before time.Time) (int, error) {
+	t := store.Nanos(before)
+	total := 0
+	err := d.c.WriteTx(ctx, func(q Querier) error {
+		total = 0
+		n, err := q.Exec(ctx, `DELETE FROM webhook_attempts WHERE at < ?`, t)
+		if err != nil {
+			return err
+		}
+		total += int(n)
+		// Old rows that are dispatched and owe nobody a delivery.
+		done := `SELECT o.id FROM webhook_outbox o WHERE o.created_at < ? AND o.dispatched = 1 AND NOT EXISTS
+			(SELECT 1 FROM webhook_deliveries d WHERE d.outbox_id = o.id AND d.state = 'pending')`
+		if n, err = q.Exec(ctx, `DELETE FROM webhook_deliveries WHERE outbox_id IN (`+done+`)`, t); err != nil {
+			return err
+		}
+		total += int(n)
+		if n, err = q.Exec(ctx, `DELETE FROM webhook_outbox WHERE id IN (`+done+`)`, t); err != nil {
+			return err
+		}
+		total += int(n)
+		return nil
+	})
+	if err != nil {
+		return 0, d.errorf("purge webhooks: %w", err)
+	}
+	return total, nil
+}

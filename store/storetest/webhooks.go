@@ -219,4 +219,26 @@ func testWebhookOutbox(t *testing.T, o Options) {
 	if as, err := s.ListWebhookAttempts(ctx, "a", 10); err != nil || len(as) != 0 {
 		t.Fatalf("attempts of a deleted endpoint = %v %v", as, err)
 	}
+	// Purge: b's three deliveries are still pending (claimed), so their
+	// rows stay; the rest goes once old enough.
+	pendingBefore, _, err := s.WebhookQueue(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PurgeWebhooks(ctx, t0); err != nil || n != 0 {
+		t.Fatalf("purge before anything existed = %d %v", n, err)
+	}
+	n, err := s.PurgeWebhooks(ctx, clock.Now().Add(time.Hour))
+	if err != nil || n == 0 {
+		t.Fatalf("purge = %d %v, want rows deleted", n, err)
+	}
+	if after, _, err := s.WebhookQueue(ctx); err != nil || after != pendingBefore {
+		t.Fatalf("pending after purge %d, before %d (%v): purge removed pending work", after, pendingBefore, err)
+	}
+	if n, err := s.RecoverWebhookDeliveries(ctx, "b", t0, clock.Now()); err != nil || n != 3 {
+		t.Fatalf("recover after purge = %d %v, want b's 3 pending rows kept", n, err)
+	}
+	if as, err := s.ListWebhookAttempts(ctx, "b", 10); err != nil || len(as) != 0 {
+		t.Fatalf("b's attempts after purge: %d %v", len(as), err)
+	}
 }
