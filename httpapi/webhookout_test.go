@@ -125,7 +125,7 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 	if _, err := e.st.DispatchOutbox(ctx, e.clock.Now(), 10); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := e.st.ClaimWebhookDeliveries(ctx, e.clock.Now(), time.Minute, 10, 0, nil)
+	ds, err := e.st.ClaimWebhookDeliveries(ctx, store.WebhookClaim{Now: e.clock.Now(), Lease: time.Minute, Limit: 10})
 	if err != nil || len(ds) != 1 || ds[0].EndpointID != created.ID || ds[0].Row.Type != webhookout.EndpointTest {
 		t.Fatalf("test event deliveries %+v %v", ds, err)
 	}

@@ -466,6 +466,19 @@ type WebhookDelivery struct {
 	Row        OutboxRow
 }
 
+// WebhookClaim says which deliveries ClaimWebhookDeliveries takes.
+type WebhookClaim struct {
+	Now   time.Time
+	Lease time.Duration
+	Limit int
+	// PerEndpoint bounds the deliveries of one endpoint (0: no bound).
+	PerEndpoint int
+	// Skip are endpoints not to claim for (their lanes are full).
+	Skip []string
+	// Owner names the claiming worker (a node), for ReleaseWebhookClaims.
+	Owner string
+}
+
 // Results of a delivery attempt.
 const (
 	AttemptOK       = "ok"       // 2xx
@@ -524,12 +537,16 @@ type Webhooks interface {
 	// first, for every enabled endpoint that wants them (due at now) and
 	// marks them dispatched, in one transaction; returns how many rows.
 	DispatchOutbox(ctx context.Context, now time.Time, limit int) (int, error)
-	// ClaimWebhookDeliveries returns up to limit pending deliveries due at
-	// now to enabled endpoints not in skip, at most perEndpoint (0: no
-	// bound) for one endpoint, earliest first, and moves their next attempt
-	// to now+lease so that no other worker takes them while this one tries
-	// (after a crash they come back when the lease ends).
-	ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease time.Duration, limit, perEndpoint int, skip []string) ([]WebhookDelivery, error)
+	// ClaimWebhookDeliveries returns pending deliveries due at c.Now (see
+	// WebhookClaim), earliest first, and moves their next attempt to
+	// c.Now+c.Lease so that no other worker takes them while this one
+	// tries (after a crash they come back when the lease ends, or at once
+	// when the same owner starts again: ReleaseWebhookClaims).
+	ClaimWebhookDeliveries(ctx context.Context, c WebhookClaim) ([]WebhookDelivery, error)
+	// ReleaseWebhookClaims makes the pending deliveries owner holds under
+	// a lease due at now (a worker starting again after a crash); returns
+	// how many.
+	ReleaseWebhookClaims(ctx context.Context, owner string, now time.Time) (int, error)
 	// RecordWebhookAttempt writes an attempt and its consequences; disabled
 	// is true when this call disabled the endpoint (it was enabled).
 	RecordWebhookAttempt(ctx context.Context, o WebhookOutcome) (disabled bool, err error)

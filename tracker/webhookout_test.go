@@ -37,7 +37,7 @@ func outboxRows(t *testing.T, st store.Store) []store.OutboxRow {
 			break
 		}
 	}
-	ds, err := st.ClaimWebhookDeliveries(ctx, now.Add(time.Hour), time.Hour, 1000, 0, nil)
+	ds, err := st.ClaimWebhookDeliveries(ctx, store.WebhookClaim{Now: now.Add(time.Hour), Lease: time.Hour, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,6 +85,10 @@ type Config struct {
 	// Lease is how long a claimed delivery is held (default 60 s): after a
 	// crash it is tried again when the lease ends.
 	Lease time.Duration
+	// Owner names this worker's claims (a node id; default "local"). At
+	// start the worker takes back at once what the same owner had claimed
+	// when it died; each node of several needs its own.
+	Owner string
 	// Keep is how long events and attempts are kept for recover and the
 	// attempts log (default 7 days; pending deliveries are always kept).
 	Keep time.Duration
@@ -172,6 +176,9 @@ func New(cfg Config) *Worker {
 	if cfg.Lease <= 0 {
 		cfg.Lease = 60 * time.Second
 	}
+	if cfg.Owner == "" {
+		cfg.Owner = "local"
+	}
 	if cfg.Keep <= 0 {
 		cfg.Keep = 7 * 24 * time.Hour
 	}
@@ -208,6 +215,11 @@ func (w *Worker) Kick() {
 // come back when their lease ends).
 func (w *Worker) Run(ctx context.Context) {
 	defer w.wg.Wait()
+	if n, err := w.cfg.Store.ReleaseWebhookClaims(ctx, w.cfg.Owner, w.cfg.Now()); err != nil && ctx.Err() == nil {
+		w.cfg.Logger.Warn("webhook delivery: take back claims", "err", err)
+	} else if n > 0 {
+		w.cfg.Logger.Info("webhook delivery: took back claims of the previous run", "deliveries", n)
+	}
 	t := time.NewTicker(w.cfg.Poll)
 	defer t.Stop()
 	lastStats, lastPurge := time.Time{}, time.Time{}
@@ -268,7 +280,8 @@ func (w *Worker) Step(ctx context.Context) error {
 	}
 	w.mu.Unlock()
 	for {
-		ds, err := w.cfg.Store.ClaimWebhookDeliveries(ctx, now, w.cfg.Lease, 100, w.cfg.Backlog, skip)
+		ds, err := w.cfg.Store.ClaimWebhookDeliveries(ctx, store.WebhookClaim{Now: now, Lease: w.cfg.Lease, Limit: 100,
+			PerEndpoint: w.cfg.Backlog, Skip: skip, Owner: w.cfg.Owner})
 		if err != nil {
 			return err
 		}

@@ -453,7 +453,7 @@ func TestRestartDeliversPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A worker claimed msg_1 and died before attempting it.
-	if ds, err := st.ClaimWebhookDeliveries(context.Background(), clk.Now(), time.Minute, 10, 0, nil); err != nil || len(ds) != 1 {
+	if ds, err := st.ClaimWebhookDeliveries(context.Background(), store.WebhookClaim{Now: clk.Now(), Lease: time.Minute, Limit: 10, Owner: "other"}); err != nil || len(ds) != 1 {
 		t.Fatalf("claim %v %v", ds, err)
 	}
 	_ = st.Close()
@@ -497,4 +497,45 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// A worker killed after claiming gets its claims back at once when it
+// starts again under the same owner (one node), without waiting for the
+// lease.
+func TestRestartTakesBackOwnClaims(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	path := filepath.Join(t.TempDir(), "c.db")
+	rc := &receiver{}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	st := openStore(t, path, clk.Now)
+	f := &fixture{t: t, st: st, clk: clk, sealer: &Sealer{}}
+	f.endpoint("ep1", srv.URL, "*")
+	f.event("msg_1", GroupCreated)
+	if _, err := st.DispatchOutbox(context.Background(), clk.Now(), 10); err != nil {
+		t.Fatal(err)
+	}
+	if ds, err := st.ClaimWebhookDeliveries(context.Background(), store.WebhookClaim{Now: clk.Now(), Lease: time.Hour,
+		Limit: 10, Owner: "local"}); err != nil || len(ds) != 1 {
+		t.Fatalf("claim %v %v", ds, err)
+	}
+	_ = st.Close()
+	st2 := openStore(t, path, clk.Now)
+	w := New(Config{Store: st2, AllowPrivate: true, Now: clk.Now, Poll: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		rc.mu.Lock()
+		_, ok := rc.bodies["msg_1"]
+		rc.mu.Unlock()
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the claim of the previous run was not taken back at start")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

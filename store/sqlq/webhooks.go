@@ -224,8 +224,9 @@ func scanWebhookDelivery(r Rows) (store.WebhookDelivery, error) {
 }
 
 // ClaimWebhookDeliveries takes due deliveries for a lease.
-func (d DB) ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease time.Duration, limit, perEndpoint int, skip []string) ([]store.WebhookDelivery, error) {
-	limit = store.ClampLimit(limit, 100, 1000)
+func (d DB) ClaimWebhookDeliveries(ctx context.Context, c store.WebhookClaim) ([]store.WebhookDelivery, error) {
+	limit := store.ClampLimit(c.Limit, 100, 1000)
+	now := store.Nanos(c.Now)
 	var out []store.WebhookDelivery
 	err := d.c.WriteTx(ctx, func(q Querier) error {
 		out = out[:0]
@@ -234,10 +235,10 @@ func (d DB) ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease tim
 			JOIN webhook_outbox o ON o.id = d.outbox_id
 			JOIN webhook_endpoints e ON e.id = d.endpoint_id
 			WHERE d.state = 'pending' AND d.next_at <= ? AND e.disabled_at = 0`
-		args := []any{store.Nanos(now)}
-		if len(skip) > 0 {
-			query += ` AND d.endpoint_id NOT IN (` + strings.TrimSuffix(strings.Repeat("?,", len(skip)), ",") + `)`
-			for _, s := range skip {
+		args := []any{now}
+		if len(c.Skip) > 0 {
+			query += ` AND d.endpoint_id NOT IN (` + strings.TrimSuffix(strings.Repeat("?,", len(c.Skip)), ",") + `)`
+			for _, s := range c.Skip {
 				args = append(args, s)
 			}
 		}
@@ -247,15 +248,15 @@ func (d DB) ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease tim
 		if err != nil {
 			return err
 		}
-		until := store.Nanos(now.Add(lease))
+		until := store.Nanos(c.Now.Add(c.Lease))
 		taken := map[string]int{}
 		for _, w := range ds {
-			if perEndpoint > 0 && taken[w.EndpointID] >= perEndpoint {
+			if c.PerEndpoint > 0 && taken[w.EndpointID] >= c.PerEndpoint {
 				continue // left due for the next claim
 			}
 			// Another worker that claimed the row first moved next_at.
-			n, err := q.Exec(ctx, `UPDATE webhook_deliveries SET next_at = ? WHERE endpoint_id = ? AND outbox_id = ?
-				AND state = 'pending' AND next_at <= ?`, until, w.EndpointID, w.Row.ID, store.Nanos(now))
+			n, err := q.Exec(ctx, `UPDATE webhook_deliveries SET next_at = ?, claimed_by = ? WHERE endpoint_id = ?
+				AND outbox_id = ? AND state = 'pending' AND next_at <= ?`, until, c.Owner, w.EndpointID, w.Row.ID, now)
 			if err != nil {
 				return err
 			}
@@ -270,6 +271,16 @@ func (d DB) ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease tim
 		return nil, d.errorf("claim webhook deliveries: %w", err)
 	}
 	return out, nil
+}
+
+// ReleaseWebhookClaims hands an owner's leased deliveries back at once.
+func (d DB) ReleaseWebhookClaims(ctx context.Context, owner string, now time.Time) (int, error) {
+	n, err := d.c.Write.Exec(ctx, `UPDATE webhook_deliveries SET next_at = ?, claimed_by = '' WHERE claimed_by = ?
+		AND state = 'pending' AND next_at > ?`, store.Nanos(now), owner, store.Nanos(now))
+	if err != nil {
+		return 0, d.errorf("release webhook claims: %w", err)
+	}
+	return int(n), nil
 }
 
 // RecordWebhookAttempt writes an attempt, the delivery's new state, the
@@ -289,7 +300,7 @@ func (d DB) RecordWebhookAttempt(ctx context.Context, o store.WebhookOutcome) (b
 		var err error
 		switch {
 		case o.Delivered:
-			_, err = q.Exec(ctx, `UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, updated_at = ?
+			_, err = q.Exec(ctx, `UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, claimed_by = '', updated_at = ?
 				WHERE endpoint_id = ? AND outbox_id = ?`, at, a.EndpointID, a.OutboxID)
 			if err == nil {
 				_, err = q.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = 0 WHERE id = ?`, a.EndpointID)
@@ -299,7 +310,7 @@ func (d DB) RecordWebhookAttempt(ctx context.Context, o store.WebhookOutcome) (b
 			if o.NextAt.IsZero() {
 				state, next = "failed", at
 			}
-			_, err = q.Exec(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, next_at = ?, updated_at = ?
+			_, err = q.Exec(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, next_at = ?, claimed_by = '', updated_at = ?
 				WHERE endpoint_id = ? AND outbox_id = ?`, state, next, at, a.EndpointID, a.OutboxID)
 			if err == nil {
 				_, err = q.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = ? WHERE id = ? AND failing_since = 0`,

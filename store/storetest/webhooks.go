@@ -106,7 +106,7 @@ func testWebhookOutbox(t *testing.T, o Options) {
 	if n, err := s.DispatchOutbox(ctx, clock.Now(), 100); err != nil || n != 0 {
 		t.Fatalf("second dispatch = %d %v, want 0", n, err)
 	}
-	ds, err := s.ClaimWebhookDeliveries(ctx, clock.Now(), time.Minute, 100, 0, nil)
+	ds, err := s.ClaimWebhookDeliveries(ctx, store.WebhookClaim{Now: clock.Now(), Lease: time.Minute, Limit: 100, Owner: "n1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,8 +120,18 @@ func testWebhookOutbox(t *testing.T, o Options) {
 			t.Fatalf("delivery row = %+v", d)
 		}
 	}
-	if again, err := s.ClaimWebhookDeliveries(ctx, clock.Now(), time.Minute, 100, 0, nil); err != nil || len(again) != 0 {
+	if again, err := s.ClaimWebhookDeliveries(ctx, store.WebhookClaim{Now: clock.Now(), Lease: time.Minute, Limit: 100, Owner: "n1"}); err != nil || len(again) != 0 {
 		t.Fatalf("claim under lease = %v %v, want nothing", claimed(again), err)
+	}
+	// Another owner's restart takes back nothing; n1's takes back its 3.
+	if n, err := s.ReleaseWebhookClaims(ctx, "n2", clock.Now()); err != nil || n != 0 {
+		t.Fatalf("release by n2 = %d %v, want 0", n, err)
+	}
+	if n, err := s.ReleaseWebhookClaims(ctx, "n1", clock.Now()); err != nil || n != 3 {
+		t.Fatalf("release by n1 = %d %v, want 3", n, err)
+	}
+	if ds, err = s.ClaimWebhookDeliveries(ctx, store.WebhookClaim{Now: clock.Now(), Lease: time.Minute, Limit: 100, Owner: "n1"}); err != nil || len(ds) != 3 {
+		t.Fatalf("claim after release = %v %v, want all 3 again", claimed(ds), err)
 	}
 	var da, db store.WebhookDelivery
 	for _, d := range ds {
@@ -144,7 +154,7 @@ func testWebhookOutbox(t *testing.T, o Options) {
 	}
 	// a skipped: only b's leftover is due (after its lease).
 	clock.Advance(5 * time.Second)
-	ds, err = s.ClaimWebhookDeliveries(ctx, clock.Now(), time.Minute, 100, 0, []string{"b"})
+	ds, err = s.ClaimWebhookDeliveries(ctx, store.WebhookClaim{Now: clock.Now(), Lease: time.Minute, Limit: 100, Skip: []string{"b"}})
 	if err != nil || len(ds) != 1 || ds[0].EndpointID != "a" || ds[0].Attempts != 1 {
 		t.Fatalf("retry claim = %+v %v, want a's msg_1 after 1 attempt", ds, err)
 	}
@@ -180,7 +190,7 @@ func testWebhookOutbox(t *testing.T, o Options) {
 		t.Fatalf("dispatch of the disabled event = %d %v, want exactly 1 row", n, err)
 	}
 	clock.Advance(2 * time.Hour)
-	if ds, err := s.ClaimWebhookDeliveries(ctx, clock.Now(), time.Minute, 100, 0, nil); err != nil || len(ds) != 0 {
+	if ds, err := s.ClaimWebhookDeliveries(ctx, store.WebhookClaim{Now: clock.Now(), Lease: time.Minute, Limit: 100, Owner: "n1"}); err != nil || len(ds) != 0 {
 		t.Fatalf("claim with b disabled = %v %v, want nothing", claimed(ds), err)
 	}
 	// Recover: a received msg_1 already; b gets its two events again.
@@ -194,7 +204,7 @@ func testWebhookOutbox(t *testing.T, o Options) {
 	if err := s.UpdateWebhookEndpoint(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	ds, err = s.ClaimWebhookDeliveries(ctx, clock.Now(), time.Minute, 100, 0, nil)
+	ds, err = s.ClaimWebhookDeliveries(ctx, store.WebhookClaim{Now: clock.Now(), Lease: time.Minute, Limit: 100, Owner: "n1"})
 	if got, want := claimed(ds), []string{"b msg_1", "b msg_3", "b msg_disabled_b"}; err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("claim after recover = %v %v, want %v", got, err, want)
 	}
@@ -209,7 +219,7 @@ func testWebhookOutbox(t *testing.T, o Options) {
 	if n, err := s.DispatchOutbox(ctx, clock.Now(), 100); err != nil || n != 1 {
 		t.Fatalf("dispatch test event = %d %v, want 1", n, err)
 	}
-	ds, err = s.ClaimWebhookDeliveries(ctx, clock.Now(), time.Minute, 100, 0, nil)
+	ds, err = s.ClaimWebhookDeliveries(ctx, store.WebhookClaim{Now: clock.Now(), Lease: time.Minute, Limit: 100, Owner: "n1"})
 	if got, want := claimed(ds), []string{"a msg_test"}; err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("claim test event = %v %v, want %v", got, err, want)
 	}

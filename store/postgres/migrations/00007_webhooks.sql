@@ -41,9 +41,11 @@ CREATE TABLE webhook_deliveries (
     attempts    BIGINT NOT NULL DEFAULT 0,
     next_at     BIGINT NOT NULL,
     updated_at  BIGINT NOT NULL,
+    claimed_by  TEXT COLLATE "C" NOT NULL DEFAULT '', -- the worker holding its lease
     PRIMARY KEY (endpoint_id, outbox_id)
 );
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_at) WHERE state = 'pending';
+CREATE INDEX webhook_deliveries_claimed ON webhook_deliveries (claimed_by) WHERE claimed_by <> '';
 
 CREATE TABLE webhook_attempts (
     id          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
