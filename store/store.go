@@ -550,6 +550,9 @@ type Webhooks interface {
 	// RecordWebhookAttempt writes an attempt and its consequences; disabled
 	// is true when this call disabled the endpoint (it was enabled).
 	RecordWebhookAttempt(ctx context.Context, o WebhookOutcome) (disabled bool, err error)
+	// RecordWebhookAttempts records several outcomes in one transaction,
+	// in order; disabled[i] is RecordWebhookAttempt's answer for os[i].
+	RecordWebhookAttempts(ctx context.Context, os []WebhookOutcome) (disabled []bool, err error)
 	// ListWebhookAttempts returns an endpoint's latest attempts, newest first.
 	ListWebhookAttempts(ctx context.Context, endpointID string, limit int) ([]WebhookAttempt, error)
 	// RecoverWebhookDeliveries queues again, due at now, every outbox row

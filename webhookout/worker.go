@@ -106,6 +106,11 @@ type Worker struct {
 	// enabled is whether any endpoint exists: commits write outbox rows
 	// only then.
 	enabled atomic.Bool
+	// recQueue holds outcomes waiting to be written; recBusy is set while
+	// a lane writes them (see record).
+	recMu    sync.Mutex
+	recQueue []store.WebhookOutcome
+	recBusy  bool
 }
 
 // Enabled reports whether any endpoint existed at the last refresh.
@@ -439,32 +444,71 @@ func (w *Worker) Attempt(ctx context.Context, ep store.WebhookEndpoint, d store.
 func (w *Worker) deliver(ctx context.Context, ep store.WebhookEndpoint, d store.WebhookDelivery) error {
 	o := w.Attempt(ctx, ep, d)
 	if ctx.Err() != nil {
-		return nil // shutting down: the lease brings it back
+		return nil // shutting down: the claim is taken back at the next start
 	}
 	w.m.attempts.WithLabelValues(o.Attempt.Result).Inc()
-	disabled, err := w.cfg.Store.RecordWebhookAttempt(context.WithoutCancel(ctx), o)
-	if err != nil {
-		return err
+	return w.record(ctx, o)
+}
+
+// record queues an outcome; the first lane to find no flush under way
+// writes the queue, and whatever others queue meanwhile, in one
+// transaction per round (group commit), so that many small attempts cost
+// few transactions. Its lane goroutine does not return before the queue
+// is empty.
+func (w *Worker) record(ctx context.Context, o store.WebhookOutcome) error {
+	w.recMu.Lock()
+	w.recQueue = append(w.recQueue, o)
+	if w.recBusy {
+		w.recMu.Unlock()
+		return nil
 	}
-	if disabled {
-		w.m.disabled.Inc()
-		w.cfg.Logger.Warn("webhook endpoint disabled", "endpoint", ep.ID, "reason", o.Disable)
+	w.recBusy = true
+	var errs []error
+	for len(w.recQueue) > 0 {
+		batch := w.recQueue
+		w.recQueue = nil
+		w.recMu.Unlock()
+		disabled, err := w.cfg.Store.RecordWebhookAttempts(context.WithoutCancel(ctx), batch)
+		if err != nil {
+			// Not recorded: the deliveries come back when their claims do.
+			errs = append(errs, err)
+		} else {
+			w.recorded(batch, disabled)
+		}
+		w.recMu.Lock()
 	}
-	if o.Disable != "" {
+	w.recBusy = false
+	w.recMu.Unlock()
+	return errors.Join(errs...)
+}
+
+// recorded updates the cached endpoints after outcomes were written.
+func (w *Worker) recorded(batch []store.WebhookOutcome, disabled []bool) {
+	kick := false
+	for i, o := range batch {
+		id := o.Attempt.EndpointID
+		if disabled[i] {
+			w.m.disabled.Inc()
+			w.cfg.Logger.Warn("webhook endpoint disabled", "endpoint", id, "reason", o.Disable)
+		}
 		w.mu.Lock()
-		ep.DisabledAt = o.Attempt.At
-		w.eps[ep.ID] = ep
-		w.mu.Unlock()
-		w.Kick()
-	} else if !o.Delivered && ep.FailingSince.IsZero() {
-		w.mu.Lock()
-		if e, ok := w.eps[ep.ID]; ok && e.FailingSince.IsZero() {
-			e.FailingSince = o.Attempt.At
-			w.eps[ep.ID] = e
+		if e, ok := w.eps[id]; ok {
+			switch {
+			case o.Disable != "":
+				e.DisabledAt = o.Attempt.At
+				kick = true
+			case o.Delivered:
+				e.FailingSince = time.Time{}
+			case e.FailingSince.IsZero():
+				e.FailingSince = o.Attempt.At
+			}
+			w.eps[id] = e
 		}
 		w.mu.Unlock()
 	}
-	return nil
+	if kick {
+		w.Kick()
+	}
 }
 
 // firstBytes returns at most n bytes of b as valid UTF-8 text.

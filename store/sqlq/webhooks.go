@@ -283,59 +283,79 @@ func (d DB) ReleaseWebhookClaims(ctx context.Context, owner string, now time.Tim
 	return int(n), nil
 }
 
-// RecordWebhookAttempt writes an attempt, the delivery's new state, the
-// endpoint's health and, when it disables the endpoint, its event.
+// RecordWebhookAttempt writes an attempt and its consequences.
 func (d DB) RecordWebhookAttempt(ctx context.Context, o store.WebhookOutcome) (bool, error) {
-	a := &o.Attempt
-	at := store.Nanos(a.At)
-	disabled := false
+	dis, err := d.RecordWebhookAttempts(ctx, []store.WebhookOutcome{o})
+	if err != nil {
+		return false, err
+	}
+	return dis[0], nil
+}
+
+// RecordWebhookAttempts writes attempts, the deliveries' new states, the
+// endpoints' health and, when one disables its endpoint, its event, all in
+// one transaction (the worker batches its attempts this way).
+func (d DB) RecordWebhookAttempts(ctx context.Context, os []store.WebhookOutcome) ([]bool, error) {
+	disabled := make([]bool, len(os))
 	err := d.c.WriteTx(ctx, func(q Querier) error {
-		disabled = false
-		if _, err := q.Exec(ctx, `INSERT INTO webhook_attempts (endpoint_id, outbox_id, msg_id, type, at, status_code,
-			result, latency_ms, response, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			a.EndpointID, a.OutboxID, a.MsgID, a.Type, at, int64(a.StatusCode), a.Result, a.Latency.Milliseconds(),
-			a.Response, a.Error); err != nil {
-			return err
-		}
-		var err error
-		switch {
-		case o.Delivered:
-			_, err = q.Exec(ctx, `UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, claimed_by = '', updated_at = ?
-				WHERE endpoint_id = ? AND outbox_id = ?`, at, a.EndpointID, a.OutboxID)
-			if err == nil {
-				_, err = q.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = 0 WHERE id = ?`, a.EndpointID)
+		for i := range os {
+			dis, err := recordAttempt(ctx, q, &os[i])
+			if err != nil {
+				return err
 			}
-		default:
-			state, next := "pending", store.Nanos(o.NextAt)
-			if o.NextAt.IsZero() {
-				state, next = "failed", at
-			}
-			_, err = q.Exec(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, next_at = ?, claimed_by = '', updated_at = ?
-				WHERE endpoint_id = ? AND outbox_id = ?`, state, next, at, a.EndpointID, a.OutboxID)
-			if err == nil {
-				_, err = q.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = ? WHERE id = ? AND failing_since = 0`,
-					at, a.EndpointID)
-			}
+			disabled[i] = dis
 		}
-		if err != nil || o.Disable == "" {
-			return err
-		}
-		n, err := q.Exec(ctx, `UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ?, updated_at = ?
-			WHERE id = ? AND disabled_at = 0`, at, o.Disable, at, a.EndpointID)
-		if err != nil || n == 0 {
-			return err
-		}
-		disabled = true
-		if o.Disabled == nil {
-			return nil
-		}
-		_, err = q.Exec(ctx, InsertOutbox, OutboxArgs(o.Disabled, a.At)...)
-		return err
+		return nil
 	})
 	if err != nil {
-		return false, d.errorf("record webhook attempt: %w", err)
+		return nil, d.errorf("record webhook attempt: %w", err)
 	}
 	return disabled, nil
+}
+
+func recordAttempt(ctx context.Context, q Querier, o *store.WebhookOutcome) (bool, error) {
+	a := &o.Attempt
+	at := store.Nanos(a.At)
+	if _, err := q.Exec(ctx, `INSERT INTO webhook_attempts (endpoint_id, outbox_id, msg_id, type, at, status_code,
+		result, latency_ms, response, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		a.EndpointID, a.OutboxID, a.MsgID, a.Type, at, int64(a.StatusCode), a.Result, a.Latency.Milliseconds(),
+		a.Response, a.Error); err != nil {
+		return false, err
+	}
+	var err error
+	switch {
+	case o.Delivered:
+		_, err = q.Exec(ctx, `UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, claimed_by = '', updated_at = ?
+			WHERE endpoint_id = ? AND outbox_id = ?`, at, a.EndpointID, a.OutboxID)
+		if err == nil {
+			_, err = q.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = 0 WHERE id = ? AND failing_since <> 0`, a.EndpointID)
+		}
+	default:
+		state, next := "pending", store.Nanos(o.NextAt)
+		if o.NextAt.IsZero() {
+			state, next = "failed", at
+		}
+		_, err = q.Exec(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, next_at = ?, claimed_by = '', updated_at = ?
+			WHERE endpoint_id = ? AND outbox_id = ?`, state, next, at, a.EndpointID, a.OutboxID)
+		if err == nil {
+			_, err = q.Exec(ctx, `UPDATE webhook_endpoints SET failing_since = ? WHERE id = ? AND failing_since = 0`,
+				at, a.EndpointID)
+		}
+	}
+	if err != nil || o.Disable == "" {
+		return false, err
+	}
+	n, err := q.Exec(ctx, `UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ?, updated_at = ?
+		WHERE id = ? AND disabled_at = 0`, at, o.Disable, at, a.EndpointID)
+	if err != nil || n == 0 {
+		return false, err
+	}
+	if o.Disabled != nil {
+		if _, err := q.Exec(ctx, InsertOutbox, OutboxArgs(o.Disabled, a.At)...); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 func scanAttempt(r Rows) (store.WebhookAttempt, error) {
