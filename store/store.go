@@ -470,11 +470,12 @@ type WebhookDelivery struct {
 type WebhookClaim struct {
 	Now   time.Time
 	Lease time.Duration
+	// Room says how many deliveries to take at most per endpoint (the
+	// worker's free lane space); nil takes up to Limit for every enabled
+	// endpoint. Each endpoint is claimed for on its own, so a backlog of
+	// one never hides another's due deliveries.
+	Room  map[string]int
 	Limit int
-	// PerEndpoint bounds the deliveries of one endpoint (0: no bound).
-	PerEndpoint int
-	// Skip are endpoints not to claim for (their lanes are full).
-	Skip []string
 	// Owner names the claiming worker (a node), for ReleaseWebhookClaims.
 	Owner string
 }

@@ -276,17 +276,30 @@ func (w *Worker) Step(ctx context.Context) error {
 		return err
 	}
 	w.setEndpoints(eps)
-	w.mu.Lock()
-	var skip []string
-	for id, l := range w.lanes {
-		if len(l.queue) >= w.cfg.Backlog {
-			skip = append(skip, id)
+	// A few rounds per step, so that new outbox rows are dispatched
+	// while a backlog drains (lanes kick for the next step).
+	for range 8 {
+		// Room in each enabled endpoint's lane: a full lane is not
+		// claimed for, so a slow endpoint's backlog stays in the store.
+		w.mu.Lock()
+		room := map[string]int{}
+		for id, e := range w.eps {
+			if e.DisabledAt.IsZero() {
+				n := w.cfg.Backlog
+				if l := w.lanes[id]; l != nil {
+					n -= len(l.queue)
+				}
+				if n > 0 {
+					room[id] = n
+				}
+			}
 		}
-	}
-	w.mu.Unlock()
-	for {
-		ds, err := w.cfg.Store.ClaimWebhookDeliveries(ctx, store.WebhookClaim{Now: now, Lease: w.cfg.Lease, Limit: 100,
-			PerEndpoint: w.cfg.Backlog, Skip: skip, Owner: w.cfg.Owner})
+		w.mu.Unlock()
+		if len(room) == 0 {
+			return nil
+		}
+		ds, err := w.cfg.Store.ClaimWebhookDeliveries(ctx, store.WebhookClaim{Now: now, Lease: w.cfg.Lease, Room: room,
+			Owner: w.cfg.Owner})
 		if err != nil {
 			return err
 		}
@@ -294,17 +307,13 @@ func (w *Worker) Step(ctx context.Context) error {
 		for _, d := range ds {
 			w.enqueueLocked(ctx, d)
 		}
-		skip = skip[:0]
-		for id, l := range w.lanes {
-			if len(l.queue) >= w.cfg.Backlog {
-				skip = append(skip, id)
-			}
-		}
 		w.mu.Unlock()
-		if len(ds) == 0 || (len(ds) < 100 && len(skip) == 0) {
+		if len(ds) == 0 {
 			return nil
 		}
 	}
+	w.Kick()
+	return nil
 }
 
 func (w *Worker) enqueueLocked(ctx context.Context, d store.WebhookDelivery) {
@@ -337,6 +346,9 @@ func (w *Worker) serve(ctx context.Context, id string, l *lane) {
 		}
 		d := l.queue[0]
 		l.queue = l.queue[1:]
+		if len(l.queue) == w.cfg.Backlog/2 {
+			w.Kick() // claim more before the lane runs dry
+		}
 		ep, ok := w.eps[id]
 		w.mu.Unlock()
 		if !ok || !ep.DisabledAt.IsZero() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -223,46 +224,52 @@ func scanWebhookDelivery(r Rows) (store.WebhookDelivery, error) {
 	return w, err
 }
 
-// ClaimWebhookDeliveries takes due deliveries for a lease.
+// ClaimWebhookDeliveries takes due deliveries for a lease, endpoint by
+// endpoint (index webhook_deliveries_due gives each its rows in order).
 func (d DB) ClaimWebhookDeliveries(ctx context.Context, c store.WebhookClaim) ([]store.WebhookDelivery, error) {
-	limit := store.ClampLimit(c.Limit, 100, 1000)
 	now := store.Nanos(c.Now)
+	until := store.Nanos(c.Now.Add(c.Lease))
 	var out []store.WebhookDelivery
 	err := d.c.WriteTx(ctx, func(q Querier) error {
 		out = out[:0]
-		query := `SELECT d.endpoint_id, d.outbox_id, d.attempts, o.msg_id, o.type, o.group_id, o.seq, o.endpoint_id,
-			o.payload, o.created_at FROM webhook_deliveries d
-			JOIN webhook_outbox o ON o.id = d.outbox_id
-			JOIN webhook_endpoints e ON e.id = d.endpoint_id
-			WHERE d.state = 'pending' AND d.next_at <= ? AND e.disabled_at = 0`
-		args := []any{now}
-		if len(c.Skip) > 0 {
-			query += ` AND d.endpoint_id NOT IN (` + strings.TrimSuffix(strings.Repeat("?,", len(c.Skip)), ",") + `)`
-			for _, s := range c.Skip {
-				args = append(args, s)
-			}
-		}
-		query += ` ORDER BY d.next_at, d.outbox_id LIMIT ?`
-		args = append(args, limit)
-		ds, err := queryAll(ctx, q, scanWebhookDelivery, query, args...)
-		if err != nil {
-			return err
-		}
-		until := store.Nanos(c.Now.Add(c.Lease))
-		taken := map[string]int{}
-		for _, w := range ds {
-			if c.PerEndpoint > 0 && taken[w.EndpointID] >= c.PerEndpoint {
-				continue // left due for the next claim
-			}
-			// Another worker that claimed the row first moved next_at.
-			n, err := q.Exec(ctx, `UPDATE webhook_deliveries SET next_at = ?, claimed_by = ? WHERE endpoint_id = ?
-				AND outbox_id = ? AND state = 'pending' AND next_at <= ?`, until, c.Owner, w.EndpointID, w.Row.ID, now)
+		room := c.Room
+		if room == nil {
+			ids, err := queryAll(ctx, q, scanString, `SELECT id FROM webhook_endpoints WHERE disabled_at = 0`)
 			if err != nil {
 				return err
 			}
-			if n == 1 {
-				out = append(out, w)
-				taken[w.EndpointID]++
+			room = map[string]int{}
+			for _, id := range ids {
+				room[id] = store.ClampLimit(c.Limit, 100, 1000)
+			}
+		}
+		ids := make([]string, 0, len(room))
+		for id, n := range room {
+			if n > 0 {
+				ids = append(ids, id)
+			}
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			ds, err := queryAll(ctx, q, scanWebhookDelivery, `SELECT d.endpoint_id, d.outbox_id, d.attempts, o.msg_id,
+				o.type, o.group_id, o.seq, o.endpoint_id, o.payload, o.created_at FROM webhook_deliveries d
+				JOIN webhook_outbox o ON o.id = d.outbox_id
+				JOIN webhook_endpoints e ON e.id = d.endpoint_id
+				WHERE d.endpoint_id = ? AND d.state = 'pending' AND d.next_at <= ? AND e.disabled_at = 0
+				ORDER BY d.next_at, d.outbox_id LIMIT ?`, id, now, min(room[id], 1000))
+			if err != nil {
+				return err
+			}
+			for _, w := range ds {
+				// Another worker that claimed the row first moved next_at.
+				n, err := q.Exec(ctx, `UPDATE webhook_deliveries SET next_at = ?, claimed_by = ? WHERE endpoint_id = ?
+					AND outbox_id = ? AND state = 'pending' AND next_at <= ?`, until, c.Owner, w.EndpointID, w.Row.ID, now)
+				if err != nil {
+					return err
+				}
+				if n == 1 {
+					out = append(out, w)
+				}
 			}
 		}
 		return nil

@@ -154,7 +154,7 @@ func testWebhookOutbox(t *testing.T, o Options) {
 	}
 	// a skipped: only b's leftover is due (after its lease).
 	clock.Advance(5 * time.Second)
-	ds, err = s.ClaimWebhookDeliveries(ctx, store.WebhookClaim{Now: clock.Now(), Lease: time.Minute, Limit: 100, Skip: []string{"b"}})
+	ds, err = s.ClaimWebhookDeliveries(ctx, store.WebhookClaim{Now: clock.Now(), Lease: time.Minute, Room: map[string]int{"a": 100, "c": 100}})
 	if err != nil || len(ds) != 1 || ds[0].EndpointID != "a" || ds[0].Attempts != 1 {
 		t.Fatalf("retry claim = %+v %v, want a's msg_1 after 1 attempt", ds, err)
 	}

@@ -44,7 +44,7 @@ CREATE TABLE webhook_deliveries (
     claimed_by  TEXT NOT NULL DEFAULT '', -- the worker holding its lease
     PRIMARY KEY (endpoint_id, outbox_id)
 );
-CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_at) WHERE state = 'pending';
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (endpoint_id, next_at, outbox_id) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_claimed ON webhook_deliveries (claimed_by) WHERE claimed_by <> '';
 
 CREATE TABLE webhook_attempts (
