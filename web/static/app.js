@@ -1,5 +1,5 @@
 // The board's entry point: session check, hash routing and the top bar.
-// Routes: #/signin, #/groups, #/groups/{id}, #/new.
+// Routes: #/signin, #/groups, #/groups/{id}, #/new, #/webhooks (admin).
 import { api, setUnauthorizedHandler } from "./api.js";
 import { h, replace } from "./dom.js";
 import { toast } from "./ui.js";
@@ -7,6 +7,7 @@ import * as signin from "./signin.js";
 import * as groups from "./groups.js";
 import * as group from "./group.js";
 import * as create from "./create.js";
+import * as webhooks from "./webhooks.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -22,6 +23,7 @@ export function route(hash) {
   let m;
   if (path === "/signin") return { name: "signin" };
   if (path === "/new") return { name: "new" };
+  if (path === "/webhooks") return { name: "webhooks" };
   if ((m = /^\/groups\/([^/]+)$/.exec(path))) return { name: "group", id: decodeURIComponent(m[1]) };
   return { name: "groups" };
 }
@@ -29,6 +31,10 @@ export function route(hash) {
 function canSend(s) {
   const scopes = (s && s.scopes) || [];
   return scopes.includes("admin") || scopes.includes("send");
+}
+
+function isAdmin(s) {
+  return ((s && s.scopes) || []).includes("admin");
 }
 
 function navigate(hash) {
@@ -42,6 +48,7 @@ function drawNav() {
   who.textContent = session.name || session.key_id || "";
   who.title = session.scopes ? `Scopes: ${session.scopes.join(", ")}` : "";
   document.getElementById("nav-new").hidden = !canSend(session);
+  document.getElementById("nav-webhooks").hidden = !isAdmin(session);
   const r = route(location.hash).name;
   for (const a of nav.querySelectorAll("[data-nav]")) {
     if (a.dataset.nav === r || (r === "group" && a.dataset.nav === "groups")) a.setAttribute("aria-current", "page");
@@ -64,7 +71,7 @@ function render() {
   }
   drawNav();
   const ctx = { session, canSend: canSend(session), navigate, signedIn };
-  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group" };
+  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", webhooks: "Webhook endpoints" };
   document.title = `${titles[r.name]} — crewcast`;
   main.replaceChildren();
   switch (r.name) {
@@ -77,16 +84,16 @@ function render() {
     case "group":
       cleanup = group.render(main, ctx, r.id);
       break;
+    case "webhooks":
+      cleanup = isAdmin(session) ? webhooks.render(main, ctx) : forbidden("Webhook endpoints need an admin key.");
+      break;
     default:
       cleanup = groups.render(main, ctx);
   }
 }
 
-function forbidden() {
-  replace(
-    main,
-    h("section", { class: "page" }, h("h1", null, "Not allowed"), h("p", null, "Your key can read groups but not send messages.")),
-  );
+function forbidden(why = "Your key can read groups but not send messages.") {
+  replace(main, h("section", { class: "page" }, h("h1", null, "Not allowed"), h("p", null, why)));
   return () => {};
 }
 
