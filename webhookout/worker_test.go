@@ -539,3 +539,48 @@ func TestRestartTakesBackOwnClaims(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// The queue gauges: depth counts pending deliveries and undispatched rows,
+// the oldest pending age comes from the worker's clock.
+func TestQueueMetrics(t *testing.T) {
+	reg := newRegistry()
+	f := newFixture(t, func(c *Config) { c.Registerer = reg })
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusBadGateway) }))
+	defer down.Close()
+	f.endpoint("down", down.URL, "*")
+	f.event("msg_1", GroupCreated)
+	f.event("msg_2", GroupCreated)
+	f.step() // both fail once and wait 5 s
+	f.clk.Advance(90 * time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		depth, oldest := gaugeValue(t, reg, "crewcast_webhook_out_queue_depth"), gaugeValue(t, reg, "crewcast_webhook_out_oldest_pending_seconds")
+		if depth == 2 && oldest >= 90 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("depth %v oldest %v s, want 2 and ≥ 90", depth, oldest)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := counterValue(t, reg, "crewcast_webhook_out_attempts_total"); got < 2 {
+		t.Fatalf("attempts counter %v, want ≥ 2", got)
+	}
+}
+
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return -1
+}

@@ -176,12 +176,15 @@ func testWebhookOutbox(t *testing.T, o Options) {
 	gone := store.WebhookOutcome{Attempt: store.WebhookAttempt{EndpointID: "b", OutboxID: db.Row.ID, MsgID: "msg_1",
 		Type: db.Row.Type, At: clock.Now(), StatusCode: 410, Result: store.AttemptHTTP},
 		NextAt: clock.Now().Add(time.Hour), Disable: "gone", Disabled: &disabled}
-	if d, err := s.RecordWebhookAttempt(ctx, gone); err != nil || !d {
-		t.Fatalf("first 410: disabled %v %v, want true", d, err)
+	// Two 410s recorded in one batch: the first disables, the second finds
+	// the endpoint disabled already and writes no second event.
+	again := gone
+	again.Disabled = &store.OutboxRow{MsgID: "msg_disabled_again", Type: "endpoint.disabled", Payload: []byte("{}")}
+	if d, err := s.RecordWebhookAttempts(ctx, []store.WebhookOutcome{gone, again}); err != nil || !reflect.DeepEqual(d, []bool{true, false}) {
+		t.Fatalf("two 410s: disabled %v %v, want [true false]", d, err)
 	}
-	gone.Disabled = &store.OutboxRow{MsgID: "msg_disabled_again", Type: "endpoint.disabled", Payload: []byte("{}")}
-	if d, err := s.RecordWebhookAttempt(ctx, gone); err != nil || d {
-		t.Fatalf("second 410: disabled %v %v, want false (already disabled)", d, err)
+	if d, err := s.RecordWebhookAttempt(ctx, again); err != nil || d {
+		t.Fatalf("a later 410: disabled %v %v, want false (already disabled)", d, err)
 	}
 	if e, _ := s.GetWebhookEndpoint(ctx, "b"); e.DisabledAt.IsZero() || e.DisabledReason != "gone" {
 		t.Fatalf("b after 410 = %+v", e)
