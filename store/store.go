@@ -566,6 +566,8 @@ type Webhooks interface {
 	WebhookQueue(ctx context.Context) (pending int, oldest time.Time, err error)
 	// PurgeWebhooks deletes attempts made before t, and outbox rows created
 	// before t together with their deliveries once none of those is
-	// pending; returns how many rows it deleted.
-	PurgeWebhooks(ctx context.Context, before time.Time) (int, error)
+	// pending; rows created before dropPending go with their deliveries
+	// even if pending (retention: their payloads hold numbers and texts).
+	// Returns how many rows it deleted.
+	PurgeWebhooks(ctx context.Context, before, dropPending time.Time) (int, error)
 }

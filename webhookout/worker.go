@@ -90,8 +90,12 @@ type Config struct {
 	// when it died; each node of several needs its own.
 	Owner string
 	// Keep is how long events and attempts are kept for recover and the
-	// attempts log (default 7 days; pending deliveries are always kept).
+	// attempts log (default 7 days; pending deliveries are kept longer).
 	Keep time.Duration
+	// MaxPending is how long an event waits for an endpoint that does not
+	// take it (disabled, or recovered and failing) before it is dropped
+	// with its payload, as retention redacts bodies (default 30 days).
+	MaxPending time.Duration
 }
 
 // Worker fans the outbox out and delivers it.
@@ -187,6 +191,9 @@ func New(cfg Config) *Worker {
 	if cfg.Keep <= 0 {
 		cfg.Keep = 7 * 24 * time.Hour
 	}
+	if cfg.MaxPending < cfg.Keep {
+		cfg.MaxPending = max(30*24*time.Hour, cfg.Keep)
+	}
 	w := &Worker{cfg: cfg, kick: make(chan struct{}, 1), lanes: map[string]*lane{}, eps: map[string]store.WebhookEndpoint{}}
 	w.m = workerMetrics{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "crewcast_webhook_out_attempts_total",
@@ -245,7 +252,7 @@ func (w *Worker) Run(ctx context.Context) {
 		}
 		if now := w.cfg.Now(); now.Sub(lastPurge) >= time.Hour {
 			lastPurge = now
-			if _, err := w.cfg.Store.PurgeWebhooks(ctx, now.Add(-w.cfg.Keep)); err != nil && ctx.Err() == nil {
+			if _, err := w.cfg.Store.PurgeWebhooks(ctx, now.Add(-w.cfg.Keep), now.Add(-w.cfg.MaxPending)); err != nil && ctx.Err() == nil {
 				w.cfg.Logger.Warn("webhook purge", "err", err)
 			}
 		}

@@ -447,8 +447,8 @@ func (d DB) WebhookQueue(ctx context.Context) (int, time.Time, error) {
 }
 
 // PurgeWebhooks deletes what the recover window no longer needs.
-func (d DB) PurgeWebhooks(ctx context.Context, before time.Time) (int, error) {
-	t := store.Nanos(before)
+func (d DB) PurgeWebhooks(ctx context.Context, before, dropPending time.Time) (int, error) {
+	t, drop := store.Nanos(before), store.Nanos(dropPending)
 	total := 0
 	err := d.c.WriteTx(ctx, func(q Querier) error {
 		total = 0
@@ -458,13 +458,13 @@ func (d DB) PurgeWebhooks(ctx context.Context, before time.Time) (int, error) {
 		}
 		total += int(n)
 		// Old rows that are dispatched and owe nobody a delivery.
-		done := `SELECT o.id FROM webhook_outbox o WHERE o.created_at < ? AND o.dispatched = 1 AND NOT EXISTS
-			(SELECT 1 FROM webhook_deliveries d WHERE d.outbox_id = o.id AND d.state = 'pending')`
-		if n, err = q.Exec(ctx, `DELETE FROM webhook_deliveries WHERE outbox_id IN (`+done+`)`, t); err != nil {
+		done := `SELECT o.id FROM webhook_outbox o WHERE o.created_at < ? AND o.dispatched = 1 AND (o.created_at < ? OR
+			NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.outbox_id = o.id AND d.state = 'pending'))`
+		if n, err = q.Exec(ctx, `DELETE FROM webhook_deliveries WHERE outbox_id IN (`+done+`)`, t, drop); err != nil {
 			return err
 		}
 		total += int(n)
-		if n, err = q.Exec(ctx, `DELETE FROM webhook_outbox WHERE id IN (`+done+`)`, t); err != nil {
+		if n, err = q.Exec(ctx, `DELETE FROM webhook_outbox WHERE id IN (`+done+`)`, t, drop); err != nil {
 			return err
 		}
 		total += int(n)

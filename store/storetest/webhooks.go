@@ -238,10 +238,10 @@ func testWebhookOutbox(t *testing.T, o Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.PurgeWebhooks(ctx, t0); err != nil || n != 0 {
+	if n, err := s.PurgeWebhooks(ctx, t0, t0); err != nil || n != 0 {
 		t.Fatalf("purge before anything existed = %d %v", n, err)
 	}
-	n, err := s.PurgeWebhooks(ctx, clock.Now().Add(time.Hour))
+	n, err := s.PurgeWebhooks(ctx, clock.Now().Add(time.Hour), t0)
 	if err != nil || n == 0 {
 		t.Fatalf("purge = %d %v, want rows deleted", n, err)
 	}
@@ -253,5 +253,12 @@ func testWebhookOutbox(t *testing.T, o Options) {
 	}
 	if as, err := s.ListWebhookAttempts(ctx, "b", 10); err != nil || len(as) != 0 {
 		t.Fatalf("b's attempts after purge: %d %v", len(as), err)
+	}
+	// Past dropPending, pending work goes too.
+	if n, err := s.PurgeWebhooks(ctx, clock.Now().Add(time.Hour), clock.Now().Add(time.Hour)); err != nil || n == 0 {
+		t.Fatalf("purge with dropPending = %d %v", n, err)
+	}
+	if after, _, err := s.WebhookQueue(ctx); err != nil || after != 0 {
+		t.Fatalf("pending after dropping old rows: %d %v", after, err)
 	}
 }
