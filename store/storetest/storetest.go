@@ -99,6 +99,7 @@ func Run(t *testing.T, o Options) {
 		{"InvalidCursor", testInvalidCursor},
 		{"WebhookEndpoints", testWebhookEndpoints},
 		{"WebhookOutbox", testWebhookOutbox},
+		{"WebhookClaimsConcurrent", testWebhookClaimsConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,8 +3,10 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -260,5 +262,69 @@ func testWebhookOutbox(t *testing.T, o Options) {
 	}
 	if after, _, err := s.WebhookQueue(ctx); err != nil || after != 0 {
 		t.Fatalf("pending after dropping old rows: %d %v", after, err)
+	}
+}
+
+// testWebhookClaimsConcurrent: two workers (two store instances, as two
+// nodes) claiming at once never take the same delivery.
+func testWebhookClaimsConcurrent(t *testing.T, o Options) {
+	db := o.NewDB(t)
+	clock := NewClock(t0)
+	s1 := db.Open(t, Config{Now: clock.Now})
+	s2 := db.Open(t, Config{Owner: "node-2", Now: clock.Now})
+	ctx := context.Background()
+	for _, id := range []string{"a", "b"} {
+		if err := s1.CreateWebhookEndpoint(ctx, endpoint(id, "*")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rows []store.OutboxRow
+	for i := range 200 {
+		rows = append(rows, outboxRow(fmt.Sprintf("msg_%03d", i), "group.created", "g"))
+	}
+	if err := s1.AppendOutbox(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s1.DispatchOutbox(ctx, clock.Now(), 1000); err != nil || n != 200 {
+		t.Fatalf("dispatch %d %v", n, err)
+	}
+	var wg sync.WaitGroup
+	got := make([][]store.WebhookDelivery, 2)
+	errs := make([]error, 2)
+	for i, s := range []store.Store{s1, s2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				ds, err := s.ClaimWebhookDeliveries(ctx, store.WebhookClaim{Now: clock.Now(), Lease: time.Minute,
+					Room: map[string]int{"a": 17, "b": 23}, Owner: fmt.Sprint("w", i)})
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				if len(ds) == 0 {
+					return
+				}
+				got[i] = append(got[i], ds...)
+			}
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("claim errors %v %v", errs[0], errs[1])
+	}
+	seen := map[string]int{}
+	for _, ds := range got {
+		for _, d := range ds {
+			seen[d.EndpointID+" "+d.Row.MsgID]++
+		}
+	}
+	if len(seen) != 400 {
+		t.Fatalf("%d distinct deliveries claimed, want 400", len(seen))
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s claimed %d times", k, n)
+		}
 	}
 }
