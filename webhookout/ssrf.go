@@ -50,7 +50,8 @@ var refused = func() []netip.Prefix {
 
 // Refused reports whether ip is an address webhooks may not reach.
 func Refused(ip netip.Addr) bool {
-	ip = ip.Unmap()
+	// A zone (fe80::1%eth0) would make every prefix test false.
+	ip = ip.Unmap().WithZone("")
 	if !ip.IsValid() {
 		return true
 	}

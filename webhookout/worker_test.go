@@ -56,7 +56,7 @@ func TestNextAttemptSchedule(t *testing.T) {
 func TestRefused(t *testing.T) {
 	for _, s := range []string{"127.0.0.1", "127.9.9.9", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1",
 		"169.254.169.254", "100.64.0.1", "100.100.100.200", "0.0.0.0", "::1", "::", "fc00::1", "fd00:ec2::254",
-		"fe80::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "64:ff9b::a9fe:a9fe", "2002:7f00:1::", "224.0.0.1",
+		"fe80::1", "fe80::1%eth0", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "64:ff9b::a9fe:a9fe", "2002:7f00:1::", "224.0.0.1",
 		"255.255.255.255"} {
 		if !Refused(netip.MustParseAddr(s)) {
 			t.Errorf("%s is not refused", s)
