@@ -34,8 +34,7 @@ var refused = func() []netip.Prefix {
 		"198.18.0.0/15",  // benchmarking
 		"224.0.0.0/4",    // multicast
 		"240.0.0.0/4",    // reserved, broadcast
-		"::/128",         // unspecified
-		"::1/128",        // loopback
+		"::/96",          // unspecified, loopback, IPv4-compatible (::a.b.c.d)
 		"fc00::/7",       // unique local (AWS metadata fd00:ec2::254)
 		"fe80::/10",      // link-local
 		"ff00::/8",       // multicast
