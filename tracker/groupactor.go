@@ -79,8 +79,6 @@ type groupActor struct {
 	sends   []group.Send
 	adopt   []string // message ids routed by the commit being built
 	adopted []string // message ids routed by committed commits, to adopt
-	// lastOutbox are the outbox rows of the commit being made.
-	lastOutbox []store.OutboxRow
 }
 
 // ---- lifecycle ----
@@ -689,7 +687,7 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 		a.eff.Outbox = append(a.eff.Outbox, webhookout.Derive(a.outboxChange(u.Events, dirty, now))...)
 	}
 	u.Effects = []any{a.eff}
-	a.lastOutbox = a.eff.Outbox
+	outbox := len(a.eff.Outbox) > 0
 	err := t.committer.Commit(c.Context(), u)
 	sends, adopt := a.sends, a.adopt
 	a.pending, a.eff, a.sends, a.adopt = nil, store.Effects{}, nil, nil
@@ -699,7 +697,7 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	}
 	a.seq += uint64(len(u.Events))
 	a.failures = 0
-	if len(a.lastOutbox) > 0 {
+	if outbox {
 		t.cfg.Webhooks.Kick()
 	}
 	for _, op := range u.Reminders {
