@@ -43,6 +43,7 @@ func TestEveryScenarioPrintsItsResults(t *testing.T) {
 		"-e2e-count", "20", "-e2e-rate", "100",
 		"-fanout-n", "40",
 		"-scale-small", "20", "-scale-n", "60", "-scale-webhooks", "10", "-scale-rate", "100", "-scale-batch", "25",
+		"-webhook-n", "50", "-webhook-rate", "200", "-webhook-lag-count", "20",
 	}, &out, &log)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, log.String())
@@ -61,7 +62,8 @@ func TestEveryScenarioPrintsItsResults(t *testing.T) {
 	for name, unit := range map[string]string{
 		"ingest_durable": "req/s", "ingest_ceiling": "req/s", "ingest_ratio": "ratio", "ingest_p99": "ms",
 		"e2e_p50": "ms", "e2e_p99": "ms",
-		"fanout": "recipients/s",
+		"fanout":           "recipients/s",
+		"webhook_out_rate": "events/s", "webhook_out_lag_p99": "ms",
 		// -scale-n 60 stands in for the million: the names carry the size.
 		"scale_rss_60": "MB", "scale_route_ratio_60_20": "ratio",
 	} {

@@ -10,7 +10,8 @@
 // Scenarios: ingest (signed webhooks, durably acknowledged, against a bare
 // net/http ceiling), e2e (webhook to event-stream latency at a fixed rate),
 // fanout (a 10,000-recipient group against the simulator, pacing off),
-// scale (hibernated groups seeded through the store API; routing latency
+// webhookout (outbound webhooks to a local endpoint: delivery rate and
+// commit-to-delivery lag), scale (hibernated groups seeded through the store API; routing latency
 // and memory at a small and a large group count; the database steps run
 // in child processes of this program so each one's memory is its own).
 package main
@@ -53,6 +54,10 @@ type config struct {
 	scaleRate     float64
 	scaleBatch    int
 
+	webhookN        int
+	webhookRate     float64
+	webhookLagCount int
+
 	// worker runs one scale step in a child process ("seed" or "run").
 	worker string
 	db     string
@@ -70,7 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	runList := fs.String("run", "ingest,e2e,fanout,scale", "scenarios to run, comma-separated")
+	runList := fs.String("run", "ingest,e2e,fanout,scale,webhookout", "scenarios to run, comma-separated")
 	fs.StringVar(&c.profile, "profile", "", "write CPU profiles of the measured windows to this directory")
 	fs.StringVar(&c.tmp, "tmp", "", "directory for databases (default: a new temporary directory)")
 	fs.IntVar(&c.ingestClients, "ingest-clients", 128, "concurrent keep-alive webhook clients")
@@ -88,6 +93,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.scaleWebhooks, "scale-webhooks", 3000, "webhooks per scale run, each to a different random group")
 	fs.Float64Var(&c.scaleRate, "scale-rate", 100, "webhooks per second in the scale runs")
 	fs.IntVar(&c.scaleBatch, "scale-batch", 5000, "groups per store commit when seeding")
+	fs.IntVar(&c.webhookN, "webhook-n", 20000, "outbound webhooks queued for the delivery-rate run")
+	fs.Float64Var(&c.webhookRate, "webhook-rate", 1000, "commits per second, one outbound webhook each, in the lag run")
+	fs.IntVar(&c.webhookLagCount, "webhook-lag-count", 5000, "commits in the outbound webhook lag run")
 	fs.StringVar(&c.worker, "worker", "", "internal: run one scale step (seed|run) in this process")
 	fs.StringVar(&c.db, "db", "", "internal: the scale step's database")
 	fs.IntVar(&c.n, "n", 0, "internal: the scale step's group count")
@@ -95,7 +103,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, err
 	}
 	var err error
-	c.run, err = harness.Scenarios(*runList, "scenario", []string{"ingest", "e2e", "fanout", "scale"})
+	c.run, err = harness.Scenarios(*runList, "scenario", []string{"ingest", "e2e", "fanout", "scale", "webhookout"})
 	return c, err
 }
 
@@ -138,6 +146,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	steps := map[string]func(context.Context, config, harness.Reporter) error{
 		"ingest": benchIngest, "e2e": benchE2E, "fanout": benchFanout, "scale": benchScale,
+		"webhookout": benchWebhookOut,
 	}
 	return rep.RunEach(c.run, func(s string) error { return steps[s](ctx, c, rep) })
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/crewcast/crewcast/password"
 	"github.com/crewcast/crewcast/store"
 	"github.com/crewcast/crewcast/tracker"
+	"github.com/crewcast/crewcast/webhookout"
 )
 
 // Service is what the API asks of the delivery tracker (*tracker.Tracker
@@ -142,6 +143,12 @@ type Config struct {
 	MaxWebhookBytes int64
 	// KeyTouchInterval throttles writes of a key's last use. Default 1 min.
 	KeyTouchInterval time.Duration
+	// WebhookWorker, when set, is told about endpoint changes (design.md §13).
+	WebhookWorker *webhookout.Worker
+	// WebhookSealer seals endpoint secrets (nil: stored in clear).
+	WebhookSealer *webhookout.Sealer
+	// WebhookAllowPrivate accepts endpoint URLs with private addresses.
+	WebhookAllowPrivate bool
 }
 
 func (c Config) withDefaults() Config {

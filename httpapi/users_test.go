@@ -376,8 +376,12 @@ var routeRoles = map[string]string{
 	"GET /v1/keys": "admin", "POST /v1/keys": "admin", "DELETE /v1/keys/{id}": "admin",
 	"POST /v1/session": "public", "GET /v1/session": "viewer", "DELETE /v1/session": "public",
 	"GET /v1/users": "admin", "POST /v1/users": "admin", "PATCH /v1/users/{id}": "admin", "DELETE /v1/users/{id}": "admin",
-	"GET /v1/audit": "admin",
+	"GET /v1/audit":     "admin",
 	"GET /v1/retention": "admin", "POST /v1/retention/run": "admin", "POST /v1/erasure": "admin",
+	"POST /v1/webhook-endpoints": "admin", "GET /v1/webhook-endpoints": "admin", "GET /v1/webhook-endpoints/{id}": "admin",
+	"PATCH /v1/webhook-endpoints/{id}": "admin", "DELETE /v1/webhook-endpoints/{id}": "admin",
+	"GET /v1/webhook-endpoints/{id}/attempts": "admin", "POST /v1/webhook-endpoints/{id}/recover": "admin",
+	"POST /v1/webhook-endpoints/{id}/test": "admin", "POST /v1/webhook-endpoints/{id}/rotate": "admin",
 }
 
 var roleRank = map[string]int{"viewer": 1, "dispatcher": 2, "admin": 3}
@@ -525,4 +529,3 @@ func TestAuditTrail(t *testing.T) {
 		}
 	}
 }
-

@@ -29,6 +29,7 @@ import (
 	"github.com/crewcast/crewcast/store/sqlite"
 	"github.com/crewcast/crewcast/tracker"
 	"github.com/crewcast/crewcast/web"
+	"github.com/crewcast/crewcast/webhookout"
 )
 
 // Providers crewcast can send through.
@@ -103,6 +104,13 @@ type Config struct {
 	// never reads cannot hold a connection and its buffers for long; event
 	// streams extend it write by write. Default 60 s.
 	WriteTimeout time.Duration
+
+	// WebhookAllowPrivate lets outbound webhooks reach loopback, private
+	// and link-local addresses (tests, private deployments).
+	WebhookAllowPrivate bool
+	// WebhookSecretKey seals endpoint signing secrets in the database
+	// (CREWCAST_WEBHOOK_SECRET_KEY); empty stores them in clear.
+	WebhookSecretKey string
 }
 
 func (c Config) withDefaults() Config {
@@ -178,6 +186,12 @@ type Server struct {
 	// retention is canceled by Stop, which ends a retention run in progress.
 	retention     context.Context
 	stopRetention context.CancelFunc
+
+	// hooks delivers outbound webhooks until stopHooks; hooksDone closes
+	// when it has returned.
+	hooks     *webhookout.Worker
+	stopHooks context.CancelFunc
+	hooksDone chan struct{}
 }
 
 // New checks cfg; Start brings the server up.
@@ -235,8 +249,21 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		return err
 	}
 	s.reg.Registerer().MustRegister(newOpsCollector(s.st, time.Now)) // inbox age, paused groups (opsmetrics.go)
+	sealer, err := webhookout.NewSealer(cfg.WebhookSecretKey)
+	if err != nil {
+		return err
+	}
+	if !sealer.Keyed() {
+		cfg.Logger.Warn("webhook endpoint secrets are stored in clear; set " + webhookout.SecretKeyEnv + " to seal them")
+	}
+	s.hooks = webhookout.New(webhookout.Config{Store: s.st, Sealer: sealer, AllowPrivate: cfg.WebhookAllowPrivate,
+		Logger: cfg.Logger, Registerer: s.reg.Registerer(), Now: cfg.Clock.Now})
+	if err := s.hooks.Refresh(ctx); err != nil {
+		return fmt.Errorf("webhook endpoints: %w", err)
+	}
 	s.tr, err = tracker.New(tracker.Config{
-		Store: s.st, Provider: prov, Logger: cfg.Logger, Clock: cfg.Clock,
+		Webhooks: s.hooks,
+		Store:    s.st, Provider: prov, Logger: cfg.Logger, Clock: cfg.Clock,
 		Metrics: s.reg.Service(), RuntimeMetrics: s.reg.Runtime(),
 		Settings: cfg.Settings, SendRate: cfg.SendRate, SendRates: cfg.SendRates, SendWorkers: cfg.SendWorkers,
 		SendTimeout: cfg.ProviderTimeout, IdleTimeout: cfg.IdleTimeout, SweepInterval: cfg.SweepInterval,
@@ -258,6 +285,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	handler, err := httpapi.New(httpapi.Config{
 		Store: s.st, Service: s.tr, Providers: providers, PublicURL: cfg.PublicURL, Logger: cfg.Logger,
 		Metrics: s.reg, Board: web.Handler(), Done: s.done, Heartbeat: cfg.Heartbeat,
+		WebhookWorker: s.hooks, WebhookSealer: sealer, WebhookAllowPrivate: cfg.WebhookAllowPrivate,
 		DebugActors:      func() any { return s.tr.System().Actors() },
 		DebugDeadLetters: func() any { return s.tr.System().DeadLetters() },
 		Privacy:          privacy{s},
@@ -278,6 +306,12 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.wg.Add(1)
 		go s.retentionLoop()
 	}
+	hctx, stop := context.WithCancel(context.Background())
+	s.stopHooks, s.hooksDone = stop, make(chan struct{})
+	go func() {
+		defer close(s.hooksDone)
+		s.hooks.Run(hctx)
+	}()
 	cfg.Logger.Info("crewcast listening", "url", s.url, "provider", cfg.Provider, "store", s.st.Engine())
 	return nil
 }
@@ -412,6 +446,10 @@ func (s *Server) Stop(ctx context.Context) error {
 	var errs []error
 	close(s.done)
 	s.stopRetention()
+	if s.stopHooks != nil {
+		s.stopHooks()
+		<-s.hooksDone
+	}
 	if s.http != nil {
 		if err := s.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))

@@ -42,6 +42,7 @@ type Store interface {
 	Users
 	Audit
 	Erasure
+	Webhooks
 
 	// Engine names the engine: "sqlite" or "postgres".
 	Engine() string
@@ -99,7 +100,8 @@ type Effects struct {
 	Claim []string
 	// Audit entries are appended with the unit (design.md §14): who
 	// sent, canceled, resumed, resolved or retried commits with the change.
-	Audit []AuditEntry
+	Audit  []AuditEntry
+	Outbox []OutboxRow // insert; a duplicate MsgID is ignored (design.md §13)
 }
 
 // ---- Inbox ----
@@ -432,4 +434,176 @@ type Retention interface {
 	// before t and maps their numbers with number (if non-nil); returns how
 	// many rows changed.
 	RedactUnmatchedReplies(ctx context.Context, before time.Time, number func(string) string) (int, error)
+}
+
+// ---- Outbound webhooks (design.md §13) ----
+
+// OutboxRow is one outbound webhook event. Rows that report a state change
+// are written as Effects.Outbox in the commit that makes the change, so a
+// committed change always has its event; the delivery worker fans them out
+// to the subscribed endpoints.
+type OutboxRow struct {
+	// ID is the engine-assigned position (0 when writing).
+	ID int64
+	// MsgID is the webhook-id header: stable across retries, unique.
+	MsgID   string
+	Type    string
+	GroupID string
+	Seq     uint64
+	// Endpoint, when set, addresses the row to that endpoint only (test
+	// events); otherwise every enabled endpoint subscribed to Type gets it.
+	Endpoint  string
+	Payload   []byte // the request body, {"type","timestamp","data"}
+	CreatedAt time.Time
+}
+
+// Signing schemes of a webhook endpoint.
+const (
+	SigningHMAC    = "hmac"
+	SigningEd25519 = "ed25519"
+)
+
+// WebhookEndpoint is a customer's URL that receives outbound webhooks.
+// Secrets are opaque to the store: webhookout seals them before they are
+// stored.
+type WebhookEndpoint struct {
+	ID          string
+	URL         string
+	Description string
+	Events      []string // event types, or ["*"]
+	Signing     string   // SigningHMAC or SigningEd25519
+	Secret      []byte   // sealed signing secret (whsec_ or whsk_)
+	// PrevSecret keeps signing next to Secret until PrevUntil, so that a
+	// receiver can switch keys without a gap (rotation).
+	PrevSecret     []byte
+	PrevUntil      time.Time
+	DisabledAt     time.Time // zero while enabled
+	DisabledReason string
+	// FailingSince is the first failed attempt since the last success.
+	FailingSince time.Time
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// Wants reports whether the endpoint subscribes to event type typ.
+func (e *WebhookEndpoint) Wants(typ string) bool {
+	for _, t := range e.Events {
+		if t == "*" || t == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// WebhookDelivery is one outbox row due to one endpoint.
+type WebhookDelivery struct {
+	EndpointID string
+	Attempts   int // attempts made before this one
+	Row        OutboxRow
+}
+
+// WebhookClaim says which deliveries ClaimWebhookDeliveries takes.
+type WebhookClaim struct {
+	Now   time.Time
+	Lease time.Duration
+	// Room says how many deliveries to take at most per endpoint (the
+	// worker's free lane space); nil takes up to Limit for every enabled
+	// endpoint. Each endpoint is claimed for on its own, so a backlog of
+	// one never hides another's due deliveries.
+	Room  map[string]int
+	Limit int
+	// Owner names the claiming worker (a node), for ReleaseWebhookClaims.
+	Owner string
+}
+
+// Results of a delivery attempt.
+const (
+	AttemptOK       = "ok"       // 2xx
+	AttemptHTTP     = "http"     // answered with another status
+	AttemptNetwork  = "network"  // no answer: refused, reset, timeout
+	AttemptRefused  = "refused"  // crewcast refused the destination (SSRF rules)
+	AttemptInternal = "internal" // crewcast could not sign (secret unreadable)
+)
+
+// WebhookAttempt is one entry of an endpoint's attempts log.
+type WebhookAttempt struct {
+	ID         int64
+	EndpointID string
+	OutboxID   int64
+	MsgID      string
+	Type       string
+	At         time.Time
+	StatusCode int // 0 when there was no HTTP answer
+	Result     string
+	Latency    time.Duration
+	Response   string // the first bytes of the answer
+	Error      string
+}
+
+// WebhookOutcome is what RecordWebhookAttempt writes in one transaction.
+type WebhookOutcome struct {
+	Attempt WebhookAttempt
+	// Delivered marks the delivery done (a 2xx) and clears the endpoint's
+	// FailingSince.
+	Delivered bool
+	// NextAt, when not delivered, is the next attempt; zero gives up.
+	NextAt time.Time
+	// Disable, when set, disables the endpoint with this reason, and
+	// Disabled (the endpoint.disabled event) is appended to the outbox in
+	// the same transaction.
+	Disable  string
+	Disabled *OutboxRow
+}
+
+// Webhooks keeps webhook endpoints, the outbox and its delivery queue.
+type Webhooks interface {
+	CreateWebhookEndpoint(ctx context.Context, e WebhookEndpoint) error
+	// GetWebhookEndpoint returns actor.ErrNotFound for an unknown id.
+	GetWebhookEndpoint(ctx context.Context, id string) (WebhookEndpoint, error)
+	// ListWebhookEndpoints returns every endpoint, oldest first.
+	ListWebhookEndpoints(ctx context.Context) ([]WebhookEndpoint, error)
+	// UpdateWebhookEndpoint replaces the endpoint with e.ID (actor.ErrNotFound
+	// if there is none).
+	UpdateWebhookEndpoint(ctx context.Context, e WebhookEndpoint) error
+	// DeleteWebhookEndpoint removes the endpoint and its queue and attempts
+	// (actor.ErrNotFound if there is none).
+	DeleteWebhookEndpoint(ctx context.Context, id string) error
+	// AppendOutbox writes rows outside any commit (test events).
+	AppendOutbox(ctx context.Context, rows []OutboxRow) error
+	// DispatchOutbox queues up to limit undispatched outbox rows, oldest
+	// first, for every enabled endpoint that wants them (due at now) and
+	// marks them dispatched, in one transaction; returns how many rows.
+	DispatchOutbox(ctx context.Context, now time.Time, limit int) (int, error)
+	// ClaimWebhookDeliveries returns pending deliveries due at c.Now (see
+	// WebhookClaim), earliest first, and moves their next attempt to
+	// c.Now+c.Lease so that no other worker takes them while this one
+	// tries (after a crash they come back when the lease ends, or at once
+	// when the same owner starts again: ReleaseWebhookClaims).
+	ClaimWebhookDeliveries(ctx context.Context, c WebhookClaim) ([]WebhookDelivery, error)
+	// ReleaseWebhookClaims makes the pending deliveries owner holds under
+	// a lease due at now (a worker starting again after a crash); returns
+	// how many.
+	ReleaseWebhookClaims(ctx context.Context, owner string, now time.Time) (int, error)
+	// RecordWebhookAttempt writes an attempt and its consequences; disabled
+	// is true when this call disabled the endpoint (it was enabled).
+	RecordWebhookAttempt(ctx context.Context, o WebhookOutcome) (disabled bool, err error)
+	// RecordWebhookAttempts records several outcomes in one transaction,
+	// in order; disabled[i] is RecordWebhookAttempt's answer for os[i].
+	RecordWebhookAttempts(ctx context.Context, os []WebhookOutcome) (disabled []bool, err error)
+	// ListWebhookAttempts returns an endpoint's latest attempts, newest first.
+	ListWebhookAttempts(ctx context.Context, endpointID string, limit int) ([]WebhookAttempt, error)
+	// RecoverWebhookDeliveries queues again, due at now, every outbox row
+	// created at or after since that the endpoint wants and has not
+	// received; returns how many.
+	RecoverWebhookDeliveries(ctx context.Context, endpointID string, since, now time.Time) (int, error)
+	// WebhookQueue returns how many deliveries are pending plus how many
+	// outbox rows are undispatched, and the creation time of the oldest
+	// of them (zero when none).
+	WebhookQueue(ctx context.Context) (pending int, oldest time.Time, err error)
+	// PurgeWebhooks deletes attempts made before t, and outbox rows created
+	// before t together with their deliveries once none of those is
+	// pending; rows created before dropPending go with their deliveries
+	// even if pending (retention: their payloads hold numbers and texts).
+	// Returns how many rows it deleted.
+	PurgeWebhooks(ctx context.Context, before, dropPending time.Time) (int, error)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/store"
+	"github.com/crewcast/crewcast/webhookout"
 )
 
 // groupMsg is what a group actor receives.
@@ -706,10 +707,14 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	if len(u.Events) == 0 && len(u.Reminders) == 0 && effectsEmpty(a.eff) {
 		return nil
 	}
+	if a.eff.Group != nil && t.cfg.Webhooks != nil && t.cfg.Webhooks.Enabled() {
+		a.eff.Outbox = append(a.eff.Outbox, webhookout.Derive(a.outboxChange(u.Events, dirty, now))...)
+	}
 	u.Effects = []any{a.eff}
 	// STOP or a provider opt-out: no provider call to these numbers may
 	// pass its check while this commits (see suppress.go).
 	release := t.gate.write(suppressedNumbers(a.eff.Suppress))
+	outbox := len(a.eff.Outbox) > 0
 	err := t.committer.Commit(c.Context(), u)
 	release()
 	sends, adopt := a.sends, a.adopt
@@ -720,6 +725,9 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	}
 	a.seq += uint64(len(u.Events))
 	a.failures = 0
+	if outbox {
+		t.cfg.Webhooks.Kick()
+	}
 	for _, op := range u.Reminders {
 		if op.Delete {
 			delete(a.rem, op.Name)
@@ -842,6 +850,24 @@ func (a *groupActor) queueSends(sends []group.Send) {
 	}
 	t.mu.Unlock()
 	t.pool.submit(jobs)
+}
+
+// outboxChange describes the commit being built for webhookout.Derive:
+// dirty recipients' statuses before it are a.statuses (updated after the
+// commit), the group's is a.lastStatus.
+func (a *groupActor) outboxChange(events []actor.Event, dirty []int, now time.Time) webhookout.Change {
+	c := webhookout.Change{Group: *a.eff.Group, PrevStatus: a.lastStatus, Events: events, Time: now,
+		Recipient: func(i int) (store.DeliveryRow, bool) {
+			if i < 0 || i >= len(a.g.Recipients) {
+				return store.DeliveryRow{}, false
+			}
+			return deliveryRow(a.g, a.g.Recipients[i]), true
+		}}
+	for k, i := range dirty {
+		c.Dirty = append(c.Dirty, webhookout.RecipientChange{Row: a.eff.Deliveries[len(a.eff.Deliveries)-len(dirty)+k],
+			PrevStatus: a.statuses[i]})
+	}
+	return c
 }
 
 func effectsEmpty(e store.Effects) bool {

@@ -13,6 +13,7 @@ import (
 	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/store"
+	"github.com/crewcast/crewcast/webhookout"
 )
 
 // routeReq is an inbox entry to route to its group.
@@ -408,6 +409,11 @@ func (u *unmatchedLog) record(ctx context.Context, ref store.InboxRef, events []
 		}
 		unit.Events = append(unit.Events, actor.Event{Seq: u.seq + uint64(len(unit.Events)) + 1, Type: "reply.unmatched", Data: data, Time: now})
 		eff.Replies = append(eff.Replies, store.Reply{Provider: ev.Provider, EventID: ev.EventID, Number: ev.From, To: ev.To, Text: ev.Text, Media: ev.Media, ReceivedAt: now})
+		if t.cfg.Webhooks != nil && t.cfg.Webhooks.Enabled() {
+			// Committed with the reply it reports (design.md §13).
+			eff.Outbox = append(eff.Outbox, webhookout.Unmatched(unmatchedKey, u.seq+uint64(len(unit.Events)),
+				eff.Replies[len(eff.Replies)-1], now))
+		}
 		switch kw {
 		case group.KeywordStop:
 			eff.Suppress = append(eff.Suppress, store.Suppression{Number: ev.From, Reason: "stop", CreatedAt: now})
@@ -430,6 +436,9 @@ func (u *unmatchedLog) record(ctx context.Context, ref store.InboxRef, events []
 	}
 	u.seq += uint64(len(unit.Events))
 	u.remember(key)
+	if len(eff.Outbox) > 0 {
+		t.cfg.Webhooks.Kick()
+	}
 	t.hub.Publish(Change{GroupID: unmatchedKey, Seq: u.seq})
 	return nil
 }

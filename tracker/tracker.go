@@ -97,6 +97,18 @@ type Config struct {
 	// keeps their opt-out in force (CREWCAST_HASH_KEY); empty: erasure
 	// uses random tokens and cannot keep an opt-out.
 	HashKey []byte
+	// Webhooks, when set, makes commits write outbound webhook events to
+	// the outbox (design.md §13) while any endpoint exists, and is kicked
+	// after such a commit.
+	Webhooks Outbox
+}
+
+// Outbox is what the tracker needs of the outbound webhook worker.
+type Outbox interface {
+	// Enabled reports whether any webhook endpoint exists.
+	Enabled() bool
+	// Kick says outbox rows were committed.
+	Kick()
 }
 
 func (c Config) withDefaults() (Config, error) {

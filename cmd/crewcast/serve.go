@@ -39,6 +39,8 @@ type serverFlags struct {
 	retentionInterval                               time.Duration
 	hashKey                                         string
 	logFormat                                       string // json or text (logging.go)
+	webhookAllowPrivate                             bool
+	webhookSecretKey                                string
 }
 
 // serverFlagDocs lists serve's flags by section for -h, each with the
@@ -67,6 +69,9 @@ var serverFlagDocs = []flagSection{
 		{"delete-after", "CREWCAST_DELETE_AFTER"}, {"hash-key", "CREWCAST_HASH_KEY"},
 		{"audit-after", "CREWCAST_AUDIT_AFTER"},
 		{"retention-interval", "CREWCAST_RETENTION_INTERVAL"},
+	}},
+	{"Outbound webhooks", []envBinding{
+		{"webhook-allow-private", "CREWCAST_WEBHOOK_ALLOW_PRIVATE"}, {"webhook-secret-key", "CREWCAST_WEBHOOK_SECRET_KEY"},
 	}},
 }
 
@@ -101,6 +106,8 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.DurationVar(&f.auditAfter, "audit-after", r.AuditAfter, "delete audit log entries after this long; negative: never")
 	fs.DurationVar(&f.retentionInterval, "retention-interval", time.Hour, "run retention this often (the first pass soon after start); 0: only on request (crewcast retention run)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: json (one object per line) or text")
+	fs.BoolVar(&f.webhookAllowPrivate, "webhook-allow-private", false, "let outbound webhooks reach loopback, private and link-local addresses")
+	fs.StringVar(&f.webhookSecretKey, "webhook-secret-key", "", "server key that seals webhook endpoint secrets in the database")
 	fs.Usage = func() { serveUsage(fs) }
 	return f
 }
@@ -129,6 +136,8 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 			AuditAfter: f.auditAfter},
 		RetentionInterval: retentionInterval(f.retentionInterval),
 		Logger:            logger,
+
+		WebhookAllowPrivate: f.webhookAllowPrivate, WebhookSecretKey: f.webhookSecretKey,
 	}, nil
 }
 

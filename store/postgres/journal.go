@@ -320,6 +320,7 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 	var replies []store.Reply
 	var idem []*store.IdempotencyKey
 	var audit []store.AuditEntry
+	var outbox []store.OutboxRow
 	for _, i := range sent {
 		u := &units[i]
 		for j, ev := range u.Events {
@@ -383,6 +384,7 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 				idem = append(idem, e.Idempotency)
 			}
 			audit = append(audit, e.Audit...)
+			outbox = append(outbox, e.Outbox...)
 		}
 	}
 	if len(evKeys) > 0 {
@@ -449,6 +451,7 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 		b.Queue(sqlInsIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(sqlq.OrNow(ik.CreatedAt, now)))
 	}
 	queueAudit(b, audit, now)
+	queueOutbox(b, outbox, now)
 	return nil
 }
 
@@ -713,8 +716,33 @@ func queueUnit(b *pgx.Batch, u *actor.Unit, effs []*store.Effects, now time.Time
 			b.Queue(sqlInsIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(sqlq.OrNow(ik.CreatedAt, now)))
 		}
 		queueAudit(b, e.Audit, now)
+		queueOutbox(b, e.Outbox, now)
 	}
 	return nil
+}
+
+// queueOutbox queues the outbound webhook rows of a commit (design.md §13).
+// One array-bound statement however many rows.
+func queueOutbox(b *pgx.Batch, rows []store.OutboxRow, now time.Time) {
+	if len(rows) == 0 {
+		return
+	}
+	n := len(rows)
+	ids, types, groups, eps := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	seqs, created := make([]int64, n), make([]int64, n)
+	payloads := make([][]byte, n)
+	for k := range rows {
+		r := &rows[k]
+		ids[k], types[k], groups[k], eps[k] = r.MsgID, r.Type, r.GroupID, r.Endpoint
+		seqs[k], created[k] = int64(r.Seq), store.Nanos(sqlq.OrNow(r.CreatedAt, now))
+		payloads[k] = r.Payload
+		if payloads[k] == nil {
+			payloads[k] = []byte{}
+		}
+	}
+	b.Queue(`INSERT INTO webhook_outbox (msg_id, type, group_id, seq, endpoint_id, payload, created_at)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::bytea[], $7::bigint[])
+		ON CONFLICT (msg_id) DO NOTHING`, ids, types, groups, seqs, eps, payloads, created)
 }
 
 func queueGroup(b *pgx.Batch, g *store.GroupRow) error {

@@ -23,6 +23,7 @@ type stmts struct {
 	savepoint, release, rollbackTo          *sql.Stmt
 	// Multi-row forms of the writes a commit makes many of.
 	insEvents, setReminders, upDeliveries, putRoutes *rowsStmt
+	insOutbox                                        *rowsStmt // design.md §13
 	all                                              []*sql.Stmt
 }
 
@@ -80,7 +81,9 @@ func (st *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		sqlq.OnDeliveryConflict)
 	st.putRoutes = newRowsStmt(`INSERT INTO routes (key, value, expires_at) VALUES `, `(?, ?, ?)`,
 		` ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at`)
-	for _, r := range []*rowsStmt{st.insEvents, st.setReminders, st.upDeliveries, st.putRoutes} {
+	st.insOutbox = newRowsStmt(`INSERT INTO webhook_outbox (msg_id, type, group_id, seq, endpoint_id, payload, created_at) VALUES `,
+		`(?, ?, ?, ?, ?, ?, ?)`, ` ON CONFLICT (msg_id) DO NOTHING`)
+	for _, r := range []*rowsStmt{st.insEvents, st.setReminders, st.upDeliveries, st.putRoutes, st.insOutbox} {
 		if err := r.prepare(ctx, db, &st.all); err != nil {
 			return err
 		}
@@ -321,6 +324,13 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, now
 				string(media), store.Nanos(sqlq.OrNow(r.ReceivedAt, now))); err != nil {
 				return nil, wrap("reply", err)
 			}
+		}
+		args = args[:0]
+		for k := range e.Outbox {
+			args = append(args, sqlq.OutboxArgs(&e.Outbox[k], now)...)
+		}
+		if err := s.st.insOutbox.exec(ts, args); err != nil {
+			return nil, wrap("outbox", err)
 		}
 		if ik := e.Idempotency; ik != nil {
 			res, err := ts.exec(s.st.insIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(sqlq.OrNow(ik.CreatedAt, now)))

@@ -36,6 +36,9 @@ func (m Migrations) provider() (*goose.Provider, error) {
 	if err != nil {
 		return nil, m.errorf("migrations: %w", err)
 	}
+	// Migrations apply strictly in order: one written against a later
+	// schema must never run under an earlier one. (A database that has a
+	// higher version than a migration it lacks is refused, not patched.)
 	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true), goose.WithSlog(m.Logger)}
 	if m.Options != nil {
 		more, err := m.Options()

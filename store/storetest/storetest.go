@@ -107,6 +107,9 @@ func Run(t *testing.T, o Options) {
 		{"Users", testUsers},
 		{"Audit", testAudit},
 		{"AuditAppendOnly", testAuditAppendOnly},
+		{"WebhookEndpoints", testWebhookEndpoints},
+		{"WebhookOutbox", testWebhookOutbox},
+		{"WebhookClaimsConcurrent", testWebhookClaimsConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

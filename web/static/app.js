@@ -1,6 +1,6 @@
 // The board's entry point: session check, hash routing and the top bar.
 // Routes: #/signin, #/groups, #/groups/{id}, #/new, and for admins
-// #/users, #/keys, #/audit.
+// #/users, #/keys, #/audit, #/settings, #/webhooks.
 import { api, setUnauthorizedHandler } from "./api.js";
 import { h, replace } from "./dom.js";
 import { toast } from "./ui.js";
@@ -14,6 +14,7 @@ import * as keys from "./keys.js";
 import * as audit from "./audit.js";
 import { isAdmin } from "./admin.js";
 import * as settings from "./settings.js";
+import * as webhooks from "./webhooks.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -31,6 +32,7 @@ export function route(hash) {
   if (path === "/new") return { name: "new" };
   if (path === "/users" || path === "/keys" || path === "/audit") return { name: path.slice(1) };
   if (path === "/settings") return { name: "settings" };
+  if (path === "/webhooks") return { name: "webhooks" };
   if ((m = /^\/groups\/([^/]+)$/.exec(path))) return { name: "group", id: decodeURIComponent(m[1]) };
   return { name: "groups" };
 }
@@ -38,6 +40,10 @@ export function route(hash) {
 function canSend(s) {
   const scopes = (s && s.scopes) || [];
   return scopes.includes("admin") || scopes.includes("send");
+}
+
+function isAdmin(s) {
+  return ((s && s.scopes) || []).includes("admin");
 }
 
 function navigate(hash) {
@@ -53,6 +59,7 @@ function drawNav() {
   document.getElementById("nav-new").hidden = !canSend(session);
   for (const a of nav.querySelectorAll("[data-admin]")) a.hidden = !isAdmin(session);
   document.getElementById("nav-settings").hidden = !isAdmin(session);
+  document.getElementById("nav-webhooks").hidden = !isAdmin(session);
   const r = route(location.hash).name;
   for (const a of nav.querySelectorAll("[data-nav]")) {
     if (a.dataset.nav === r || (r === "group" && a.dataset.nav === "groups")) a.setAttribute("aria-current", "page");
@@ -76,7 +83,7 @@ function render() {
   }
   drawNav();
   const ctx = { session, canSend: canSend(session), navigate, signedIn };
-  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", users: "Users", keys: "API keys", audit: "Audit trail", settings: "Settings" };
+  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", users: "Users", keys: "API keys", audit: "Audit trail", settings: "Settings", webhooks: "Webhook endpoints" };
   document.title = `${titles[r.name]} — crewcast`;
   main.replaceChildren();
   switch (r.name) {
@@ -101,16 +108,16 @@ function render() {
     case "settings":
       cleanup = settings.render(main, ctx);
       break;
+    case "webhooks":
+      cleanup = isAdmin(session) ? webhooks.render(main, ctx) : forbidden("Webhook endpoints need an admin key.");
+      break;
     default:
       cleanup = groups.render(main, ctx);
   }
 }
 
-function forbidden() {
-  replace(
-    main,
-    h("section", { class: "page" }, h("h1", null, "Not allowed"), h("p", null, "Your key can read groups but not send messages.")),
-  );
+function forbidden(why = "Your key can read groups but not send messages.") {
+  replace(main, h("section", { class: "page" }, h("h1", null, "Not allowed"), h("p", null, why)));
   return () => {};
 }
 

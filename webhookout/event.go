@@ -1,0 +1,312 @@
+// Package webhookout delivers outbound webhooks to customers' systems
+// (design.md §13): the events a commit reports (Derive, a pure function
+// the group actor calls before committing, so that the outbox rows commit
+// with the change), Standard Webhooks signing, sealed secrets, the SSRF
+// guarded HTTP client and the delivery worker with its retry schedule.
+package webhookout
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/errcode"
+	"github.com/crewcast/crewcast/group"
+	"github.com/crewcast/crewcast/store"
+)
+
+// Event types (design.md §13).
+const (
+	GroupCreated       = "group.created"
+	GroupCompleted     = "group.completed"
+	GroupCanceled      = "group.canceled"
+	GroupPaused        = "group.paused"
+	GroupQuorumMet     = "group.quorum_met"
+	GroupEscalated     = "group.escalated"
+	RecipientUpdated   = "recipient.updated"
+	RecipientReplied   = "recipient.replied"
+	RecipientResponded = "recipient.responded"
+	InboundUnmatched   = "inbound.unmatched"
+	EndpointDisabled   = "endpoint.disabled"
+	// EndpointTest is the event POST /v1/webhook-endpoints/{id}/test sends
+	// (to that endpoint only; nobody subscribes to it).
+	EndpointTest = "endpoint.test"
+)
+
+// EventTypes are the types an endpoint may subscribe to.
+var EventTypes = []string{GroupCreated, GroupCompleted, GroupCanceled, GroupPaused, GroupQuorumMet, GroupEscalated,
+	RecipientUpdated, RecipientReplied, RecipientResponded, InboundUnmatched, EndpointDisabled}
+
+// ValidType reports whether typ may be subscribed to ("*" is every type).
+func ValidType(typ string) bool {
+	if typ == "*" {
+		return true
+	}
+	for _, t := range EventTypes {
+		if t == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// scope says what an event's data carries.
+type scope int
+
+const (
+	scopeGroup     scope = iota // data.group
+	scopeRecipient              // data.recipient: the index is the journal event's "i"
+)
+
+type rule struct {
+	Type  string
+	Scope scope
+}
+
+// journalRules maps a journal event type to the webhook event it is
+// reported as. Event types added later slot in with one line, e.g.
+// "group.quorum_met": {GroupQuorumMet, scopeGroup}, or a response event
+// carrying "i": {RecipientResponded, scopeRecipient}.
+var journalRules = map[string]rule{
+	group.TypeCreated: {GroupCreated, scopeGroup},
+	group.TypeReplied: {RecipientReplied, scopeRecipient},
+}
+
+// statusRules maps a group status reached by a commit to its event: the
+// group events that are a change of status rather than one journal event.
+var statusRules = map[crewcast.GroupStatus]string{
+	crewcast.GroupComplete: GroupCompleted,
+	crewcast.GroupCanceled: GroupCanceled,
+	crewcast.GroupPaused:   GroupPaused,
+}
+
+// RecipientChange is one recipient a commit touched.
+type RecipientChange struct {
+	Row        store.DeliveryRow
+	PrevStatus crewcast.Status // its status before the commit
+}
+
+// Change is what one commit of a group changed, as Derive needs it.
+type Change struct {
+	Group      store.GroupRow       // the group row the commit writes
+	PrevStatus crewcast.GroupStatus // the group's status before ("" for a new group)
+	Events     []actor.Event        // the commit's journal events, with their Seq
+	Dirty      []RecipientChange    // recipients the commit wrote
+	// Recipient returns the row of recipient i as of the commit.
+	Recipient func(i int) (store.DeliveryRow, bool)
+	Time      time.Time
+}
+
+// Derive returns the outbox rows that report a commit: one per mapped
+// journal event, one per group status reached, one recipient.updated per
+// recipient whose status changed. It is pure: the same change gives the
+// same rows, with the same ids.
+func Derive(c Change) []store.OutboxRow {
+	var out []store.OutboxRow
+	gid := c.Group.ID
+	for _, ev := range c.Events {
+		r, ok := journalRules[ev.Type]
+		if !ok {
+			continue
+		}
+		switch r.Scope {
+		case scopeGroup:
+			out = append(out, groupRow(r.Type, c.Group, ev.Seq, c.Time))
+		case scopeRecipient:
+			var ix struct {
+				I *int `json:"i"`
+			}
+			if json.Unmarshal(ev.Data, &ix) != nil || ix.I == nil || c.Recipient == nil {
+				continue
+			}
+			if d, ok := c.Recipient(*ix.I); ok {
+				out = append(out, recipientRow(r.Type, gid, d, ev.Seq, c.Time))
+			}
+		}
+	}
+	seq := c.Group.Seq
+	if typ, ok := statusRules[c.Group.Status]; ok && c.Group.Status != c.PrevStatus {
+		out = append(out, groupRow(typ, c.Group, seq, c.Time))
+	}
+	for _, d := range c.Dirty {
+		// A recipient's first status comes with its group's creation
+		// (group.created's counts), not as a change.
+		if d.Row.Status != d.PrevStatus && d.PrevStatus != "" {
+			out = append(out, recipientRow(RecipientUpdated, gid, d.Row, seq, c.Time))
+		}
+	}
+	return out
+}
+
+// MsgID is the stable webhook-id of the event typ about key at seq
+// (subject: a recipient's number, an inbox event, or "").
+func MsgID(key string, seq uint64, typ, subject string) string {
+	h := sha256.Sum256([]byte(key + "\x00" + strconv.FormatUint(seq, 10) + "\x00" + typ + "\x00" + subject))
+	return "msg_" + hex.EncodeToString(h[:16])
+}
+
+// Body is the request body of every webhook.
+type Body struct {
+	Type      string    `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Data      any       `json:"data"`
+}
+
+type groupData struct {
+	GroupID string    `json:"group_id"`
+	Seq     uint64    `json:"seq"`
+	Group   GroupJSON `json:"group"`
+}
+
+type recipientData struct {
+	GroupID   string        `json:"group_id"`
+	Seq       uint64        `json:"seq"`
+	Recipient RecipientJSON `json:"recipient"`
+}
+
+func encode(typ string, at time.Time, data any) []byte {
+	b, err := json.Marshal(Body{Type: typ, Timestamp: at.UTC(), Data: data})
+	if err != nil {
+		// Only plain strings, numbers and times are encoded.
+		panic("webhookout: encode " + typ + ": " + err.Error())
+	}
+	return b
+}
+
+func groupRow(typ string, g store.GroupRow, seq uint64, at time.Time) store.OutboxRow {
+	return store.OutboxRow{MsgID: MsgID(g.ID, seq, typ, ""), Type: typ, GroupID: g.ID, Seq: seq, CreatedAt: at,
+		Payload: encode(typ, at, groupData{GroupID: g.ID, Seq: seq, Group: GroupOf(g)})}
+}
+
+func recipientRow(typ, gid string, d store.DeliveryRow, seq uint64, at time.Time) store.OutboxRow {
+	return store.OutboxRow{MsgID: MsgID(gid, seq, typ, d.Number), Type: typ, GroupID: gid, Seq: seq, CreatedAt: at,
+		Payload: encode(typ, at, recipientData{GroupID: gid, Seq: seq, Recipient: RecipientOf(d)})}
+}
+
+// ReplyJSON is an inbound message as GET /v1/replies shows it.
+type ReplyJSON struct {
+	Provider   string     `json:"provider"`
+	EventID    string     `json:"event_id"`
+	GroupID    string     `json:"group_id"`
+	Number     string     `json:"number"`
+	To         string     `json:"to"`
+	Text       string     `json:"text"`
+	Media      []string   `json:"media"`
+	ReceivedAt *time.Time `json:"received_at"`
+}
+
+type unmatchedData struct {
+	GroupID string    `json:"group_id"` // always "": it matched no group
+	Seq     uint64    `json:"seq"`      // in the unmatched journal
+	Reply   ReplyJSON `json:"reply"`
+}
+
+// Unmatched returns the inbound.unmatched row of an inbound message that
+// matched no group, recorded at seq of the journal key.
+func Unmatched(key string, seq uint64, r store.Reply, at time.Time) store.OutboxRow {
+	media := r.Media
+	if media == nil {
+		media = []string{}
+	}
+	data := unmatchedData{Seq: seq, Reply: ReplyJSON{Provider: r.Provider, EventID: r.EventID, Number: r.Number,
+		To: r.To, Text: r.Text, Media: media, ReceivedAt: tsOrNil(r.ReceivedAt)}}
+	return store.OutboxRow{MsgID: MsgID(key, seq, InboundUnmatched, r.Provider+":"+r.EventID+":"+r.Number),
+		Type: InboundUnmatched, Seq: seq, CreatedAt: at, Payload: encode(InboundUnmatched, at, data)}
+}
+
+// EndpointJSON names an endpoint in endpoint.* events.
+type EndpointJSON struct {
+	ID             string     `json:"id"`
+	URL            string     `json:"url"`
+	DisabledReason string     `json:"disabled_reason,omitempty"`
+	DisabledAt     *time.Time `json:"disabled_at,omitempty"`
+}
+
+type endpointData struct {
+	GroupID  string       `json:"group_id"`
+	Seq      uint64       `json:"seq"`
+	Endpoint EndpointJSON `json:"endpoint"`
+}
+
+// Disabled returns the endpoint.disabled row for e disabled at at.
+func Disabled(e store.WebhookEndpoint, reason string, at time.Time) store.OutboxRow {
+	data := endpointData{Endpoint: EndpointJSON{ID: e.ID, URL: e.URL, DisabledReason: reason, DisabledAt: tsOrNil(at)}}
+	return store.OutboxRow{MsgID: MsgID(e.ID, uint64(at.UnixNano()), EndpointDisabled, ""), Type: EndpointDisabled,
+		CreatedAt: at, Payload: encode(EndpointDisabled, at, data)}
+}
+
+// Test returns a test event addressed to e only.
+func Test(e store.WebhookEndpoint, nonce string, at time.Time) store.OutboxRow {
+	data := endpointData{Endpoint: EndpointJSON{ID: e.ID, URL: e.URL}}
+	return store.OutboxRow{MsgID: MsgID(e.ID, uint64(at.UnixNano()), EndpointTest, nonce), Type: EndpointTest,
+		Endpoint: e.ID, CreatedAt: at, Payload: encode(EndpointTest, at, data)}
+}
+
+// ---- the API's shapes (kept equal to httpapi's by a test there) ----
+
+// GroupJSON is a group as GET /v1/groups/{id} shows it, without recipients.
+type GroupJSON struct {
+	ID          string         `json:"id"`
+	Status      string         `json:"status"`
+	PauseReason string         `json:"pause_reason"`
+	Mode        string         `json:"mode"`
+	From        string         `json:"from"`
+	Text        string         `json:"text"`
+	CreatedAt   *time.Time     `json:"created_at"`
+	UpdatedAt   *time.Time     `json:"updated_at"`
+	Seq         uint64         `json:"seq"`
+	Counts      map[string]int `json:"counts"`
+}
+
+// RecipientJSON is a recipient as GET /v1/groups/{id}/recipients shows it.
+type RecipientJSON struct {
+	Number            string     `json:"number"`
+	Name              string     `json:"name"`
+	Status            string     `json:"status"`
+	Attempts          int        `json:"attempts"`
+	ProviderMessageID string     `json:"provider_message_id"`
+	ErrorCode         string     `json:"error_code"`
+	ErrorClass        string     `json:"error_class"`
+	ErrorDetail       string     `json:"error_detail"`
+	ErrorURL          string     `json:"error_url"`
+	ClaimedAt         *time.Time `json:"claimed_at"`
+	SentAt            *time.Time `json:"sent_at"`
+	DeliveredAt       *time.Time `json:"delivered_at"`
+	FailedAt          *time.Time `json:"failed_at"`
+	RepliedAt         *time.Time `json:"replied_at"`
+	ReplyText         string     `json:"reply_text"`
+	Ack               string     `json:"ack"`
+	UpdatedAt         *time.Time `json:"updated_at"`
+}
+
+func tsOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// GroupOf renders a group row as the API does.
+func GroupOf(g store.GroupRow) GroupJSON {
+	counts := make(map[string]int, len(group.CountKeys))
+	for _, k := range group.CountKeys {
+		counts[k] = g.Counts[k]
+	}
+	return GroupJSON{ID: g.ID, Status: string(g.Status), PauseReason: g.PauseReason, Mode: string(g.Mode), From: g.From,
+		Text: g.Text, CreatedAt: tsOrNil(g.CreatedAt), UpdatedAt: tsOrNil(g.UpdatedAt), Seq: g.Seq, Counts: counts}
+}
+
+// RecipientOf renders a delivery row as the API does.
+func RecipientOf(d store.DeliveryRow) RecipientJSON {
+	return RecipientJSON{Number: d.Number, Name: d.Name, Status: string(d.Status), Attempts: d.Attempts,
+		ProviderMessageID: d.ProviderMessageID, ErrorCode: d.ErrorCode, ErrorClass: string(d.ErrorClass),
+		ErrorDetail: errcode.Detail(d.ErrorCode, d.ErrorClass), ErrorURL: errcode.URL(d.ErrorCode),
+		ClaimedAt: tsOrNil(d.ClaimedAt), SentAt: tsOrNil(d.SentAt), DeliveredAt: tsOrNil(d.DeliveredAt),
+		FailedAt: tsOrNil(d.FailedAt), RepliedAt: tsOrNil(d.RepliedAt), ReplyText: d.LastReply, Ack: string(d.Ack),
+		UpdatedAt: tsOrNil(d.UpdatedAt)}
+}
