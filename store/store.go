@@ -39,6 +39,7 @@ type Store interface {
 	Idempotency
 	Leases
 	Retention
+	Directory
 
 	// Engine names the engine: "sqlite" or "postgres".
 	Engine() string

@@ -97,6 +97,9 @@ func Run(t *testing.T, o Options) {
 		{"Retention", testRetention},
 		{"RedactUnmatchedReplies", testRedactUnmatched},
 		{"InvalidCursor", testInvalidCursor},
+		{"Contacts", testContacts},
+		{"ImportContacts", testImportContacts},
+		{"Templates", testTemplates},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
