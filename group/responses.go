@@ -1,8 +1,10 @@
 package group
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/crewcast/crewcast"
 )
@@ -21,6 +23,32 @@ type Option struct {
 type Quorum struct {
 	Response string `json:"response"`
 	Count    int    `json:"count"`
+	// KeepSending, when true, keeps sending to people not yet texted after
+	// the quorum is met; by default they are canceled.
+	KeepSending bool `json:"keep_sending,omitempty"`
+}
+
+// QuorumState is a group's quorum and when it was met (zero: not yet).
+type QuorumState struct {
+	Quorum
+	MetAt time.Time `json:"met_at,omitzero"`
+}
+
+// Answers is what a group asks of its recipients, as the projection keeps
+// it beside the counts.
+type Answers struct {
+	Responses []Option     `json:"responses,omitempty"`
+	Quorum    *QuorumState `json:"quorum,omitempty"`
+}
+
+// AnswersJSON returns the group's Answers as JSON, "" when it asks for
+// nothing.
+func (g *Group) AnswersJSON() string {
+	if len(g.Responses) == 0 && g.Quorum == nil {
+		return ""
+	}
+	b, _ := json.Marshal(Answers{Responses: g.Responses, Quorum: g.Quorum}) // plain data always marshals
+	return string(b)
 }
 
 // Limits of response options.

@@ -164,6 +164,9 @@ type GroupRow struct {
 	Counts map[string]int
 	// Seq is the journal sequence this row reflects.
 	Seq uint64
+	// Answers is the JSON of the group's response options and quorum
+	// ({"responses":[…],"quorum":{…}}; design §11), "" when it has none.
+	Answers string
 }
 
 // DeliveryRow is the report projection of one recipient of one group.
@@ -184,6 +187,9 @@ type DeliveryRow struct {
 	Ack               crewcast.Ack
 	LastReply         string
 	UpdatedAt         time.Time
+	// Response is the key of the response option the recipient chose last
+	// ("" = none; design §11).
+	Response string
 }
 
 // Reply is an inbound message: matched to a group, or kept unmatched

@@ -18,6 +18,9 @@ var (
 	// ErrUnavailable wraps store and runtime failures: nothing was changed
 	// durably, the client may try again. → 503
 	ErrUnavailable = errors.New("temporarily unavailable")
+	// ErrNoneReachable: a group chosen from crews, tags or contacts would
+	// text nobody (everyone suppressed). → 422
+	ErrNoneReachable = errors.New("no one to send to")
 	// ErrClosed: the tracker is shutting down. → 503
 	ErrClosed = errors.New("tracker is shutting down")
 )

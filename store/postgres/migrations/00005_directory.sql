@@ -46,7 +46,14 @@ CREATE TABLE templates (
     updated_at BIGINT NOT NULL
 );
 
+-- The response option each recipient chose last (design §11).
+ALTER TABLE deliveries ADD COLUMN response TEXT NOT NULL DEFAULT '';
+-- A group's response options and quorum, as JSON ('' = none).
+ALTER TABLE groups ADD COLUMN answers TEXT NOT NULL DEFAULT '';
+
 -- +goose Down
+ALTER TABLE groups DROP COLUMN answers;
+ALTER TABLE deliveries DROP COLUMN response;
 DROP TABLE templates;
 DROP TABLE crew_members;
 DROP TABLE crews;
