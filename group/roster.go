@@ -269,13 +269,7 @@ func PlanWith(id string, req Request, settings Settings, suppressed map[string]b
 		roster = append(roster, e)
 	}
 	text := frozenTexts(baseText, tmpl != nil, roster)
-	longest := text
-	for _, e := range roster {
-		if len(e.Text) > len(longest) {
-			longest = e.Text
-		}
-	}
-	if seg := Segments(longest); seg.Segments > MaxSegments {
+	if _, seg := Longest(text, roster); seg.Segments > MaxSegments {
 		errs.add(FieldError{Field: "text", Message: fmt.Sprintf("%d SMS segments (%s); at most %d: shorten it to %d characters",
 			seg.Segments, seg.Encoding, MaxSegments, maxChars(seg.Encoding))})
 	}
@@ -299,6 +293,38 @@ func PlanWith(id string, req Request, settings Settings, suppressed map[string]b
 		ID: id, From: from, Text: text, MediaURLs: req.MediaURLs, Mode: mode, At: now,
 		Settings: settings.WithDefaults(), Recipients: roster, Responses: req.Responses, Quorum: quorum,
 	}, nil, 0
+}
+
+// Longest returns the text of a roster that takes the most SMS segments
+// (the most units on a tie) and its segmentation: the group's text when
+// some recipient is sent it, else the longest rendered one.
+func Longest(groupText string, roster []RosterEntry) (string, Segmentation) {
+	var best string
+	var bestSeg Segmentation
+	first := true
+	seen := map[string]bool{}
+	consider := func(t string) {
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		s := Segments(t)
+		if first || s.Segments > bestSeg.Segments || (s.Segments == bestSeg.Segments && s.Units > bestSeg.Units) {
+			best, bestSeg, first = t, s, false
+		}
+	}
+	usesGroupText := len(roster) == 0
+	for _, e := range roster {
+		if e.Text == "" {
+			usesGroupText = true
+			continue
+		}
+		consider(e.Text)
+	}
+	if usesGroupText {
+		consider(groupText)
+	}
+	return best, bestSeg
 }
 
 // frozenTexts decides what the roster keeps of the rendered texts: when

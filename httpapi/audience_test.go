@@ -1,9 +1,13 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/crewcast/crewcast/group"
+	"github.com/crewcast/crewcast/tracker"
 )
 
 // setupDirectory imports five contacts and two overlapping crews.
@@ -125,5 +129,54 @@ func TestCreateGroupWithSavedTemplateAndResponses(t *testing.T) {
 		"responses":[{"key":"1","label":"Yes"}]}`, "send", nil)
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "quorum.response") {
 		t.Fatalf("quorum of an unknown option = %d %s", resp.StatusCode, b)
+	}
+}
+
+func TestPreviewSendsAndWritesNothing(t *testing.T) {
+	e := newEnv(t, nil)
+	setupDirectory(t, e)
+	if resp, _ := e.do("POST", "/v1/suppressions", `{"number":"+15550100002","reason":"stop"}`, "send", nil); resp.StatusCode != http.StatusCreated {
+		t.Fatal("suppress")
+	}
+	created := 0
+	inner := e.svc.CreateFunc
+	e.svc.CreateFunc = func(ctx context.Context, req group.Request, opts tracker.CreateOptions) (string, bool, error) {
+		created++
+		return inner(ctx, req, opts)
+	}
+	body := `{"from":"+15550100000","crews":["Night","Day"],"to":["not-a-number","+15550100001"],
+		"text":"Hi {{first_name}}, 7am at {{fields.site | default \"the depot\"}} (bring €5)",
+		"responses":[{"key":"1","label":"Coming"}]}`
+	resp, b := e.do("POST", "/v1/groups/preview", body, "send", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("preview = %d %s", resp.StatusCode, b)
+	}
+	p := decode[previewJSON](t, b)
+	if p.Recipients != 3 || p.SuppressedTotal != 1 || p.Suppressed[0].Number != "+15550100002" || p.Suppressed[0].Reason != "stop" {
+		t.Fatalf("preview = %+v", p)
+	}
+	if p.InvalidTotal != 1 || p.Invalid[0].Input != "not-a-number" {
+		t.Fatalf("invalid = %+v", p.Invalid)
+	}
+	if p.Encoding != "GSM-7" || p.Segments != 1 || len(p.Samples) != 3 || p.Samples[0].Text != "Hi Ada, 7am at North (bring €5)\nReply 1 Coming" {
+		t.Fatalf("segments/samples = %+v", p)
+	}
+	// Of the people texted, Margaret's text is the longest: 50 characters,
+	// and € counts two septets. (Grace's is longer, but she is suppressed.)
+	if want := 51; p.Units != want {
+		t.Fatalf("units = %d, want %d", p.Units, want)
+	}
+	resp, b = e.do("POST", "/v1/groups/preview", `{"from":"+15550100000","crews":["Night"],"text":"Привет {{first_name}}"}`, "send", nil)
+	if p := decode[previewJSON](t, b); resp.StatusCode != http.StatusOK || p.Encoding != "UCS-2" {
+		t.Fatalf("UCS-2 preview = %d %s", resp.StatusCode, b)
+	}
+	if resp, b := e.do("POST", "/v1/groups/preview", `{"from":"+15550100000","crews":["Ghost"],"text":"x"}`, "send", nil); resp.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("unknown crew = %d %s", resp.StatusCode, b)
+	}
+	if created != 0 {
+		t.Fatalf("preview created %d groups", created)
+	}
+	if gs := decode[groupListJSON](t, must(e.do("GET", "/v1/groups", "", "read", nil))).Groups; len(gs) != 0 {
+		t.Fatalf("preview wrote groups: %v", gs)
 	}
 }

@@ -39,6 +39,7 @@ var routeTable = []route{
 	{http.MethodPost, "/webhooks/twilio", public, (*api).webhookTwilio},
 
 	{http.MethodPost, "/v1/groups", needSend, (*api).createGroup},
+	{http.MethodPost, "/v1/groups/preview", needSend, (*api).previewGroup},
 	{http.MethodGet, "/v1/groups", needRead, (*api).listGroups},
 	{http.MethodGet, "/v1/groups/{id}", needRead, (*api).getGroup},
 	{http.MethodGet, "/v1/groups/{id}/recipients", needRead, (*api).listRecipients},
@@ -88,4 +89,4 @@ var routeTable = []route{
 // literalBesideWildcard lists literal paths that have a wildcard sibling
 // ("/v1/contacts/import" beside "/v1/contacts/{id}"); their 405 answers are
 // registered per method (see register).
-var literalBesideWildcard = map[string]bool{"/v1/contacts/import": true}
+var literalBesideWildcard = map[string]bool{"/v1/contacts/import": true, "/v1/groups/preview": true}
