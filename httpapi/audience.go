@@ -23,7 +23,7 @@ import (
 func unknownRef(field, ref, what string) *apiError {
 	return &apiError{Status: http.StatusUnprocessableEntity, Code: codeInvalidRequest,
 		Message: fmt.Sprintf("%s: %s %q", field, what, ref),
-		Fields:  []group.FieldError{{Field: field, Message: what, Input: ref}}}
+		Fields:  []group.FieldError{{Field: field, Message: fmt.Sprintf("%s %q", what, ref), Input: ref}}}
 }
 
 // applyTemplate copies a saved template's text and responses into req

@@ -40,6 +40,9 @@ func TestHelpGolden(t *testing.T) {
 		{"version", []string{"version", "-h"}},
 		{"migrate", []string{"migrate", "-h"}},
 		{"sim", []string{"sim", "-h"}},
+		{"contacts-import", []string{"contacts", "import", "-h"}},
+		{"contacts-list", []string{"contacts", "list", "-h"}},
+		{"crews", []string{"crews", "-h"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(context.Background(), c.args...)
