@@ -1,5 +1,5 @@
 // The board's entry point: session check, hash routing and the top bar.
-// Routes: #/signin, #/groups, #/groups/{id}, #/new.
+// Routes: #/signin, #/groups, #/groups/{id}, #/new, #/contacts, #/crews.
 import { api, setUnauthorizedHandler } from "./api.js";
 import { h, replace } from "./dom.js";
 import { toast } from "./ui.js";
@@ -7,6 +7,8 @@ import * as signin from "./signin.js";
 import * as groups from "./groups.js";
 import * as group from "./group.js";
 import * as create from "./create.js";
+import * as contacts from "./contacts.js";
+import * as crews from "./crews.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -22,6 +24,8 @@ export function route(hash) {
   let m;
   if (path === "/signin") return { name: "signin" };
   if (path === "/new") return { name: "new" };
+  if (path === "/contacts") return { name: "contacts" };
+  if (path === "/crews") return { name: "crews" };
   if ((m = /^\/groups\/([^/]+)$/.exec(path))) return { name: "group", id: decodeURIComponent(m[1]) };
   return { name: "groups" };
 }
@@ -64,7 +68,7 @@ function render() {
   }
   drawNav();
   const ctx = { session, canSend: canSend(session), navigate, signedIn };
-  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group" };
+  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", contacts: "Contacts", crews: "Crews" };
   document.title = `${titles[r.name]} — crewcast`;
   main.replaceChildren();
   switch (r.name) {
@@ -76,6 +80,12 @@ function render() {
       break;
     case "group":
       cleanup = group.render(main, ctx, r.id);
+      break;
+    case "contacts":
+      cleanup = contacts.render(main, ctx);
+      break;
+    case "crews":
+      cleanup = crews.render(main, ctx);
       break;
     default:
       cleanup = groups.render(main, ctx);

@@ -5,6 +5,7 @@ import { h, replace, coalesce } from "./dom.js";
 import { tally, summaryLine, plural, fmtTime, fmtFull, parseTime, describeEvent, errorClassText } from "./format.js";
 import { chip, groupChip, flagChip, progressBar, toast, ask, live, liveBadge, setLiveBadge } from "./ui.js";
 import { firstLine } from "./groups.js";
+import { hasAnswers, answerTiles, tallyBar, quorumLine, answerFilters, answerLabel } from "./answers.js";
 
 const MODE_LABEL = { individual: "Individual messages", group_mms: "Group MMS thread" };
 const CANCELABLE = new Set(["sending", "awaiting", "paused"]);
@@ -33,7 +34,22 @@ function tile(name, label, value, tone, hint) {
   );
 }
 
-function counters(t) {
+function counters(t, g) {
+  if (hasAnswers(g)) {
+    // One tile per response option plus "No reply yet" replace the
+    // Yes / No / Replied / No reply tiles.
+    const tiles = [
+      tile("total", "Recipients", t.total, "neutral"),
+      tile("delivered", "Delivered", t.delivered, "good"),
+      tile("in_progress", "In progress", t.inFlight, "progress"),
+      tile("failed", "Failed", t.failed, "bad"),
+      tile("unconfirmed", "Unconfirmed", t.unconfirmed, "warn"),
+      tile("unknown", "Unknown", t.unknown, "warn"),
+      ...answerTiles(g, tile),
+    ];
+    if (t.stopped) tiles.push(tile("not_sent", "Opted out / canceled", t.stopped, "muted"));
+    return tiles;
+  }
   const tiles = [
     tile("total", "Recipients", t.total, "neutral"),
     tile("delivered", "Delivered", t.delivered, "good"),
@@ -239,8 +255,10 @@ export function render(main, ctx, id) {
     const t = tally(group.counts);
     replace(
       stats,
-      h("div", { class: "tiles" }, counters(t)),
+      h("div", { class: "tiles" }, counters(t, group)),
       progressBar(t),
+      hasAnswers(group) ? tallyBar(group) : null,
+      hasAnswers(group) ? quorumLine(group) : null,
       h("p", { class: "summary", id: "summary" }, summaryLine(t)),
     );
     const at = group.updated_at || group.created_at;
@@ -294,9 +312,16 @@ export function render(main, ctx, id) {
     }
   }
 
+  // filters are the roster filters: the fixed ones, plus one per answer
+  // and "No reply yet" for a group with response options.
+  function filters() {
+    return hasAnswers(group) ? { ...FILTERS, ...answerFilters(group) } : FILTERS;
+  }
+
   function drawFilter() {
     const list = group.recipients || [];
-    const opts = Object.entries(FILTERS).map(([value, [label, pred]]) => {
+    if (!filters()[filter]) filter = "all";
+    const opts = Object.entries(filters()).map(([value, [label, pred]]) => {
       const count = list.filter(pred).length;
       return h("option", { value, selected: value === filter }, `${label} (${count})`);
     });
@@ -332,10 +357,16 @@ export function render(main, ctx, id) {
       h(
         "td",
         { class: "col-who", "data-label": "Recipient" },
-        h("span", { class: "number mono" }, r.number),
+        // Names first: a dispatcher texts people, not numbers.
         r.name ? h("span", { class: "name" }, r.name) : null,
+        h("span", { class: "number mono" }, r.number),
       ),
-      h("td", { class: "col-status", "data-label": "Status" }, h("div", { class: "chips" }, chip(r.status), replyChips(r)), errorLine(r)),
+      h(
+        "td",
+        { class: "col-status", "data-label": "Status" },
+        h("div", { class: "chips" }, chip(r.status), answerLabel(group, r) ? flagChip(answerLabel(group, r), "info", "answer") : replyChips(r)),
+        errorLine(r),
+      ),
       h(
         "td",
         { class: "col-reply", "data-label": "Reply" },
@@ -412,7 +443,7 @@ export function render(main, ctx, id) {
   function drawRoster() {
     drawFilter();
     const list = group.recipients || [];
-    const pred = FILTERS[filter][1];
+    const pred = (filters()[filter] || FILTERS.all)[1];
     const nodes = [];
     list.forEach((r, index) => {
       if (!pred(r)) return;
