@@ -62,6 +62,7 @@ func (a *api) resolveAudience(ctx context.Context, req *group.Request) error {
 	}
 	var order []string // contact ids, first appearance first
 	seen := map[string]bool{}
+	byID := map[string]store.Contact{}
 	add := func(id string) {
 		if !seen[id] {
 			seen[id] = true
@@ -80,11 +81,15 @@ func (a *api) resolveAudience(ctx context.Context, req *group.Request) error {
 		if len(k.Members) == 0 {
 			return unknownRef(fmt.Sprintf("crews[%d]", i), ref, "crew has no members")
 		}
-		for _, id := range k.Members {
-			add(id)
+		members, err := a.store.CrewContacts(ctx, k.ID)
+		if err != nil {
+			return err
+		}
+		for _, c := range members {
+			byID[c.ID] = c
+			add(c.ID)
 		}
 	}
-	byID := map[string]store.Contact{}
 	for i, tag := range req.Tags {
 		cs, err := a.store.ContactsByTag(ctx, tag)
 		if err != nil {

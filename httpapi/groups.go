@@ -375,6 +375,16 @@ func (l *boundedList[T]) UnmarshalJSON(data []byte) error {
 }
 
 func (a *api) createGroup(w http.ResponseWriter, r *http.Request) error {
+	with := true
+	if s := r.URL.Query().Get("recipients"); s != "" {
+		// A 100,000-person group's roster is a large answer: a client that
+		// reads it later may ask for the group alone.
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return invalid("recipients", "must be 0, 1, true or false")
+		}
+		with = b
+	}
 	var body createRequest
 	if err := decodeJSON(w, r, a.cfg.MaxCreateBodyBytes, &body); err != nil {
 		return err
@@ -398,7 +408,7 @@ func (a *api) createGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	g, err := a.groupView(r.Context(), id, true)
+	g, err := a.groupView(r.Context(), id, with)
 	if err != nil {
 		return fmt.Errorf("read created group: %w", err)
 	}

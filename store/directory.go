@@ -99,6 +99,9 @@ type Directory interface {
 	DeleteCrew(ctx context.Context, id string) error
 	// ListCrews returns every crew ordered by name, with its members.
 	ListCrews(ctx context.Context) ([]Crew, error)
+	// CrewContacts returns the crew's members as contacts, in member
+	// order, in one read (a crew may hold 100,000 people).
+	CrewContacts(ctx context.Context, crewID string) ([]Contact, error)
 
 	CreateTemplate(ctx context.Context, t Template) error
 	GetTemplate(ctx context.Context, id string) (Template, error)

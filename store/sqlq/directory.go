@@ -411,23 +411,47 @@ func writeMembers(ctx context.Context, tx Querier, crewID string, ids []string) 
 		return err
 	}
 	seen := make(map[string]bool, len(ids))
-	pos := 0
+	unique := make([]string, 0, len(ids))
 	for _, id := range ids {
-		if seen[id] {
-			continue
+		if !seen[id] {
+			seen[id] = true
+			unique = append(unique, id)
 		}
-		seen[id] = true
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM contacts WHERE id = ?`, id).Scan(&n); err != nil {
+	}
+	// Every member must be a contact: look them up in chunks, then
+	// insert in multi-row statements (a crew may hold 100,000 people).
+	known := make(map[string]bool, len(unique))
+	for rest := unique; len(rest) > 0; {
+		n := min(500, len(rest))
+		args := make([]any, n)
+		for i, id := range rest[:n] {
+			args[i] = id
+		}
+		got, err := queryAll(ctx, tx, scanString, `SELECT id FROM contacts WHERE id IN (`+
+			strings.TrimSuffix(strings.Repeat("?,", n), ",")+`)`, args...)
+		if err != nil {
 			return err
 		}
-		if n == 0 {
+		for _, id := range got {
+			known[id] = true
+		}
+		rest = rest[n:]
+	}
+	for _, id := range unique {
+		if !known[id] {
 			return fmt.Errorf("contact %q: %w", id, actor.ErrNotFound)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO crew_members (crew_id, contact_id, position) VALUES (?, ?, ?)`, crewID, id, pos); err != nil {
+	}
+	for start := 0; start < len(unique); start += importChunk {
+		part := unique[start:min(start+importChunk, len(unique))]
+		args := make([]any, 0, 3*len(part))
+		for i, id := range part {
+			args = append(args, crewID, id, start+i)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO crew_members (crew_id, contact_id, position) VALUES `+
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?),", len(part)), ","), args...); err != nil {
 			return err
 		}
-		pos++
 	}
 	return nil
 }
@@ -544,6 +568,17 @@ func (d DB) ListCrews(ctx context.Context) ([]store.Crew, error) {
 	})
 	if err != nil {
 		return nil, d.errorf("list crews: %w", err)
+	}
+	return out, nil
+}
+
+// CrewContacts returns the crew's members as contacts, in member order.
+func (d DB) CrewContacts(ctx context.Context, crewID string) ([]store.Contact, error) {
+	out, err := queryAll(ctx, d.c.Read, scanContactRows, `SELECT c.id, c.number, c.name, c.tags, c.timezone, c.fields,
+		c.created_at, c.updated_at FROM crew_members m JOIN contacts c ON c.id = m.contact_id
+		WHERE m.crew_id = ? ORDER BY m.position, m.contact_id`, crewID)
+	if err != nil {
+		return nil, d.errorf("crew contacts: %w", err)
 	}
 	return out, nil
 }

@@ -148,6 +148,9 @@ func testContacts(t *testing.T, o Options) {
 	if g := ids(store.ContactQuery{Crew: "k1"}); !slices.Equal(g, []string{"c1", "c3"}) {
 		t.Fatalf("crew filter = %v", g)
 	}
+	if cs, err := s.CrewContacts(ctx, "k1"); err != nil || len(cs) != 2 || cs[0].ID != "c3" || cs[1].Name != "Ada King" && cs[1].Name != "Ada Lovelace" {
+		t.Fatalf("CrewContacts = %+v, %v", cs, err)
+	}
 	k.Members = []string{"c2", "c1"}
 	k.Description = "22:00-06:00"
 	if err := s.UpdateCrew(ctx, k); err != nil {

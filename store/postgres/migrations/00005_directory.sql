@@ -36,6 +36,7 @@ CREATE TABLE crew_members (
     PRIMARY KEY (crew_id, contact_id)
 );
 CREATE INDEX crew_members_contact ON crew_members (contact_id);
+CREATE INDEX crew_members_order ON crew_members (crew_id, position);
 
 CREATE TABLE templates (
     id         TEXT COLLATE "C" PRIMARY KEY,
