@@ -78,12 +78,12 @@ func (a *api) resolveAudience(ctx context.Context, req *group.Request) error {
 			}
 			return err
 		}
-		if len(k.Members) == 0 {
-			return unknownRef(fmt.Sprintf("crews[%d]", i), ref, "crew has no members")
-		}
 		members, err := a.store.CrewContacts(ctx, k.ID)
 		if err != nil {
 			return err
+		}
+		if len(members) == 0 {
+			return unknownRef(fmt.Sprintf("crews[%d]", i), ref, "crew has no members")
 		}
 		for _, c := range members {
 			byID[c.ID] = c

@@ -575,10 +575,7 @@ type crewInput struct {
 // crewByRef finds a crew by id or, failing that, by name; a miss is a 422
 // naming it.
 func (a *api) crewByRef(ctx context.Context, ref string) (store.Crew, error) {
-	k, err := a.store.GetCrew(ctx, ref)
-	if errors.Is(err, actor.ErrNotFound) {
-		k, err = a.store.CrewByName(ctx, ref)
-	}
+	k, err := a.store.FindCrew(ctx, ref)
 	if errors.Is(err, actor.ErrNotFound) {
 		return store.Crew{}, &apiError{Status: http.StatusUnprocessableEntity, Code: codeInvalidRequest,
 			Message: fmt.Sprintf("crew %q: no such crew", ref), Fields: []group.FieldError{{Field: "crew", Message: "no such crew", Input: ref}}}

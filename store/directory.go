@@ -100,8 +100,12 @@ type Directory interface {
 	// ListCrews returns every crew ordered by name, with its members.
 	ListCrews(ctx context.Context) ([]Crew, error)
 	// CrewContacts returns the crew's members as contacts, in member
-	// order, in one read (a crew may hold 100,000 people).
+	// order, in one read (a crew may hold 100,000 people). Their Tags are
+	// not read (nil): sending does not need them.
 	CrewContacts(ctx context.Context, crewID string) ([]Contact, error)
+	// FindCrew returns the crew whose id, or else name, is ref, without
+	// its members; actor.ErrNotFound when there is none.
+	FindCrew(ctx context.Context, ref string) (Crew, error)
 
 	CreateTemplate(ctx context.Context, t Template) error
 	GetTemplate(ctx context.Context, id string) (Template, error)

@@ -574,13 +574,38 @@ func (d DB) ListCrews(ctx context.Context) ([]store.Crew, error) {
 
 // CrewContacts returns the crew's members as contacts, in member order.
 func (d DB) CrewContacts(ctx context.Context, crewID string) ([]store.Contact, error) {
-	out, err := queryAll(ctx, d.c.Read, scanContactRows, `SELECT c.id, c.number, c.name, c.tags, c.timezone, c.fields,
-		c.created_at, c.updated_at FROM crew_members m JOIN contacts c ON c.id = m.contact_id
+	out, err := queryAll(ctx, d.c.Read, func(r Rows) (store.Contact, error) {
+		var c store.Contact
+		var fields string
+		var created, updated int64
+		if err := r.Scan(&c.ID, &c.Number, &c.Name, &c.Timezone, &fields, &created, &updated); err != nil {
+			return c, err
+		}
+		if fields != "{}" { // most contacts have none: skip the decoder
+			if err := json.Unmarshal([]byte(fields), &c.Fields); err != nil {
+				return c, fmt.Errorf("contact %q fields: %w", c.ID, err)
+			}
+		}
+		c.CreatedAt, c.UpdatedAt = store.FromNanos(created), store.FromNanos(updated)
+		return c, nil
+	}, `SELECT c.id, c.number, c.name, c.timezone, c.fields, c.created_at, c.updated_at
+		FROM crew_members m JOIN contacts c ON c.id = m.contact_id
 		WHERE m.crew_id = ? ORDER BY m.position, m.contact_id`, crewID)
 	if err != nil {
 		return nil, d.errorf("crew contacts: %w", err)
 	}
 	return out, nil
+}
+
+// FindCrew returns the crew with id ref, or else named ref, without its
+// members.
+func (d DB) FindCrew(ctx context.Context, ref string) (store.Crew, error) {
+	c, err := scanCrew(d.c.Read.QueryRow(ctx, `SELECT `+crewCols+` FROM crews WHERE id = ? OR name = ?
+		ORDER BY CASE WHEN id = ? THEN 0 ELSE 1 END LIMIT 1`, ref, ref, ref))
+	if err != nil {
+		return store.Crew{}, d.errorf("find crew: %w", err)
+	}
+	return c, nil
 }
 
 // ---- templates ----

@@ -148,6 +148,15 @@ func testContacts(t *testing.T, o Options) {
 	if g := ids(store.ContactQuery{Crew: "k1"}); !slices.Equal(g, []string{"c1", "c3"}) {
 		t.Fatalf("crew filter = %v", g)
 	}
+	if f, err := s.FindCrew(ctx, "Night shift"); err != nil || f.ID != "k1" || f.Members != nil {
+		t.Fatalf("FindCrew(name) = %+v, %v", f, err)
+	}
+	if f, err := s.FindCrew(ctx, "k1"); err != nil || f.Name != "Night shift" {
+		t.Fatalf("FindCrew(id) = %+v, %v", f, err)
+	}
+	if _, err := s.FindCrew(ctx, "nope"); !errors.Is(err, actor.ErrNotFound) {
+		t.Fatalf("FindCrew(missing) = %v", err)
+	}
 	if cs, err := s.CrewContacts(ctx, "k1"); err != nil || len(cs) != 2 || cs[0].ID != "c3" || cs[1].Name != "Ada King" && cs[1].Name != "Ada Lovelace" {
 		t.Fatalf("CrewContacts = %+v, %v", cs, err)
 	}
