@@ -127,6 +127,9 @@ func TestBoardCrewsEndToEnd(t *testing.T) {
 	if got := text(row(ada) + " .col-who"); !strings.HasPrefix(got, "Ada Lovelace") {
 		t.Errorf("names first: %q", got)
 	}
+	if got := text(row(ada) + " .sent-text"); !strings.HasPrefix(got, "Hi Ada, crew call 6am at North.") {
+		t.Errorf("Ada's own text shown as %q", got)
+	}
 	webtest.Eval[bool](t, ctx, `(() => { const s = document.querySelector("#roster-filter"); s.value = "answer:2"; s.dispatchEvent(new Event("change")); return true; })()`)
 	wait("one row answered 2", `document.querySelectorAll("#roster-body tr.recipient").length === 1 && !!document.querySelector(`+webtest.JS(row(bo))+`)`)
 	_, shot := webtest.SaveScreenshot(t, ctx, "board-crews.png", webtest.DesktopWidth, webtest.DesktopHeight)
