@@ -47,7 +47,9 @@ func benchCrews(ctx context.Context, c config, rep harness.Reporter) error {
 		Created int `json:"created"`
 		Errors  []any
 	}
-	if err := post(ctx, cc, "/v1/contacts/import", "text/csv", body, &rep1); err != nil {
+	if err := harness.Profiled(c.profile, "contacts_import", func() error {
+		return post(ctx, cc, "/v1/contacts/import", "text/csv", body, &rep1)
+	}); err != nil {
 		return err
 	}
 	took := time.Since(start)
