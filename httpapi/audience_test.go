@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -178,5 +179,19 @@ func TestPreviewSendsAndWritesNothing(t *testing.T) {
 	}
 	if gs := decode[groupListJSON](t, must(e.do("GET", "/v1/groups", "", "read", nil))).Groups; len(gs) != 0 {
 		t.Fatalf("preview wrote groups: %v", gs)
+	}
+}
+
+// A directory choice that would text nobody is a 422 naming the reason,
+// whatever tracker reports it.
+func TestNobodyReachableIs422(t *testing.T) {
+	e := newEnv(t, nil)
+	setupDirectory(t, e)
+	e.svc.CreateFunc = func(context.Context, group.Request, tracker.CreateOptions) (string, bool, error) {
+		return "", false, fmt.Errorf("%w: all 3 recipients are on the suppression list", tracker.ErrNoneReachable)
+	}
+	resp, b := e.do("POST", "/v1/groups", `{"from":"+15550100000","crews":["Night"],"text":"x"}`, "send", nil)
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(b), "suppression list") {
+		t.Fatalf("nobody reachable = %d %s", resp.StatusCode, b)
 	}
 }
