@@ -41,7 +41,7 @@ func TestEveryScenarioPrintsItsResults(t *testing.T) {
 		"-ingest-clients", "8", "-ingest-warmup", "100ms", "-ingest-window", "300ms",
 		"-ingest-groups", "1", "-ingest-size", "5", "-ingest-max", "3000",
 		"-e2e-count", "20", "-e2e-rate", "100",
-		"-fanout-n", "40",
+		"-fanout-n", "40", "-crews-import-n", "30", "-crews-group-n", "50",
 		"-scale-small", "20", "-scale-n", "60", "-scale-webhooks", "10", "-scale-rate", "100", "-scale-batch", "25",
 		"-webhook-n", "50", "-webhook-rate", "200", "-webhook-lag-count", "20",
 	}, &out, &log)
@@ -66,6 +66,7 @@ func TestEveryScenarioPrintsItsResults(t *testing.T) {
 		"webhook_out_rate": "events/s", "webhook_out_lag_p99": "ms",
 		// -scale-n 60 stands in for the million: the names carry the size.
 		"scale_rss_60": "MB", "scale_route_ratio_60_20": "ratio",
+		"contacts_import": "rows/s", "group_create_50": "ms",
 	} {
 		if got[name] != unit {
 			t.Errorf("RESULT %s: unit %q, want %q\n%s", name, got[name], unit, out.String())

@@ -13,7 +13,9 @@
 // webhookout (outbound webhooks to a local endpoint: delivery rate and
 // commit-to-delivery lag), scale (hibernated groups seeded through the store API; routing latency
 // and memory at a small and a large group count; the database steps run
-// in child processes of this program so each one's memory is its own).
+// in child processes of this program so each one's memory is its own),
+// crews (a 50,000-row contacts import and a 100,000-person group created
+// from one crew).
 package main
 
 import (
@@ -48,6 +50,9 @@ type config struct {
 	fanoutN        int
 	fanoutReceipts bool
 
+	crewsImportN int
+	crewsGroupN  int
+
 	scaleSmall    int
 	scaleN        int
 	scaleWebhooks int
@@ -75,7 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	runList := fs.String("run", "ingest,e2e,fanout,scale,webhookout", "scenarios to run, comma-separated")
+	runList := fs.String("run", "ingest,e2e,fanout,scale,webhookout,crews", "scenarios to run, comma-separated")
 	fs.StringVar(&c.profile, "profile", "", "write CPU profiles of the measured windows to this directory")
 	fs.StringVar(&c.tmp, "tmp", "", "directory for databases (default: a new temporary directory)")
 	fs.IntVar(&c.ingestClients, "ingest-clients", 128, "concurrent keep-alive webhook clients")
@@ -88,6 +93,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.e2eCount, "e2e-count", 2000, "webhooks (and recipients) in the end-to-end run")
 	fs.IntVar(&c.fanoutN, "fanout-n", 10000, "recipients of the fan-out group")
 	fs.BoolVar(&c.fanoutReceipts, "fanout-receipts", false, "also wait for every delivery receipt of the fan-out group")
+	fs.IntVar(&c.crewsImportN, "crews-import-n", 50000, "CSV rows of the measured contacts import")
+	fs.IntVar(&c.crewsGroupN, "crews-group-n", 100000, "people in the crew of the measured group creation")
 	fs.IntVar(&c.scaleSmall, "scale-small", 10000, "hibernated groups in the small scale run")
 	fs.IntVar(&c.scaleN, "scale-n", envInt("CREWCAST_BENCH_SCALE_N", 1000000), "hibernated groups in the large scale run (env CREWCAST_BENCH_SCALE_N)")
 	fs.IntVar(&c.scaleWebhooks, "scale-webhooks", 3000, "webhooks per scale run, each to a different random group")
@@ -103,7 +110,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, err
 	}
 	var err error
-	c.run, err = harness.Scenarios(*runList, "scenario", []string{"ingest", "e2e", "fanout", "scale", "webhookout"})
+	c.run, err = harness.Scenarios(*runList, "scenario", []string{"ingest", "e2e", "fanout", "scale", "webhookout", "crews"})
 	return c, err
 }
 
@@ -146,7 +153,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	steps := map[string]func(context.Context, config, harness.Reporter) error{
 		"ingest": benchIngest, "e2e": benchE2E, "fanout": benchFanout, "scale": benchScale,
-		"webhookout": benchWebhookOut,
+		"webhookout": benchWebhookOut, "crews": benchCrews,
 	}
 	return rep.RunEach(c.run, func(s string) error { return steps[s](ctx, c, rep) })
 }

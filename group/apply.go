@@ -124,6 +124,15 @@ func (g *Group) Apply(e Event) error {
 			g.markDirty(i)
 		}
 		g.touch(v.At)
+	case QuorumMet:
+		if g.Quorum == nil || !g.Quorum.MetAt.IsZero() {
+			return nil
+		}
+		g.Quorum.MetAt = v.At
+		g.touch(v.At)
+		if v.Cancel {
+			return g.Apply(Canceled{At: v.At, By: "quorum"})
+		}
 	case Canceled:
 		if g.Status == crewcast.GroupCanceled {
 			return nil
@@ -213,10 +222,15 @@ func (g *Group) applyCreated(v Created) error {
 	g.ID, g.From, g.Text, g.MediaURLs, g.Mode = v.ID, v.From, v.Text, v.MediaURLs, v.Mode
 	g.CreatedAt, g.UpdatedAt = v.At, v.At
 	g.Settings = v.Settings.WithDefaults()
+	g.Responses = v.Responses
+	if v.Quorum != nil {
+		q := *v.Quorum
+		g.Quorum = &q
+	}
 	g.Status = crewcast.GroupSending
 	g.Recipients = make([]*Recipient, len(v.Recipients))
 	for i, e := range v.Recipients {
-		r := &Recipient{Index: i, Number: e.Number, Name: e.Name, Status: crewcast.StatusPending}
+		r := &Recipient{Index: i, Number: e.Number, Name: e.Name, Status: crewcast.StatusPending, Text: e.Text}
 		if e.Suppressed {
 			r.Status = crewcast.StatusOptedOut
 			r.Reason = "on the suppression list"
@@ -426,6 +440,9 @@ func (g *Group) applyReplied(v Replied) {
 	}
 	if v.Ack != crewcast.AckNone {
 		r.Ack = v.Ack
+	}
+	if v.Response != "" {
+		r.Response = v.Response
 	}
 	switch v.Keyword {
 	case KeywordStop:

@@ -233,7 +233,7 @@ func (g *Group) Reconcile(ev crewcast.Event, now time.Time) (Observed, bool) {
 		g.seen(observedKey(ev.EventID, r.Index)) {
 		return Observed{}, false
 	}
-	if ev.Text == "" || TextHash(ev.Text) != TextHash(g.Text) {
+	if ev.Text == "" || TextHash(ev.Text) != TextHash(g.TextFor(r.Index)) {
 		return Observed{}, false
 	}
 	when := ev.OccurredAt
@@ -268,10 +268,38 @@ func (g *Group) Reply(ev crewcast.Event, now time.Time) (Replied, bool) {
 	}
 	kw := ParseKeyword(ev.Text)
 	ack := crewcast.AckNone
-	if kw == "" {
+	resp := ""
+	switch {
+	case kw != "":
+	case len(g.Responses) > 0:
+		// With response options, an answer is an option, and its ack is
+		// the option's: "1" means whatever option 1 says.
+		resp = ParseResponse(g.Responses, ev.Text)
+		for _, o := range g.Responses {
+			if o.Key == resp {
+				ack = o.Ack
+			}
+		}
+	default:
 		ack = ParseAck(ev.Text)
 	}
-	return Replied{At: now, EventID: ev.EventID, Index: r.Index, Text: ev.Text, Media: ev.Media, Ack: ack, Keyword: kw}, true
+	return Replied{At: now, EventID: ev.EventID, Index: r.Index, Text: ev.Text, Media: ev.Media, Ack: ack, Keyword: kw,
+		Response: resp}, true
+}
+
+// QuorumReached returns the QuorumMet event when the group has a quorum
+// not yet met and enough people's latest answer is its response.
+func (g *Group) QuorumReached(now time.Time) (QuorumMet, bool) {
+	q := g.Quorum
+	if q == nil || !q.MetAt.IsZero() {
+		return QuorumMet{}, false
+	}
+	n := g.Counts()[CountResponsePrefix+q.Response]
+	if n < q.Count {
+		return QuorumMet{}, false
+	}
+	pending := slices.ContainsFunc(g.Recipients, func(r *Recipient) bool { return r.Status == crewcast.StatusPending })
+	return QuorumMet{At: now, Response: q.Response, Count: n, Cancel: !q.KeepSending && pending && g.Status != crewcast.GroupCanceled}, true
 }
 
 // RecoverInFlight marks every recipient left in "sending" as unconfirmed,

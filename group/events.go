@@ -26,6 +26,7 @@ const (
 	TypeChecked     = "status.checked"
 	TypeExpired     = "status.expired"
 	TypeCanceled    = "group.canceled"
+	TypeQuorumMet   = "group.quorum_met"
 	TypeResolved    = "recipient.resolved"
 	TypeRetry       = "recipient.retry"
 	TypeResumed     = "group.resumed"
@@ -39,6 +40,12 @@ type RosterEntry struct {
 	// Suppressed is set when the number was on the suppression list at
 	// creation: the recipient starts as opted_out and is never sent to.
 	Suppressed bool `json:"suppressed,omitempty"`
+	// ContactID is the contact this recipient was chosen as ("" for a raw
+	// number nobody has saved).
+	ContactID string `json:"contact_id,omitempty"`
+	// Text is this recipient's rendered text when it differs from the
+	// group's (templates, design §11); "" means the group's text.
+	Text string `json:"text,omitempty"`
 }
 
 // Created starts a group's journal.
@@ -51,6 +58,10 @@ type Created struct {
 	At         time.Time     `json:"at"`
 	Settings   Settings      `json:"settings"`
 	Recipients []RosterEntry `json:"recipients"`
+	// Responses are the answers the group asks for; Quorum, when set, is
+	// how many of one answer it needs.
+	Responses []Option     `json:"responses,omitempty"`
+	Quorum    *QuorumState `json:"quorum,omitempty"`
 	// By names who created the group (an API key id), for the audit trail.
 	By string `json:"by,omitempty"`
 }
@@ -149,6 +160,19 @@ type Replied struct {
 	Media   []string     `json:"media,omitempty"`
 	Ack     crewcast.Ack `json:"ack,omitempty"`
 	Keyword string       `json:"keyword,omitempty"`
+	// Response is the key of the response option the reply chose ("" =
+	// none; a later answer replaces an earlier one).
+	Response string `json:"response,omitempty"`
+}
+
+// QuorumMet records the moment enough people chose the quorum's answer
+// (design §11). With Cancel, sends not yet made are canceled, as by
+// Canceled.
+type QuorumMet struct {
+	At       time.Time `json:"at"`
+	Response string    `json:"response"`
+	Count    int       `json:"count"`
+	Cancel   bool      `json:"cancel,omitempty"`
 }
 
 // Unconfirmed marks sends whose outcome cannot be known (a crash between
@@ -237,6 +261,7 @@ func (Unconfirmed) Type() string    { return TypeUnconfirmed }
 func (Checked) Type() string        { return TypeChecked }
 func (Expired) Type() string        { return TypeExpired }
 func (Canceled) Type() string       { return TypeCanceled }
+func (QuorumMet) Type() string      { return TypeQuorumMet }
 func (Resolved) Type() string       { return TypeResolved }
 func (RetryRequested) Type() string { return TypeRetry }
 func (Resumed) Type() string        { return TypeResumed }
@@ -273,6 +298,8 @@ func Decode(typ string, data []byte) (Event, error) {
 		e = &Expired{}
 	case TypeCanceled:
 		e = &Canceled{}
+	case TypeQuorumMet:
+		e = &QuorumMet{}
 	case TypeResolved:
 		e = &Resolved{}
 	case TypeRetry:
@@ -310,6 +337,8 @@ func deref(e Event) Event {
 	case *Expired:
 		return *v
 	case *Canceled:
+		return *v
+	case *QuorumMet:
 		return *v
 	case *Resolved:
 		return *v

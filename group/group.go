@@ -128,6 +128,11 @@ type Recipient struct {
 	// SendID names the provider send in flight or last made (group MMS: one
 	// for every recipient of the thread).
 	SendID string `json:"send_id,omitempty"`
+	// Text is this recipient's own rendered text; "" means the group's.
+	Text string `json:"text,omitempty"`
+	// Response is the key of the response option of the latest reply that
+	// chose one ("" = none yet).
+	Response string `json:"response,omitempty"`
 }
 
 // Group is one group message and its recipients: the state that events
@@ -144,6 +149,10 @@ type Group struct {
 	UpdatedAt   time.Time            `json:"updated_at"`
 	Settings    Settings             `json:"settings"`
 	Recipients  []*Recipient         `json:"recipients"`
+	// Responses are the answers the group asks for (design §11); Quorum
+	// is how many of one answer it needs, and when that was reached.
+	Responses []Option     `json:"responses,omitempty"`
+	Quorum    *QuorumState `json:"quorum,omitempty"`
 	// Seen holds the provider event ids already applied, so that a webhook
 	// delivered twice changes nothing the second time.
 	Seen map[string]struct{} `json:"seen,omitempty"`
@@ -159,6 +168,15 @@ type Group struct {
 	// the first count.
 	counts  map[string]int
 	counted []tally
+}
+
+// TextFor returns the text recipient i is sent: their own rendered text,
+// or the group's.
+func (g *Group) TextFor(i int) string {
+	if i >= 0 && i < len(g.Recipients) && g.Recipients[i].Text != "" {
+		return g.Recipients[i].Text
+	}
+	return g.Text
 }
 
 // Index returns the recipient with the given number, or nil.
@@ -221,6 +239,10 @@ const (
 	CountAckYes       = "ack_yes"
 	CountAckNo        = "ack_no"
 	CountNoReply      = "no_reply"
+	// CountResponsePrefix + an option key counts the recipients whose
+	// latest answer is that option (the API nests them as
+	// counts.responses).
+	CountResponsePrefix = "responses."
 )
 
 // CountKeys lists every key Counts returns, zero or not: the statuses in
@@ -235,17 +257,21 @@ var CountKeys = func() []string {
 
 // tally is how one recipient counts in Counts.
 type tally struct {
-	status  crewcast.Status
-	replied bool
-	ack     crewcast.Ack
+	status   crewcast.Status
+	replied  bool
+	ack      crewcast.Ack
+	response string
 }
 
 func tallyOf(r *Recipient) tally {
-	return tally{status: r.Status, replied: r.Replies > 0, ack: r.Ack}
+	return tally{status: r.Status, replied: r.Replies > 0, ack: r.Ack, response: r.Response}
 }
 
 func (t tally) add(c map[string]int, n int) {
 	c[string(t.status)] += n
+	if t.response != "" {
+		c[CountResponsePrefix+t.response] += n
+	}
 	switch {
 	case t.replied:
 		c[CountReplied] += n
@@ -271,6 +297,9 @@ func (g *Group) recount() {
 		g.counts = make(map[string]int, len(CountKeys))
 		for _, k := range CountKeys {
 			g.counts[k] = 0
+		}
+		for _, o := range g.Responses {
+			g.counts[CountResponsePrefix+o.Key] = 0
 		}
 		g.counted = make([]tally, len(g.Recipients))
 		for i, r := range g.Recipients {

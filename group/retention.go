@@ -15,6 +15,9 @@ func RewriteEvent(typ string, data []byte, redact bool, number func(string) stri
 	case Created:
 		if redact {
 			v.Text, v.MediaURLs = "", nil
+			for i := range v.Recipients {
+				v.Recipients[i].Text = "" // rendered texts are bodies too
+			}
 		}
 		if number != nil {
 			// The sender's number is hashed too, as the store does for
@@ -23,6 +26,7 @@ func RewriteEvent(typ string, data []byte, redact bool, number func(string) stri
 			for i := range v.Recipients {
 				v.Recipients[i].Number = number(v.Recipients[i].Number)
 				v.Recipients[i].Name = ""
+				v.Recipients[i].ContactID = "" // it leads back to the number
 			}
 		}
 		e = v

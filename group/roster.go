@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,11 @@ const (
 type RecipientInput struct {
 	Number string `json:"number"`
 	Name   string `json:"name,omitempty"`
+	// ContactID and Fields come from the contact this recipient is (set by
+	// the caller who resolved crews, tags and contacts; never decoded from
+	// a client).
+	ContactID string            `json:"-"`
+	Fields    map[string]string `json:"-"`
 }
 
 // Request is a client's request to create a group message.
@@ -36,6 +42,31 @@ type Request struct {
 	Text       string           `json:"text"`
 	MediaURLs  []string         `json:"media_urls,omitempty"`
 	Mode       crewcast.Mode    `json:"mode,omitempty"`
+	// Crews, Tags and Contacts name the directory entries the client
+	// chose (design §11); the caller resolves them into Resolved.
+	Crews    []string `json:"crews,omitempty"`
+	Tags     []string `json:"tags,omitempty"`
+	Contacts []string `json:"contacts,omitempty"`
+	// Template names the saved template whose text and responses were
+	// used (the caller copies them into Text and Responses).
+	Template string `json:"template,omitempty"`
+	// Responses are the answers asked for; ResponseHint (default true)
+	// appends "Reply 1 Coming, 2 …" to the text.
+	Responses    []Option `json:"responses,omitempty"`
+	ResponseHint *bool    `json:"response_hint,omitempty"`
+	Quorum       *Quorum  `json:"quorum,omitempty"`
+	// Resolved are the recipients the directory selectors stand for,
+	// merged after To/Recipients (a number already there is not added
+	// twice). Not part of the client's request, so not of its hash.
+	Resolved []RecipientInput `json:"-"`
+	// Known are saved contacts by E.164 number: a raw number that is one
+	// gets its contact id, fields and (when none was given) name.
+	Known map[string]RecipientInput `json:"-"`
+}
+
+// UsesDirectory reports whether the request names crews, tags or contacts.
+func (r Request) UsesDirectory() bool {
+	return len(r.Crews)+len(r.Tags)+len(r.Contacts) > 0
 }
 
 // FieldError names the request field that is wrong and why.
@@ -102,7 +133,7 @@ func TooMany(n int) *FieldError {
 // TooMany is the package TooMany for a whole request, naming the field
 // the client used ("to" or "recipients").
 func (r Request) TooMany() *FieldError {
-	e := TooMany(len(r.To) + len(r.Recipients))
+	e := TooMany(len(r.To) + len(r.Recipients) + len(r.Resolved))
 	if e != nil && len(r.To) == 0 {
 		e.Field = "recipients"
 	}
@@ -156,10 +187,22 @@ func PlanWith(id string, req Request, settings Settings, suppressed map[string]b
 	if strings.TrimSpace(req.Text) == "" && len(req.MediaURLs) == 0 {
 		errs.add(FieldError{Field: "text", Message: "required (or media_urls)"})
 	}
-	if seg := Segments(req.Text); seg.Segments > MaxSegments {
-		errs.add(FieldError{Field: "text", Message: fmt.Sprintf("%d SMS segments (%s); at most %d: shorten it to %d characters",
-			seg.Segments, seg.Encoding, MaxSegments, maxChars(seg.Encoding))})
+	var tmpl *Template
+	if HasVariables(req.Text) {
+		t, err := ParseTemplate(req.Text)
+		if te, ok := err.(*TemplateError); ok {
+			errs.add(FieldError{Field: "text", Message: te.Error(), Input: te.Var})
+		}
+		tmpl = t
 	}
+	for _, e := range CheckOptions("responses", req.Responses, req.Quorum) {
+		errs.add(e)
+	}
+	hint := ""
+	if len(req.Responses) > 0 && (req.ResponseHint == nil || *req.ResponseHint) {
+		hint = "\n" + Hint(req.Responses)
+	}
+	baseText := req.Text + hint
 	if len(req.MediaURLs) > MaxMediaURLs {
 		errs.add(FieldError{Field: "media_urls", Message: fmt.Sprintf("at most %d media URLs, got %d", MaxMediaURLs, len(req.MediaURLs))})
 	}
@@ -177,12 +220,19 @@ func PlanWith(id string, req Request, settings Settings, suppressed map[string]b
 			inputs[i] = RecipientInput{Number: n}
 		}
 	}
+	explicit := len(inputs)
+	if len(req.Resolved) > 0 {
+		inputs = append(slices.Clip(inputs), req.Resolved...)
+	}
 	var roster []RosterEntry
 	seen := make(map[string]bool, len(inputs))
 	for i, in := range inputs {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		if field == "recipients" {
 			f += ".number"
+		}
+		if i >= explicit {
+			f = "contacts"
 		}
 		n, err := normalize(in.Number)
 		if err != nil {
@@ -201,7 +251,30 @@ func PlanWith(id string, req Request, settings Settings, suppressed map[string]b
 			errs.add(FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Message: "is the sender's own number", Input: in.Number})
 			continue
 		}
-		roster = append(roster, RosterEntry{Number: n, Name: strings.TrimSpace(in.Name), Suppressed: suppressed[n]})
+		if k, ok := req.Known[n]; ok && in.ContactID == "" {
+			in.ContactID, in.Fields = k.ContactID, k.Fields
+			if strings.TrimSpace(in.Name) == "" {
+				in.Name = k.Name
+			}
+		}
+		e := RosterEntry{Number: n, Name: strings.TrimSpace(in.Name), Suppressed: suppressed[n], ContactID: in.ContactID}
+		if tmpl != nil {
+			text, err := tmpl.Render(TemplateVars{Name: e.Name, Fields: in.Fields})
+			if err != nil {
+				errs.add(FieldError{Field: f, Message: fmt.Sprintf("%s: %v", n, err), Input: in.Number})
+				continue
+			}
+			e.Text = text + hint
+		}
+		roster = append(roster, e)
+	}
+	text := frozenTexts(baseText, tmpl != nil, roster)
+	if _, seg := Longest(text, roster); seg.Segments > MaxSegments {
+		errs.add(FieldError{Field: "text", Message: fmt.Sprintf("%d SMS segments (%s); at most %d: shorten it to %d characters",
+			seg.Segments, seg.Encoding, MaxSegments, maxChars(seg.Encoding))})
+	}
+	if mode == crewcast.ModeGroupMMS && slices.ContainsFunc(roster, func(e RosterEntry) bool { return e.Text != "" }) {
+		errs.add(FieldError{Field: "text", Message: "group_mms sends one text to everyone: it cannot use per-recipient variables"})
 	}
 	switch {
 	case len(inputs) == 0:
@@ -212,10 +285,77 @@ func PlanWith(id string, req Request, settings Settings, suppressed map[string]b
 	if errs.total > 0 {
 		return Created{}, errs.list, errs.total
 	}
+	var quorum *QuorumState
+	if req.Quorum != nil {
+		quorum = &QuorumState{Quorum: *req.Quorum}
+	}
 	return Created{
-		ID: id, From: from, Text: req.Text, MediaURLs: req.MediaURLs, Mode: mode, At: now,
-		Settings: settings.WithDefaults(), Recipients: roster,
+		ID: id, From: from, Text: text, MediaURLs: req.MediaURLs, Mode: mode, At: now,
+		Settings: settings.WithDefaults(), Recipients: roster, Responses: req.Responses, Quorum: quorum,
 	}, nil, 0
+}
+
+// Longest returns the text of a roster that takes the most SMS segments
+// (the most units on a tie) and its segmentation: the group's text when
+// some recipient is sent it, else the longest rendered one.
+func Longest(groupText string, roster []RosterEntry) (string, Segmentation) {
+	var best string
+	var bestSeg Segmentation
+	first := true
+	seen := map[string]bool{}
+	consider := func(t string) {
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		s := Segments(t)
+		if first || s.Segments > bestSeg.Segments || (s.Segments == bestSeg.Segments && s.Units > bestSeg.Units) {
+			best, bestSeg, first = t, s, false
+		}
+	}
+	usesGroupText := len(roster) == 0
+	for _, e := range roster {
+		if e.Text == "" {
+			usesGroupText = true
+			continue
+		}
+		consider(e.Text)
+	}
+	if usesGroupText {
+		consider(groupText)
+	}
+	return best, bestSeg
+}
+
+// frozenTexts decides what the roster keeps of the rendered texts: when
+// every recipient's text is the same, that is the group's text and no
+// recipient keeps a copy (a 100,000-recipient group stores its text once);
+// otherwise the group's text is the template and each recipient keeps
+// their own, except where it equals the group's.
+func frozenTexts(base string, rendered bool, roster []RosterEntry) string {
+	if !rendered || len(roster) == 0 {
+		return base
+	}
+	same := true
+	for _, e := range roster[1:] {
+		if e.Text != roster[0].Text {
+			same = false
+			break
+		}
+	}
+	if same {
+		text := roster[0].Text
+		for i := range roster {
+			roster[i].Text = ""
+		}
+		return text
+	}
+	for i := range roster {
+		if roster[i].Text == base {
+			roster[i].Text = ""
+		}
+	}
+	return base
 }
 
 // maxChars is how many plain characters fit in MaxSegments in an encoding.

@@ -97,6 +97,9 @@ func publicError(err error) (e *apiError, internal bool) {
 		return notFound("group"), false
 	case errors.Is(err, group.ErrNoRecipient):
 		return notFound("recipient"), false
+	case errors.Is(err, tracker.ErrNoneReachable):
+		return &apiError{Status: http.StatusUnprocessableEntity, Code: codeInvalidRequest, Message: err.Error(),
+			Fields: []group.FieldError{{Field: "crews", Message: err.Error()}}}, false
 	case errors.Is(err, tracker.ErrIdempotencyMismatch):
 		return newError(http.StatusUnprocessableEntity, codeIdempotency,
 			"this Idempotency-Key was already used with a different request"), false

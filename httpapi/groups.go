@@ -24,17 +24,74 @@ import (
 
 // groupJSON is a group as the API shows it (design.md §10).
 type groupJSON struct {
-	ID          string          `json:"id"`
-	Status      string          `json:"status"`
-	PauseReason string          `json:"pause_reason"`
-	Mode        string          `json:"mode"`
-	From        string          `json:"from"`
-	Text        string          `json:"text"`
-	CreatedAt   *time.Time      `json:"created_at"`
-	UpdatedAt   *time.Time      `json:"updated_at"`
-	Seq         uint64          `json:"seq"`
-	Counts      map[string]int  `json:"counts"`
-	Recipients  []recipientJSON `json:"recipients,omitempty"`
+	ID          string     `json:"id"`
+	Status      string     `json:"status"`
+	PauseReason string     `json:"pause_reason"`
+	Mode        string     `json:"mode"`
+	From        string     `json:"from"`
+	Text        string     `json:"text"`
+	CreatedAt   *time.Time `json:"created_at"`
+	UpdatedAt   *time.Time `json:"updated_at"`
+	Seq         uint64     `json:"seq"`
+	Counts      countsJSON `json:"counts"`
+	// Responses are the answers the group asks for and Quorum how many of
+	// one it needs (design §11); absent when it asks for none.
+	Responses  []group.Option  `json:"responses,omitempty"`
+	Quorum     *quorumJSON     `json:"quorum,omitempty"`
+	Recipients []recipientJSON `json:"recipients,omitempty"`
+}
+
+// quorumJSON is a group's quorum: met_at is null until it is met.
+type quorumJSON struct {
+	Response    string     `json:"response"`
+	Count       int        `json:"count"`
+	KeepSending bool       `json:"keep_sending"`
+	MetAt       *time.Time `json:"met_at"`
+}
+
+// countsJSON is a group's counts. The domain keeps the tally per response
+// option flat, as group.CountResponsePrefix + key; the API nests those as
+// counts.responses ({"<key>":n}, design §11).
+type countsJSON map[string]int
+
+func (c countsJSON) MarshalJSON() ([]byte, error) {
+	out := make(map[string]any, len(c)+1)
+	responses := map[string]int{}
+	for k, v := range c {
+		if key, ok := strings.CutPrefix(k, group.CountResponsePrefix); ok {
+			responses[key] = v
+			continue
+		}
+		out[k] = v
+	}
+	out["responses"] = responses
+	return json.Marshal(out)
+}
+
+func (c *countsJSON) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*c = make(countsJSON, len(raw))
+	for k, v := range raw {
+		if k == "responses" {
+			var rs map[string]int
+			if err := json.Unmarshal(v, &rs); err != nil {
+				return err
+			}
+			for rk, n := range rs {
+				(*c)[group.CountResponsePrefix+rk] = n
+			}
+			continue
+		}
+		var n int
+		if err := json.Unmarshal(v, &n); err != nil {
+			return err
+		}
+		(*c)[k] = n
+	}
+	return nil
 }
 
 // recipientJSON is one recipient of a group.
@@ -56,6 +113,12 @@ type recipientJSON struct {
 	ReplyText         string     `json:"reply_text"`
 	Ack               string     `json:"ack"`
 	UpdatedAt         *time.Time `json:"updated_at"`
+	// ContactID, Text and Response (design §11): the contact this
+	// recipient was chosen as, the text they were sent (rendered for them),
+	// and the key of the response option they chose last.
+	ContactID string `json:"contact_id"`
+	Text      string `json:"text"`
+	Response  string `json:"response"`
 }
 
 // countKeys are the keys every counts object carries, zero or not.
@@ -72,9 +135,14 @@ func tsOrNil(t time.Time) *time.Time {
 }
 
 func groupOf(g store.GroupRow) groupJSON {
-	counts := make(map[string]int, len(countKeys))
+	counts := make(countsJSON, len(countKeys))
 	for _, k := range countKeys {
 		counts[k] = g.Counts[k]
+	}
+	for k, v := range g.Counts {
+		if strings.HasPrefix(k, group.CountResponsePrefix) {
+			counts[k] = v
+		}
 	}
 	if _, ok := g.Counts[group.CountNoReply]; !ok && len(g.Counts) > 0 {
 		// A row written before no_reply was counted: everyone who was
@@ -87,10 +155,18 @@ func groupOf(g store.GroupRow) groupJSON {
 		}
 		counts[group.CountNoReply] = max(n, 0)
 	}
-	return groupJSON{
+	out := groupJSON{
 		ID: g.ID, Status: string(g.Status), PauseReason: g.PauseReason, Mode: string(g.Mode), From: g.From,
 		Text: g.Text, CreatedAt: tsOrNil(g.CreatedAt), UpdatedAt: tsOrNil(g.UpdatedAt), Seq: g.Seq, Counts: counts,
 	}
+	var ans group.Answers
+	if g.Answers != "" && json.Unmarshal([]byte(g.Answers), &ans) == nil {
+		out.Responses = ans.Responses
+		if q := ans.Quorum; q != nil {
+			out.Quorum = &quorumJSON{Response: q.Response, Count: q.Count, KeepSending: q.KeepSending, MetAt: tsOrNil(q.MetAt)}
+		}
+	}
+	return out
 }
 
 func recipientOf(d store.DeliveryRow) recipientJSON {
@@ -100,7 +176,7 @@ func recipientOf(d store.DeliveryRow) recipientJSON {
 		ErrorDetail: errcode.Detail(d.ErrorCode, d.ErrorClass), ErrorURL: errcode.URL(d.ErrorCode),
 		ClaimedAt: tsOrNil(d.ClaimedAt), SentAt: tsOrNil(d.SentAt), DeliveredAt: tsOrNil(d.DeliveredAt),
 		FailedAt: tsOrNil(d.FailedAt), RepliedAt: tsOrNil(d.RepliedAt), ReplyText: d.LastReply, Ack: string(d.Ack),
-		UpdatedAt: tsOrNil(d.UpdatedAt),
+		UpdatedAt: tsOrNil(d.UpdatedAt), Response: d.Response,
 	}
 }
 
@@ -179,6 +255,31 @@ type createRequest struct {
 	Mode       crewcast.Mode                     `json:"mode"`
 	// CheckAfter is a Go duration string ("10m") or whole seconds.
 	CheckAfter json.RawMessage `json:"check_after"`
+	// Directory selectors, template and responses (design §11).
+	Crews        []string       `json:"crews"`
+	Tags         []string       `json:"tags"`
+	Contacts     []string       `json:"contacts"`
+	Template     string         `json:"template"`
+	Responses    []group.Option `json:"responses"`
+	ResponseHint *bool          `json:"response_hint"`
+	Quorum       *group.Quorum  `json:"quorum"`
+}
+
+// request is the group.Request of a create (or preview) body, with its
+// crews, tags, contacts and template resolved.
+func (a *api) request(ctx context.Context, body createRequest) (group.Request, error) {
+	req := group.Request{From: body.From, To: body.To, Recipients: body.Recipients, Text: body.Text,
+		MediaURLs: body.MediaURLs, Mode: body.Mode, Crews: body.Crews, Tags: body.Tags, Contacts: body.Contacts,
+		Template: body.Template, Responses: body.Responses, ResponseHint: body.ResponseHint, Quorum: body.Quorum}
+	if err := a.resolveAudience(ctx, &req); err != nil {
+		return group.Request{}, err
+	}
+	if group.HasVariables(req.Text) {
+		if _, err := checkTemplateText("text", req.Text); err != nil {
+			return group.Request{}, err // an unknown variable is a 422 naming it
+		}
+	}
+	return req, nil
 }
 
 // Bounds of check_after: a check sooner than a second is noise, and one
@@ -274,6 +375,16 @@ func (l *boundedList[T]) UnmarshalJSON(data []byte) error {
 }
 
 func (a *api) createGroup(w http.ResponseWriter, r *http.Request) error {
+	with := true
+	if s := r.URL.Query().Get("recipients"); s != "" {
+		// A 100,000-person group's roster is a large answer: a client that
+		// reads it later may ask for the group alone.
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return invalid("recipients", "must be 0, 1, true or false")
+		}
+		with = b
+	}
 	var body createRequest
 	if err := decodeJSON(w, r, a.cfg.MaxCreateBodyBytes, &body); err != nil {
 		return err
@@ -289,13 +400,15 @@ func (a *api) createGroup(w http.ResponseWriter, r *http.Request) error {
 		}
 		opts.IdempotencyKey = vs[0]
 	}
-	req := group.Request{From: body.From, To: body.To, Recipients: body.Recipients, Text: body.Text,
-		MediaURLs: body.MediaURLs, Mode: body.Mode}
+	req, err := a.request(r.Context(), body)
+	if err != nil {
+		return err
+	}
 	id, created, err := a.svc.Create(r.Context(), req, opts)
 	if err != nil {
 		return err
 	}
-	g, err := a.groupView(r.Context(), id, true)
+	g, err := a.groupView(r.Context(), id, with)
 	if err != nil {
 		return fmt.Errorf("read created group: %w", err)
 	}
@@ -357,7 +470,15 @@ func (a *api) groupView(ctx context.Context, id string, withRecipients bool) (gr
 	})
 	g.Recipients = make([]recipientJSON, len(rows))
 	for i, d := range rows {
-		g.Recipients[i] = recipientOf(d)
+		rj := recipientOf(d)
+		rj.Text = g.Text
+		if k, ok := index[d.Number]; ok {
+			rj.ContactID = roster[k].ContactID
+			if roster[k].Text != "" {
+				rj.Text = roster[k].Text
+			}
+		}
+		g.Recipients[i] = rj
 	}
 	return g, nil
 }

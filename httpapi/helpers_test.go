@@ -175,14 +175,16 @@ func (m *miniTracker) applyLocked(ctx context.Context, g *group.Group, evs ...gr
 	unit.Key, unit.ExpectSeq = g.ID, m.seq[g.ID]
 	last := m.seq[g.ID] + uint64(len(evs))
 	row := store.GroupRow{ID: g.ID, Status: g.Status, From: g.From, Mode: g.Mode, Text: g.Text,
-		PauseReason: g.PauseReason, CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt, Counts: g.Counts(), Seq: last}
+		PauseReason: g.PauseReason, CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt, Counts: g.Counts(), Seq: last,
+		Answers: g.AnswersJSON()}
 	eff := store.Effects{Group: &row}
 	for _, i := range g.TakeDirty() {
 		r := g.Recipients[i]
 		eff.Deliveries = append(eff.Deliveries, store.DeliveryRow{GroupID: g.ID, Number: r.Number, Name: r.Name,
 			Status: r.Status, Attempts: r.Attempts, ProviderMessageID: r.MessageID, ErrorCode: r.ErrorCode,
 			ErrorClass: r.ErrorClass, ClaimedAt: r.ClaimedAt, SentAt: r.SentAt, DeliveredAt: r.DeliveredAt,
-			FailedAt: r.FailedAt, RepliedAt: r.RepliedAt, Ack: r.Ack, LastReply: r.LastReply, UpdatedAt: g.UpdatedAt})
+			FailedAt: r.FailedAt, RepliedAt: r.RepliedAt, Ack: r.Ack, LastReply: r.LastReply, UpdatedAt: g.UpdatedAt,
+			Response: r.Response})
 	}
 	unit.Effects = []any{eff}
 	results, err := m.st.Commit(ctx, []actor.Unit{unit})

@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -139,6 +140,9 @@ type Config struct {
 	// MaxCreateBodyBytes limits POST /v1/groups bodies. Default 8 MiB:
 	// 100,000 named recipients (design §11) fit.
 	MaxCreateBodyBytes int64
+	// MaxImportBytes limits POST /v1/contacts/import bodies. Default 32
+	// MiB: a 50,000-row file with several fields fits.
+	MaxImportBytes int64
 	// MaxWebhookBytes limits webhook bodies. Default 1 MiB.
 	MaxWebhookBytes int64
 	// KeyTouchInterval throttles writes of a key's last use. Default 1 min.
@@ -187,6 +191,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxCreateBodyBytes <= 0 {
 		c.MaxCreateBodyBytes = 8 << 20
+	}
+	if c.MaxImportBytes <= 0 {
+		c.MaxImportBytes = 32 << 20
 	}
 	if c.MaxWebhookBytes <= 0 {
 		c.MaxWebhookBytes = 1 << 20
@@ -296,11 +303,22 @@ func (a *api) register() error {
 	}
 	for _, p := range order {
 		methods := strings.Join(allow[p], ", ")
-		a.mux.Handle(p, a.wrap(route{Pattern: p, Access: public, Handler: func(a *api, w http.ResponseWriter, r *http.Request) error {
+		h := a.wrap(route{Pattern: p, Access: public, Handler: func(a *api, w http.ResponseWriter, r *http.Request) error {
 			e := newError(http.StatusMethodNotAllowed, codeMethodNotAllowed, r.Method+" is not allowed here; allowed: "+methods)
 			e.Header = http.Header{"Allow": {methods}}
 			return e
-		}}))
+		}})
+		if !literalBesideWildcard[p] {
+			a.mux.Handle(p, h)
+			continue
+		}
+		// A method-less pattern here would conflict with the wildcard
+		// sibling's method patterns: list the other methods one by one.
+		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			if !slices.Contains(allow[p], m) {
+				a.mux.Handle(m+" "+p, h)
+			}
+		}
 	}
 	notFoundRoute := route{Access: public, Handler: func(*api, http.ResponseWriter, *http.Request) error {
 		return newError(http.StatusNotFound, codeNotFound, "no such endpoint")

@@ -39,6 +39,7 @@ var routeTable = []route{
 	{http.MethodPost, "/webhooks/twilio", public, (*api).webhookTwilio},
 
 	{http.MethodPost, "/v1/groups", needSend, (*api).createGroup},
+	{http.MethodPost, "/v1/groups/preview", needSend, (*api).previewGroup},
 	{http.MethodGet, "/v1/groups", needRead, (*api).listGroups},
 	{http.MethodGet, "/v1/groups/{id}", needRead, (*api).getGroup},
 	{http.MethodGet, "/v1/groups/{id}/recipients", needRead, (*api).listRecipients},
@@ -58,6 +59,23 @@ var routeTable = []route{
 	{http.MethodGet, "/v1/suppressions", needRead, (*api).listSuppressions},
 	{http.MethodPost, "/v1/suppressions", needSend, (*api).addSuppression},
 	{http.MethodDelete, "/v1/suppressions/{number}", needSend, (*api).removeSuppression},
+
+	{http.MethodPost, "/v1/contacts", needSend, (*api).createContact},
+	{http.MethodGet, "/v1/contacts", needRead, (*api).listContacts},
+	{http.MethodPost, "/v1/contacts/import", needSend, (*api).importContacts},
+	{http.MethodGet, "/v1/contacts/{id}", needRead, (*api).getContact},
+	{http.MethodPatch, "/v1/contacts/{id}", needSend, (*api).patchContact},
+	{http.MethodDelete, "/v1/contacts/{id}", needSend, (*api).deleteContact},
+	{http.MethodPost, "/v1/crews", needSend, (*api).createCrew},
+	{http.MethodGet, "/v1/crews", needRead, (*api).listCrews},
+	{http.MethodGet, "/v1/crews/{id}", needRead, (*api).getCrew},
+	{http.MethodPatch, "/v1/crews/{id}", needSend, (*api).patchCrew},
+	{http.MethodDelete, "/v1/crews/{id}", needSend, (*api).deleteCrew},
+	{http.MethodPost, "/v1/templates", needSend, (*api).createTemplate},
+	{http.MethodGet, "/v1/templates", needRead, (*api).listTemplates},
+	{http.MethodGet, "/v1/templates/{id}", needRead, (*api).getTemplate},
+	{http.MethodPatch, "/v1/templates/{id}", needSend, (*api).patchTemplate},
+	{http.MethodDelete, "/v1/templates/{id}", needSend, (*api).deleteTemplate},
 
 	{http.MethodGet, "/v1/keys", needAdmin, (*api).listKeys},
 	{http.MethodPost, "/v1/keys", needAdmin, (*api).createKey},
@@ -86,3 +104,8 @@ var routeTable = []route{
 	{http.MethodDelete, "/v1/users/{id}", needAdmin, (*api).deleteUser},
 	{http.MethodGet, "/v1/audit", needAdmin, (*api).listAudit},
 }
+
+// literalBesideWildcard lists literal paths that have a wildcard sibling
+// ("/v1/contacts/import" beside "/v1/contacts/{id}"); their 405 answers are
+// registered per method (see register).
+var literalBesideWildcard = map[string]bool{"/v1/contacts/import": true, "/v1/groups/preview": true}

@@ -382,6 +382,13 @@ var routeRoles = map[string]string{
 	"PATCH /v1/webhook-endpoints/{id}": "admin", "DELETE /v1/webhook-endpoints/{id}": "admin",
 	"GET /v1/webhook-endpoints/{id}/attempts": "admin", "POST /v1/webhook-endpoints/{id}/recover": "admin",
 	"POST /v1/webhook-endpoints/{id}/test": "admin", "POST /v1/webhook-endpoints/{id}/rotate": "admin",
+	"POST /v1/groups/preview": "dispatcher",
+	"POST /v1/contacts":       "dispatcher", "GET /v1/contacts": "viewer", "POST /v1/contacts/import": "dispatcher",
+	"GET /v1/contacts/{id}": "viewer", "PATCH /v1/contacts/{id}": "dispatcher", "DELETE /v1/contacts/{id}": "dispatcher",
+	"POST /v1/crews": "dispatcher", "GET /v1/crews": "viewer", "GET /v1/crews/{id}": "viewer",
+	"PATCH /v1/crews/{id}": "dispatcher", "DELETE /v1/crews/{id}": "dispatcher",
+	"POST /v1/templates": "dispatcher", "GET /v1/templates": "viewer", "GET /v1/templates/{id}": "viewer",
+	"PATCH /v1/templates/{id}": "dispatcher", "DELETE /v1/templates/{id}": "dispatcher",
 }
 
 var roleRank = map[string]int{"viewer": 1, "dispatcher": 2, "admin": 3}

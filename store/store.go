@@ -43,6 +43,7 @@ type Store interface {
 	Audit
 	Erasure
 	Webhooks
+	Directory
 
 	// Engine names the engine: "sqlite" or "postgres".
 	Engine() string
@@ -181,6 +182,9 @@ type GroupRow struct {
 	Counts map[string]int
 	// Seq is the journal sequence this row reflects.
 	Seq uint64
+	// Answers is the JSON of the group's response options and quorum
+	// ({"responses":[…],"quorum":{…}}; design §11), "" when it has none.
+	Answers string
 }
 
 // DeliveryRow is the report projection of one recipient of one group.
@@ -201,6 +205,9 @@ type DeliveryRow struct {
 	Ack               crewcast.Ack
 	LastReply         string
 	UpdatedAt         time.Time
+	// Response is the key of the response option the recipient chose last
+	// ("" = none; design §11).
+	Response string
 }
 
 // Reply is an inbound message: matched to a group, or kept unmatched

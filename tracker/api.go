@@ -23,6 +23,10 @@ var (
 	// failure of crewcast; a commit under way may still land, so a retry
 	// must be idempotent. → 503 when anyone is still listening
 	ErrCanceled = errors.New("request ended before the operation finished")
+
+	// ErrNoneReachable: a group chosen from crews, tags or contacts would
+	// text nobody (everyone suppressed). → 422
+	ErrNoneReachable = errors.New("no one to send to")
 	// ErrClosed: the tracker is shutting down. → 503
 	ErrClosed = errors.New("tracker is shutting down")
 )

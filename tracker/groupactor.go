@@ -528,6 +528,9 @@ func (a *groupActor) applyEntry(e routed, now time.Time) bool {
 				grp = "" // not from a recipient of this group: keep it unmatched
 			} else {
 				a.emit(rep)
+				if qm, ok := a.g.QuorumReached(now); ok {
+					a.emit(qm) // journaled with the reply that met it
+				}
 			}
 			a.eff.Replies = append(a.eff.Replies, store.Reply{Provider: ev.Provider, EventID: ev.EventID, GroupID: grp,
 				Number: ev.From, To: ev.To, Text: ev.Text, Media: ev.Media, ReceivedAt: now})
@@ -844,7 +847,7 @@ func (a *groupActor) queueSends(sends []group.Send) {
 		}
 		jobs = append(jobs, sendJob{
 			groupID: a.key, send: s, mms: a.g.Mode == crewcast.ModeGroupMMS,
-			req: crewcast.SendRequest{From: a.g.From, To: to, Text: a.g.Text, MediaURLs: a.g.MediaURLs,
+			req: crewcast.SendRequest{From: a.g.From, To: to, Text: a.g.TextFor(s.Indices[0]), MediaURLs: a.g.MediaURLs,
 				IdempotencyKey: group.ClaimKey(a.key, s.ID)},
 		})
 	}
@@ -879,14 +882,14 @@ func effectsEmpty(e store.Effects) bool {
 
 func groupRow(g *group.Group, seq uint64) store.GroupRow {
 	return store.GroupRow{ID: g.ID, Status: g.Status, From: g.From, Mode: g.Mode, Text: g.Text, PauseReason: g.PauseReason,
-		CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt, Counts: g.Counts(), Seq: seq}
+		CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt, Counts: g.Counts(), Seq: seq, Answers: g.AnswersJSON()}
 }
 
 func deliveryRow(g *group.Group, r *group.Recipient) store.DeliveryRow {
 	return store.DeliveryRow{GroupID: g.ID, Number: r.Number, Name: r.Name, Status: r.Status, Attempts: r.Attempts,
 		ProviderMessageID: r.MessageID, ErrorCode: r.ErrorCode, ErrorClass: r.ErrorClass,
 		ClaimedAt: r.ClaimedAt, SentAt: r.SentAt, DeliveredAt: r.DeliveredAt, FailedAt: r.FailedAt, RepliedAt: r.RepliedAt,
-		Ack: r.Ack, LastReply: r.LastReply, UpdatedAt: g.UpdatedAt}
+		Ack: r.Ack, LastReply: r.LastReply, UpdatedAt: g.UpdatedAt, Response: r.Response}
 }
 
 // ---- route keys ----

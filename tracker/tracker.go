@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -512,6 +513,11 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 			nums = append(nums, e)
 		}
 	}
+	for _, r := range req.Resolved {
+		if e, err := normalize(r.Number); err == nil {
+			nums = append(nums, e)
+		}
+	}
 	sup, err := t.suppressed(ctx, nums, false)
 	if err != nil {
 		return "", false, unavailable(ctx, "read suppressions", err)
@@ -528,6 +534,9 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 	created, ferrs, total := group.PlanWith(id, req, settings, suppressed, t.cfg.Clock.Now(), normalize)
 	if len(ferrs) > 0 {
 		return "", false, &ValidationError{Fields: ferrs, Total: total}
+	}
+	if req.UsesDirectory() && !slices.ContainsFunc(created.Recipients, func(e group.RosterEntry) bool { return !e.Suppressed }) {
+		return "", false, fmt.Errorf("%w: all %d recipients are on the suppression list", ErrNoneReachable, len(created.Recipients))
 	}
 	var idem *store.IdempotencyKey
 	if idemKey != "" {

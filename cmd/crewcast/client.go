@@ -87,7 +87,18 @@ func (c *apiClient) request(ctx context.Context, method, path string, body any, 
 			return nil, err
 		}
 		rd = bytes.NewReader(b)
+		header = header.Clone()
+		if header == nil {
+			header = http.Header{}
+		}
+		header.Set("Content-Type", "application/json")
 	}
+	return c.send(ctx, method, path, rd, header)
+}
+
+// send sends one API request with a body already encoded (its
+// Content-Type in header); a non-2xx answer becomes an *apiError.
+func (c *apiClient) send(ctx context.Context, method, path string, rd io.Reader, header http.Header) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return nil, err
@@ -96,9 +107,6 @@ func (c *apiClient) request(ctx context.Context, method, path string, body any, 
 		req.Header[k] = vs
 	}
 	req.Header.Set("Authorization", "Bearer "+c.key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, err
@@ -146,16 +154,59 @@ func (c *apiClient) doJSON(ctx context.Context, method, path string, body any, h
 // ---- API shapes ----
 
 type groupView struct {
-	ID          string          `json:"id"`
-	Status      string          `json:"status"`
-	PauseReason string          `json:"pause_reason"`
-	Mode        string          `json:"mode"`
-	From        string          `json:"from"`
-	Text        string          `json:"text"`
-	CreatedAt   *time.Time      `json:"created_at"`
-	Seq         uint64          `json:"seq"`
-	Counts      map[string]int  `json:"counts"`
-	Recipients  []recipientView `json:"recipients"`
+	ID          string           `json:"id"`
+	Status      string           `json:"status"`
+	PauseReason string           `json:"pause_reason"`
+	Mode        string           `json:"mode"`
+	From        string           `json:"from"`
+	Text        string           `json:"text"`
+	CreatedAt   *time.Time       `json:"created_at"`
+	Seq         uint64           `json:"seq"`
+	Counts      countsView       `json:"counts"`
+	Responses   []responseOption `json:"responses"`
+	Quorum      *struct {
+		Response string     `json:"response"`
+		Count    int        `json:"count"`
+		MetAt    *time.Time `json:"met_at"`
+	} `json:"quorum"`
+	Recipients []recipientView `json:"recipients"`
+}
+
+// responseOption is one answer a group asks for.
+type responseOption struct {
+	Key   string `json:"key"`
+	Label string `json:"label"`
+	Ack   string `json:"ack,omitempty"`
+}
+
+// countsView is a group's counts, with the nested tally per response
+// option (counts.responses) flattened to "responses.<key>".
+type countsView map[string]int
+
+func (c *countsView) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*c = countsView{}
+	for k, v := range raw {
+		if k == "responses" {
+			var rs map[string]int
+			if err := json.Unmarshal(v, &rs); err != nil {
+				return err
+			}
+			for rk, n := range rs {
+				(*c)["responses."+rk] = n
+			}
+			continue
+		}
+		var n int
+		if err := json.Unmarshal(v, &n); err != nil {
+			return err
+		}
+		(*c)[k] = n
+	}
+	return nil
 }
 
 type recipientView struct {
@@ -174,6 +225,7 @@ type recipientView struct {
 	ReplyText         string     `json:"reply_text"`
 	Ack               string     `json:"ack"`
 	UpdatedAt         *time.Time `json:"updated_at"`
+	Response          string     `json:"response"`
 }
 
 // finished reports whether a group will change no more without an

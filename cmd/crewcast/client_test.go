@@ -103,14 +103,14 @@ func (f *fakeTracker) applyLocked(ctx context.Context, g *group.Group, evs ...gr
 	unit.Key = g.ID
 	last := unit.ExpectSeq + uint64(len(evs))
 	row := store.GroupRow{ID: g.ID, Status: g.Status, From: g.From, Mode: g.Mode, Text: g.Text,
-		CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt, Counts: g.Counts(), Seq: last}
+		CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt, Counts: g.Counts(), Seq: last, Answers: g.AnswersJSON()}
 	eff := store.Effects{Group: &row}
 	for _, i := range g.TakeDirty() {
 		r := g.Recipients[i]
 		eff.Deliveries = append(eff.Deliveries, store.DeliveryRow{GroupID: g.ID, Number: r.Number, Name: r.Name,
 			Status: r.Status, Attempts: r.Attempts, ProviderMessageID: r.MessageID, ErrorCode: r.ErrorCode,
 			ErrorClass: r.ErrorClass, SentAt: r.SentAt, DeliveredAt: r.DeliveredAt, FailedAt: r.FailedAt,
-			UpdatedAt: g.UpdatedAt})
+			UpdatedAt: g.UpdatedAt, Response: r.Response, LastReply: r.LastReply, RepliedAt: r.RepliedAt, Ack: r.Ack})
 	}
 	unit.Effects = []any{eff}
 	res, err := f.st.Commit(ctx, []actor.Unit{unit})

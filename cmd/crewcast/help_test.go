@@ -42,6 +42,9 @@ func TestHelpGolden(t *testing.T) {
 		{"sim", []string{"sim", "-h"}},
 		{"retention", []string{"retention", "-h"}},
 		{"erase", []string{"erase", "-h"}},
+		{"contacts-import", []string{"contacts", "import", "-h"}},
+		{"contacts-list", []string{"contacts", "list", "-h"}},
+		{"crews", []string{"crews", "-h"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(context.Background(), c.args...)

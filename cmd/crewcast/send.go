@@ -33,12 +33,18 @@ func (l *listFlag) Set(v string) error {
 }
 
 type createBody struct {
-	From       string   `json:"from"`
-	To         []string `json:"to"`
-	Text       string   `json:"text"`
-	Mode       string   `json:"mode,omitempty"`
-	MediaURLs  []string `json:"media_urls,omitempty"`
-	CheckAfter string   `json:"check_after,omitempty"`
+	From       string           `json:"from"`
+	To         []string         `json:"to,omitempty"`
+	Crews      []string         `json:"crews,omitempty"`
+	Tags       []string         `json:"tags,omitempty"`
+	Contacts   []string         `json:"contacts,omitempty"`
+	Template   string           `json:"template,omitempty"`
+	Responses  []responseOption `json:"responses,omitempty"`
+	Quorum     *quorumBody      `json:"quorum,omitempty"`
+	Text       string           `json:"text,omitempty"`
+	Mode       string           `json:"mode,omitempty"`
+	MediaURLs  []string         `json:"media_urls,omitempty"`
+	CheckAfter string           `json:"check_after,omitempty"`
 }
 
 func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -46,7 +52,14 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cf := bindClientFlags(fs)
 	from := fs.String("from", "", "sender number, E.164 (required)")
 	var to, media listFlag
-	fs.Var(&to, "to", "recipient numbers, comma-separated; repeatable (required)")
+	var crews, tags, contacts listFlag
+	fs.Var(&to, "to", "recipient numbers, comma-separated; repeatable")
+	fs.Var(&crews, "crew", "crew name or id; repeatable (a person in several crews gets one message)")
+	fs.Var(&tags, "tag", "every contact with this tag; repeatable")
+	fs.Var(&contacts, "contact", "contact id or number; repeatable")
+	template := fs.String("template", "", "saved template name or id (its text and responses unless given)")
+	responses := fs.String("responses", "", `response options, such as '1=Coming,2=Cannot' (YES/NO choose the first/second)`)
+	quorum := fs.String("quorum", "", "KEY:COUNT, such as 1:3: when 3 people answered 1, stop sending to the rest")
 	text := fs.String("text", "", "message text (required unless --media)")
 	fs.Var(&media, "media", "media URL; repeatable")
 	mode := fs.String("mode", "", "individual (default) or group_mms")
@@ -55,6 +68,11 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	noFollow := fs.Bool("no-follow", false, "print the group id and exit without following progress")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: crewcast send --from NUMBER --to NUMBER[,NUMBER...] --text TEXT [flags]
+       crewcast send --from NUMBER --crew NAME --template NAME --responses '1=Coming,2=Cannot' [flags]
+
+Recipients come from --to, --crew, --tag and --contact together; a person
+reached several ways gets one message. The text may use {{name}},
+{{first_name}} and {{fields.KEY | default "…"}}.
 
 Sends one message to every recipient and follows the group until each has an
 outcome, printing the group id first and then one line per change. Then it
@@ -81,7 +99,23 @@ Flags:
 	if err != nil {
 		return err
 	}
-	body := createBody{From: *from, To: to, Text: *text, Mode: *mode, MediaURLs: media}
+	body := createBody{From: *from, To: to, Text: *text, Mode: *mode, MediaURLs: media, Crews: crews, Tags: tags,
+		Contacts: contacts, Template: *template}
+	if *responses != "" {
+		opts, err := parseResponses(*responses)
+		if err != nil {
+			return err
+		}
+		body.Responses = opts
+	}
+	if *quorum != "" {
+		k, n, ok := strings.Cut(*quorum, ":")
+		count, err := strconv.Atoi(n)
+		if !ok || err != nil || count < 1 || k == "" {
+			return usagef("--quorum %q: want KEY:COUNT, such as 1:3", *quorum)
+		}
+		body.Quorum = &quorumBody{Response: k, Count: count}
+	}
 	if *checkAfter > 0 {
 		body.CheckAfter = checkAfter.String()
 	}
@@ -309,4 +343,47 @@ func done(out io.Writer, tty bool) error {
 		fmt.Fprintln(out)
 	}
 	return nil
+}
+
+type quorumBody struct {
+	Response string `json:"response"`
+	Count    int    `json:"count"`
+}
+
+// parseResponses reads '1=Coming,2=Cannot': the first option's ack is yes
+// and the second's no when there are exactly two, so YES/NO answer them.
+func parseResponses(s string) ([]responseOption, error) {
+	var out []responseOption
+	for _, part := range strings.Split(s, ",") {
+		k, l, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || strings.TrimSpace(k) == "" || strings.TrimSpace(l) == "" {
+			return nil, usagef("--responses %q: want KEY=LABEL,KEY=LABEL such as '1=Coming,2=Cannot'", s)
+		}
+		out = append(out, responseOption{Key: strings.TrimSpace(k), Label: strings.TrimSpace(l)})
+	}
+	if len(out) == 2 {
+		out[0].Ack, out[1].Ack = "yes", "no"
+	}
+	return out, nil
+}
+
+// tallyLine summarises the answers of a group with response options:
+// "1 Coming 2 · 2 Cannot 0 · no reply 3 · quorum 2/3".
+func tallyLine(g groupView) string {
+	if len(g.Responses) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(g.Responses)+2)
+	for _, o := range g.Responses {
+		parts = append(parts, fmt.Sprintf("%s %s %d", o.Key, o.Label, g.Counts["responses."+o.Key]))
+	}
+	parts = append(parts, fmt.Sprintf("no reply %d", g.Counts["no_reply"]))
+	if q := g.Quorum; q != nil {
+		s := fmt.Sprintf("quorum %d/%d", g.Counts["responses."+q.Response], q.Count)
+		if q.MetAt != nil {
+			s += " met " + fmtTime(q.MetAt)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " · ")
 }

@@ -37,12 +37,29 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintf(stdout, "group   %s (%s, from %s, created %s)\n", g.ID, g.Mode, g.From, fmtTime(g.CreatedAt))
 	fmt.Fprintf(stdout, "text    %s\n", g.Text)
-	fmt.Fprintf(stdout, "status  %s\n\n", progressLine(g))
+	fmt.Fprintf(stdout, "status  %s\n", progressLine(g))
+	if t := tallyLine(g); t != "" {
+		fmt.Fprintf(stdout, "answers %s\n", t)
+	}
+	fmt.Fprintln(stdout)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NUMBER\tNAME\tSTATUS\tATTEMPTS\tSENT\tDELIVERED\tERROR\tACK\tREPLY")
+	answers := len(g.Responses) > 0
+	if answers {
+		fmt.Fprintln(tw, "NUMBER\tNAME\tSTATUS\tATTEMPTS\tSENT\tDELIVERED\tERROR\tANSWER\tREPLY")
+	} else {
+		fmt.Fprintln(tw, "NUMBER\tNAME\tSTATUS\tATTEMPTS\tSENT\tDELIVERED\tERROR\tACK\tREPLY")
+	}
+	label := map[string]string{}
+	for _, o := range g.Responses {
+		label[o.Key] = o.Key + " " + o.Label
+	}
 	for _, r := range g.Recipients {
+		ack := r.Ack
+		if answers {
+			ack = label[r.Response]
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Number, dash(r.Name), r.Status, r.Attempts,
-			fmtTime(r.SentAt), fmtTime(r.DeliveredAt), errorText(r), dash(r.Ack), dash(oneLine(r.ReplyText, 40)))
+			fmtTime(r.SentAt), fmtTime(r.DeliveredAt), errorText(r), dash(ack), dash(oneLine(r.ReplyText, 40)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -77,7 +77,7 @@ func (st *stmts) prepare(ctx context.Context, db *sql.DB) error {
 	st.insEvents = newRowsStmt(`INSERT INTO journal (key, seq, type, data, time) VALUES `, `(?, ?, ?, ?, ?)`, ``)
 	st.setReminders = newRowsStmt(`INSERT INTO reminders (key, name, due) VALUES `, `(?, ?, ?)`,
 		` ON CONFLICT (key, name) DO UPDATE SET due = excluded.due`)
-	st.upDeliveries = newRowsStmt(sqlq.InsertDeliveries+`VALUES `, `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	st.upDeliveries = newRowsStmt(sqlq.InsertDeliveries+`VALUES `, `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		sqlq.OnDeliveryConflict)
 	st.putRoutes = newRowsStmt(`INSERT INTO routes (key, value, expires_at) VALUES `, `(?, ?, ?)`,
 		` ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at`)
@@ -287,7 +287,7 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, now
 			args = append(args, d.GroupID, d.Number, d.Name, string(d.Status), d.Attempts,
 				d.ProviderMessageID, d.ErrorCode, string(d.ErrorClass), store.Nanos(d.ClaimedAt), store.Nanos(d.SentAt),
 				store.Nanos(d.DeliveredAt), store.Nanos(d.FailedAt), store.Nanos(d.RepliedAt), string(d.Ack),
-				d.LastReply, store.Nanos(d.UpdatedAt))
+				d.LastReply, store.Nanos(d.UpdatedAt), d.Response)
 		}
 		if err := s.st.upDeliveries.exec(ts, args); err != nil {
 			return nil, wrap("delivery", err)

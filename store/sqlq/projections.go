@@ -11,14 +11,14 @@ import (
 	"github.com/crewcast/crewcast/store"
 )
 
-const groupCols = `id, status, from_number, mode, text, pause_reason, created_at, updated_at, counts, seq`
+const groupCols = `id, status, from_number, mode, text, pause_reason, created_at, updated_at, counts, seq, answers`
 
 // scanGroup reads a row of groupCols.
 func scanGroup(r Row) (store.GroupRow, error) {
 	var g store.GroupRow
 	var status, mode, counts string
 	var created, updated int64
-	if err := r.Scan(&g.ID, &status, &g.From, &mode, &g.Text, &g.PauseReason, &created, &updated, &counts, &g.Seq); err != nil {
+	if err := r.Scan(&g.ID, &status, &g.From, &mode, &g.Text, &g.PauseReason, &created, &updated, &counts, &g.Seq, &g.Answers); err != nil {
 		return store.GroupRow{}, err
 	}
 	g.Status, g.Mode = crewcast.GroupStatus(status), crewcast.Mode(mode)
@@ -72,7 +72,7 @@ func (d DB) ListGroups(ctx context.Context, q store.GroupQuery) ([]store.GroupRo
 }
 
 const deliveryCols = `group_id, number, name, status, attempts, provider_message_id, error_code, error_class,
-	claimed_at, sent_at, delivered_at, failed_at, replied_at, ack, last_reply, updated_at`
+	claimed_at, sent_at, delivered_at, failed_at, replied_at, ack, last_reply, updated_at, response`
 
 // scanDelivery reads a row of deliveryCols.
 func scanDelivery(r Rows) (store.DeliveryRow, error) {
@@ -80,7 +80,7 @@ func scanDelivery(r Rows) (store.DeliveryRow, error) {
 	var status, class, ack string
 	var claimed, sent, delivered, failed, replied, updated int64
 	if err := r.Scan(&d.GroupID, &d.Number, &d.Name, &status, &d.Attempts, &d.ProviderMessageID, &d.ErrorCode,
-		&class, &claimed, &sent, &delivered, &failed, &replied, &ack, &d.LastReply, &updated); err != nil {
+		&class, &claimed, &sent, &delivered, &failed, &replied, &ack, &d.LastReply, &updated, &d.Response); err != nil {
 		return store.DeliveryRow{}, err
 	}
 	d.Status, d.ErrorClass, d.Ack = crewcast.Status(status), crewcast.ErrorClass(class), crewcast.Ack(ack)

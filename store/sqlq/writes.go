@@ -13,10 +13,11 @@ import (
 
 // UpsertGroup writes one group row (arguments: GroupArgs), replacing the
 // row with its id.
-const UpsertGroup = `INSERT INTO groups (` + groupCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+const UpsertGroup = `INSERT INTO groups (` + groupCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (id) DO UPDATE SET status = excluded.status, from_number = excluded.from_number,
 	mode = excluded.mode, text = excluded.text, pause_reason = excluded.pause_reason,
-	created_at = excluded.created_at, updated_at = excluded.updated_at, counts = excluded.counts, seq = excluded.seq`
+	created_at = excluded.created_at, updated_at = excluded.updated_at, counts = excluded.counts, seq = excluded.seq,
+	answers = excluded.answers`
 
 // GroupArgs returns UpsertGroup's arguments for g.
 func GroupArgs(g *store.GroupRow) ([]any, error) {
@@ -25,7 +26,7 @@ func GroupArgs(g *store.GroupRow) ([]any, error) {
 		return nil, fmt.Errorf("group %q counts: %w", g.ID, err)
 	}
 	return []any{g.ID, string(g.Status), g.From, string(g.Mode), g.Text, g.PauseReason,
-		store.Nanos(g.CreatedAt), store.Nanos(g.UpdatedAt), string(counts), int64(g.Seq)}, nil
+		store.Nanos(g.CreatedAt), store.Nanos(g.UpdatedAt), string(counts), int64(g.Seq), g.Answers}, nil
 }
 
 // Delivery rows are upserted by (group_id, number) with
@@ -39,5 +40,5 @@ const (
 	error_code = excluded.error_code, error_class = excluded.error_class, claimed_at = excluded.claimed_at,
 	sent_at = excluded.sent_at, delivered_at = excluded.delivered_at, failed_at = excluded.failed_at,
 	replied_at = excluded.replied_at, ack = excluded.ack, last_reply = excluded.last_reply,
-	updated_at = excluded.updated_at`
+	updated_at = excluded.updated_at, response = excluded.response`
 )

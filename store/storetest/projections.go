@@ -28,6 +28,7 @@ func testGroups(t *testing.T, o Options) {
 		}
 		if i%3 == 0 {
 			g.Status, g.PauseReason, g.Mode = crewcast.GroupPaused, "sender rejected", crewcast.ModeGroupMMS
+			g.Answers = `{"responses":[{"key":"1","label":"Coming"}]}`
 		}
 		commitOK(t, s, actor.Unit{Key: g.ID, Events: events("c", 1), Effects: []any{store.Effects{Group: &g}}})
 		want = append([]store.GroupRow{g}, want...)
@@ -102,7 +103,7 @@ func fullDelivery(groupID, number string, i int) store.DeliveryRow {
 		GroupID: groupID, Number: number, Name: "Name " + number, Status: crewcast.StatusDelivered, Attempts: 1 + i%2,
 		ProviderMessageID: "pm-" + number, ErrorCode: "", ErrorClass: crewcast.ClassNone,
 		ClaimedAt: t0.Add(time.Second), SentAt: t0.Add(2 * time.Second), DeliveredAt: t0.Add(5 * time.Second),
-		FailedAt: time.Time{}, RepliedAt: t0.Add(time.Minute), Ack: crewcast.AckYes, LastReply: "yes " + number,
+		FailedAt: time.Time{}, RepliedAt: t0.Add(time.Minute), Ack: crewcast.AckYes, LastReply: "yes " + number, Response: "1",
 		UpdatedAt: t0.Add(time.Duration(i) * time.Second),
 	}
 }

@@ -110,6 +110,9 @@ func Run(t *testing.T, o Options) {
 		{"WebhookEndpoints", testWebhookEndpoints},
 		{"WebhookOutbox", testWebhookOutbox},
 		{"WebhookClaimsConcurrent", testWebhookClaimsConcurrent},
+		{"Contacts", testContacts},
+		{"ImportContacts", testImportContacts},
+		{"Templates", testTemplates},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,6 @@
 // The board's entry point: session check, hash routing and the top bar.
-// Routes: #/signin, #/groups, #/groups/{id}, #/new, and for admins
-// #/users, #/keys, #/audit, #/settings, #/webhooks.
+// Routes: #/signin, #/groups, #/groups/{id}, #/new, #/contacts, #/crews, and
+// for admins #/users, #/keys, #/audit, #/settings, #/webhooks.
 import { api, setUnauthorizedHandler } from "./api.js";
 import { h, replace } from "./dom.js";
 import { toast } from "./ui.js";
@@ -15,6 +15,8 @@ import * as audit from "./audit.js";
 import { isAdmin } from "./admin.js";
 import * as settings from "./settings.js";
 import * as webhooks from "./webhooks.js";
+import * as contacts from "./contacts.js";
+import * as crews from "./crews.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -33,6 +35,8 @@ export function route(hash) {
   if (path === "/users" || path === "/keys" || path === "/audit") return { name: path.slice(1) };
   if (path === "/settings") return { name: "settings" };
   if (path === "/webhooks") return { name: "webhooks" };
+  if (path === "/contacts") return { name: "contacts" };
+  if (path === "/crews") return { name: "crews" };
   if ((m = /^\/groups\/([^/]+)$/.exec(path))) return { name: "group", id: decodeURIComponent(m[1]) };
   return { name: "groups" };
 }
@@ -83,7 +87,7 @@ function render() {
   }
   drawNav();
   const ctx = { session, canSend: canSend(session), navigate, signedIn };
-  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", users: "Users", keys: "API keys", audit: "Audit trail", settings: "Settings", webhooks: "Webhook endpoints" };
+  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", users: "Users", keys: "API keys", audit: "Audit trail", settings: "Settings", webhooks: "Webhook endpoints", contacts: "Contacts", crews: "Crews" };
   document.title = `${titles[r.name]} — crewcast`;
   main.replaceChildren();
   switch (r.name) {
@@ -110,6 +114,12 @@ function render() {
       break;
     case "webhooks":
       cleanup = isAdmin(session) ? webhooks.render(main, ctx) : forbidden("Webhook endpoints need an admin key.");
+      break;
+    case "contacts":
+      cleanup = contacts.render(main, ctx);
+      break;
+    case "crews":
+      cleanup = crews.render(main, ctx);
       break;
     default:
       cleanup = groups.render(main, ctx);

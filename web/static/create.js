@@ -1,6 +1,6 @@
 // The create form. Client-side checks are hints only; the server validates
 // and its field errors are shown next to the field they name.
-import { api } from "./api.js";
+import { api, request } from "./api.js";
 import { h, replace } from "./dom.js";
 import { E164, cleanNumber, plural, segments, maxChars, MAX_SEGMENTS } from "./format.js";
 
@@ -75,6 +75,24 @@ export function textProblem(text) {
   return `Too long: ${s.count} SMS segments (${s.encoding}); at most ${MAX_SEGMENTS}. Shorten it to about ${maxChars(s.encoding)} characters.`;
 }
 
+/**
+ * parseResponses reads the response options box: one "KEY=Label" per line.
+ * With exactly two options, the first answers YES and the second NO.
+ */
+export function parseResponses(text) {
+  const out = [];
+  for (const line of String(text || "").split("\n")) {
+    const i = line.indexOf("=");
+    if (i <= 0) continue;
+    out.push({ key: line.slice(0, i).trim(), label: line.slice(i + 1).trim() });
+  }
+  if (out.length === 2) {
+    out[0].ack = "yes";
+    out[1].ack = "no";
+  }
+  return out;
+}
+
 /** render shows the create form in main and returns a cleanup function. */
 export function render(main, ctx) {
   let alive = true;
@@ -95,7 +113,6 @@ export function render(main, ctx) {
     id: "to",
     name: "to",
     rows: 7,
-    required: true,
     spellcheck: "false",
     placeholder: "+15550100001\n+15550100002",
     "aria-describedby": "to-help to-hint to-error",
@@ -108,6 +125,33 @@ export function render(main, ctx) {
     placeholder: "Crew call 7am at the north gate. Reply YES to confirm.",
     "aria-describedby": "text-help text-error",
   });
+  // Crews, a saved template and response options (design §11).
+  const crewBox = h("div", { class: "pick-list", id: "crew-picks" });
+  const crewField = h(
+    "fieldset",
+    { class: "field", id: "crews-field", hidden: true, "aria-describedby": "crews-error" },
+    h("legend", null, "Crews"),
+    crewBox,
+    h("div", { class: "field-error", id: "crews-error" }),
+  );
+  const templateSelect = h("select", { id: "template", "aria-describedby": "template-help" }, h("option", { value: "" }, "No template"));
+  const templateField = h(
+    "div",
+    { class: "field", hidden: true, id: "template-field" },
+    h("label", { for: "template" }, "Template"),
+    h("p", { class: "help", id: "template-help" }, "Fills the message and the response options; you can still edit them."),
+    templateSelect,
+  );
+  const responsesInput = h("textarea", {
+    id: "responses",
+    name: "responses",
+    rows: 3,
+    spellcheck: "false",
+    placeholder: "1=Coming\n2=Can't make it",
+    "aria-describedby": "responses-help responses-error",
+  });
+  const previewPanel = h("div", { class: "preview-panel", id: "preview", tabindex: "-1", hidden: true });
+  const previewBtn = h("button", { type: "button", class: "button", id: "preview-button", onclick: () => preview() }, "Preview");
   const modeIndividual = h("input", { type: "radio", name: "mode", id: "mode-individual", value: "individual", checked: true });
   const modeGroup = h("input", { type: "radio", name: "mode", id: "mode-group_mms", value: "group_mms" });
 
@@ -116,7 +160,7 @@ export function render(main, ctx) {
   // would speak on every keystroke. A submit that fails moves focus to
   // the first field in error, which reads its message.
   const err = (name) => h("div", { class: "field-error", id: `${name}-error` });
-  const errors = { from: err("from"), to: err("to"), text: err("text"), mode: err("mode") };
+  const errors = { from: err("from"), to: err("to"), text: err("text"), mode: err("mode"), responses: err("responses") };
   const toHint = h("p", { class: "hint", id: "to-hint" });
   const textHelp = h("p", { class: "help", id: "text-help" });
   const formError = h("p", { class: "form-error", id: "form-error", role: "alert", hidden: true });
@@ -142,6 +186,8 @@ export function render(main, ctx) {
       toHint,
       errors.to,
     ),
+    crewField,
+    templateField,
     h(
       "div",
       { class: "field" },
@@ -149,6 +195,18 @@ export function render(main, ctx) {
       textInput,
       textHelp,
       errors.text,
+    ),
+    h(
+      "div",
+      { class: "field" },
+      h("label", { for: "responses" }, "Response options"),
+      h(
+        "p",
+        { class: "help", id: "responses-help" },
+        "Optional. One KEY=Label per line, such as 1=Coming. People reply with the key or the label; “Reply 1 Coming, …” is added to the message.",
+      ),
+      responsesInput,
+      errors.responses,
     ),
     h(
       "fieldset",
@@ -169,7 +227,8 @@ export function render(main, ctx) {
       errors.mode,
     ),
     formError,
-    h("div", { class: "form-actions" }, h("a", { class: "button button-quiet", href: "#/groups" }, "Cancel"), submit),
+    previewPanel,
+    h("div", { class: "form-actions" }, h("a", { class: "button button-quiet", href: "#/groups" }, "Cancel"), previewBtn, submit),
   );
 
   replace(
@@ -183,7 +242,90 @@ export function render(main, ctx) {
     ),
   );
 
-  const inputs = { from: fromInput, to: toInput, text: textInput, mode: modeIndividual };
+  const inputs = { from: fromInput, to: toInput, text: textInput, mode: modeIndividual, responses: responsesInput };
+
+  function chosenCrews() {
+    return [...crewBox.querySelectorAll("input:checked")].map((i) => i.value);
+  }
+
+  // The directory is optional: without crews or templates (or a key that
+  // may not read them) the form is the plain numbers form.
+  Promise.all([request("GET", "/v1/crews").catch(() => null), request("GET", "/v1/templates").catch(() => null)]).then(([cr, tp]) => {
+    if (!alive) return;
+    const crews = (cr && cr.crews) || [];
+    if (crews.length) {
+      replace(
+        crewBox,
+        crews.map((k) =>
+          h(
+            "label",
+            { for: `crew-${k.id}` },
+            h("input", { type: "checkbox", id: `crew-${k.id}`, value: k.name, class: "crew-choice", onchange: hints }),
+            h("span", null, `${k.name} (${plural(k.size, "person", "people")})`),
+          ),
+        ),
+      );
+      crewField.hidden = false;
+    }
+    const templates = (tp && tp.templates) || [];
+    if (templates.length) {
+      for (const t of templates) templateSelect.appendChild(h("option", { value: t.id }, t.name));
+      templateField.hidden = false;
+      templateSelect.addEventListener("change", () => {
+        const t = templates.find((x) => x.id === templateSelect.value);
+        if (!t) return;
+        textInput.value = t.text;
+        responsesInput.value = (t.responses || []).map((o) => `${o.key}=${o.label}`).join("\n");
+        hints();
+      });
+    }
+  });
+
+  function requestBody() {
+    const parsed = parseRecipients(toInput.value);
+    const body = { from: cleanNumber(fromInput.value), text: textInput.value, mode: mode() };
+    if (parsed.raw.length) body.to = parsed.raw;
+    const crews = chosenCrews();
+    if (crews.length) body.crews = crews;
+    const responses = parseResponses(responsesInput.value);
+    if (responses.length) body.responses = responses;
+    return { body, parsed };
+  }
+
+  // preview asks the server what a send would do, without sending: how
+  // many people, who is suppressed or invalid, segments and samples.
+  async function preview() {
+    const { body } = requestBody();
+    previewBtn.disabled = true;
+    try {
+      const p = await request("POST", "/v1/groups/preview", body);
+      if (!alive) return;
+      replace(
+        previewPanel,
+        h("h2", null, "Preview"),
+        h("p", { id: "preview-summary" }, `${plural(p.recipients, "person", "people")} will get this message · ${plural(p.segments, "SMS segment")} (${p.encoding}).`),
+        p.suppressed_total
+          ? h("p", null, `Not texted (opted out): ${p.suppressed.map((s) => `${s.number} (${s.reason})`).join(", ")}`)
+          : null,
+        p.invalid_total ? h("p", { class: "form-error" }, `Not phone numbers: ${p.invalid.map((x) => x.input).join(", ")}`) : null,
+        p.samples.length
+          ? h(
+              "ul",
+              { id: "preview-samples" },
+              p.samples.map((s) => h("li", null, h("strong", null, s.name || s.number), h("p", { class: "preview-sample" }, s.text))),
+            )
+          : null,
+      );
+    } catch (err) {
+      if (!alive) return;
+      const fields = (err.fields || []).map((f) => `${f.field}: ${f.message}`);
+      replace(previewPanel, h("h2", null, "Preview"), h("p", { class: "form-error" }, fields.length ? fields.join(" ") : err.message));
+    } finally {
+      previewBtn.disabled = false;
+    }
+    previewPanel.hidden = false;
+    previewPanel.focus();
+  }
 
   function mode() {
     return modeGroup.checked ? "group_mms" : "individual";
@@ -254,7 +396,12 @@ export function render(main, ctx) {
     toHint.classList.toggle("has-notes", notes.length > 0);
     if (bad) toInput.setAttribute("aria-invalid", "true");
     else if (!errors.to.hasChildNodes()) toInput.removeAttribute("aria-invalid");
-    submit.textContent = count ? `Send to ${plural(count, "recipient")}` : "Send";
+    const crewCount = chosenCrews().length;
+    submit.textContent = crewCount
+      ? `Send to ${plural(crewCount, "crew")}${count ? ` and ${plural(count, "number")}` : ""}`
+      : count
+        ? `Send to ${plural(count, "recipient")}`
+        : "Send";
 
     const text = textInput.value;
     if (text.length === 0) {
@@ -277,7 +424,7 @@ export function render(main, ctx) {
   // "to" / "to[3]" / "recipients[3].number" (→ the recipients box, naming
   // the line); anything else goes to the form-level message.
   function fieldErrors(fields) {
-    const by = { from: [], to: [], text: [], mode: [] };
+    const by = { from: [], to: [], text: [], mode: [], responses: [] };
     const other = [];
     for (const f of fields) {
       const name = String(f.field || "");
@@ -292,6 +439,11 @@ export function render(main, ctx) {
         by.to.push(line ? `Line ${line}${what}: ${msg}` : `Recipient ${i + 1}: ${msg}`);
       } else if (name === "to" || name === "recipients") {
         by.to.push(msg);
+      } else if (name.startsWith("responses") || name.startsWith("quorum")) {
+        by.responses.push(msg);
+      } else if (/^(crews|tags|contacts)/.test(name)) {
+        // An unknown or empty crew: the server names it.
+        by.to.push(msg);
       } else if (by[name]) {
         by[name].push(msg);
       } else {
@@ -299,7 +451,7 @@ export function render(main, ctx) {
       }
     }
     for (const [name, msgs] of Object.entries(by)) setFieldError(name, msgs);
-    const firstBad = ["from", "to", "text", "mode"].find((n) => by[n].length);
+    const firstBad = ["from", "to", "text", "mode", "responses"].find((n) => by[n].length);
     if (firstBad) inputs[firstBad].focus();
     return other;
   }
@@ -307,19 +459,13 @@ export function render(main, ctx) {
   async function onSubmit(e) {
     e.preventDefault();
     clearErrors();
-    const parsed = parseRecipients(toInput.value);
-    const body = {
-      from: cleanNumber(fromInput.value),
-      to: parsed.raw,
-      text: textInput.value,
-      mode: mode(),
-    };
+    const { body, parsed } = requestBody();
     // Problems the form can name for sure are caught here; the numbers'
     // validity is the server's call (it answers with every bad line).
     fromTouched = true;
     const missing = [
       ["from", fromProblem(fromInput.value) !== "", fromProblem(fromInput.value)],
-      ["to", body.to.length === 0, "Add at least one recipient."],
+      ["to", !body.to && !body.crews, "Add at least one recipient or choose a crew."],
       ["text", !body.text.trim(), "Write the message."],
       ["text", body.text.trim() !== "" && textProblem(body.text) !== "", textProblem(body.text)],
     ].filter(([, bad]) => bad);
@@ -354,7 +500,7 @@ export function render(main, ctx) {
     }
   }
 
-  for (const el of [fromInput, toInput, textInput, modeIndividual, modeGroup]) el.addEventListener("input", hints);
+  for (const el of [fromInput, toInput, textInput, modeIndividual, modeGroup, responsesInput]) el.addEventListener("input", hints);
   fromInput.addEventListener("blur", () => {
     if (fromInput.value.trim() !== "") fromTouched = true;
     hints();

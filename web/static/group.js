@@ -7,6 +7,7 @@ import { chip, groupChip, flagChip, progressBar, toast, ask, live, liveBadge, se
 import { firstLine } from "./groups.js";
 import * as announce from "./announce.js";
 import * as focus from "./focus.js";
+import { hasAnswers, answerTiles, tallyBar, quorumLine, answerFilters, answerLabel } from "./answers.js";
 
 const MODE_LABEL = { individual: "Individual messages", group_mms: "Group MMS thread" };
 const CANCELABLE = new Set(["sending", "awaiting", "paused"]);
@@ -72,7 +73,22 @@ function tile(name, label, value, tone, hint) {
   );
 }
 
-function counters(t) {
+function counters(t, g) {
+  if (hasAnswers(g)) {
+    // One tile per response option plus "No reply yet" replace the
+    // Yes / No / Replied / No reply tiles.
+    const tiles = [
+      tile("total", "Recipients", t.total, "neutral"),
+      tile("delivered", "Delivered", t.delivered, "good"),
+      tile("in_progress", "In progress", t.inFlight, "progress"),
+      tile("failed", "Failed", t.failed, "bad"),
+      tile("unconfirmed", "Unconfirmed", t.unconfirmed, "warn"),
+      tile("unknown", "Unknown", t.unknown, "warn"),
+      ...answerTiles(g, tile),
+    ];
+    if (t.stopped) tiles.push(tile("not_sent", "Opted out / canceled", t.stopped, "muted"));
+    return tiles;
+  }
   const tiles = [
     tile("total", "Recipients", t.total, "neutral"),
     tile("delivered", "Delivered", t.delivered, "good"),
@@ -301,8 +317,10 @@ export function render(main, ctx, id) {
     const mem = focus.remember(attention);
     replace(
       stats,
-      h("div", { class: "tiles" }, counters(t)),
+      h("div", { class: "tiles" }, counters(t, group)),
       progressBar(t, "Delivery progress"),
+      hasAnswers(group) ? tallyBar(group) : null,
+      hasAnswers(group) ? quorumLine(group) : null,
       h("p", { class: "summary", id: "summary" }, summaryLine(t)),
     );
     if (t.needAttention) {
@@ -357,9 +375,16 @@ export function render(main, ctx, id) {
     focus.restore(attention, mem, [], select);
   }
 
+  // filters are the roster filters: the fixed ones, plus one per answer
+  // and "No reply yet" for a group with response options.
+  function filters() {
+    return hasAnswers(group) ? { ...FILTERS, ...answerFilters(group) } : FILTERS;
+  }
+
   function drawFilter() {
     const list = group.recipients || [];
-    const opts = Object.entries(FILTERS).map(([value, [label, pred]]) => {
+    if (!filters()[filter]) filter = "all";
+    const opts = Object.entries(filters()).map(([value, [label, pred]]) => {
       const count = list.filter(pred).length;
       return h("option", { value, selected: value === filter }, `${label} (${count})`);
     });
@@ -415,10 +440,18 @@ export function render(main, ctx, id) {
       h(
         "td",
         { class: "col-who", "data-label": "Recipient" },
-        h("span", { class: "number mono" }, r.number),
+        // Names first: a dispatcher texts people, not numbers.
         r.name ? h("span", { class: "name" }, r.name) : null,
+        h("span", { class: "number mono" }, r.number),
+        // A template gives each person their own text: show what they got.
+        r.text && r.text !== group.text ? h("p", { class: "sent-text" }, r.text) : null,
       ),
-      h("td", { class: "col-status", "data-label": "Status" }, h("div", { class: "chips" }, chip(r.status), replyChips(r)), errorLine(r)),
+      h(
+        "td",
+        { class: "col-status", "data-label": "Status" },
+        h("div", { class: "chips" }, chip(r.status), answerLabel(group, r) ? flagChip(answerLabel(group, r), "info", "answer") : replyChips(r)),
+        errorLine(r),
+      ),
       h(
         "td",
         { class: "col-reply", "data-label": "Reply" },
@@ -499,7 +532,7 @@ export function render(main, ctx, id) {
     const mem = focus.remember(tbody);
     drawFilter();
     const list = group.recipients || [];
-    const pred = FILTERS[filter][1];
+    const pred = (filters()[filter] || FILTERS.all)[1];
     const nodes = [];
     list.forEach((r, index) => {
       if (!pred(r)) return;

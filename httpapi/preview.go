@@ -1,0 +1,161 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/crewcast/crewcast/group"
+)
+
+// POST /v1/groups/preview (design.md §11): the create body, resolved and
+// planned exactly as a create would be, answered with who would be
+// texted and how — without sending or writing anything.
+
+// previewListMax bounds the suppressed and invalid lists of a preview;
+// the totals count them all.
+const previewListMax = 100
+
+type previewJSON struct {
+	Recipients      int                 `json:"recipients"`
+	Suppressed      []previewSuppressed `json:"suppressed"`
+	SuppressedTotal int                 `json:"suppressed_total"`
+	Invalid         []previewInvalid    `json:"invalid"`
+	InvalidTotal    int                 `json:"invalid_total"`
+	Segments        int                 `json:"segments"`
+	Encoding        string              `json:"encoding"`
+	Units           int                 `json:"units"`
+	Samples         []previewSampleJSON `json:"samples"`
+}
+
+type previewSuppressed struct {
+	Number string `json:"number"`
+	Reason string `json:"reason"`
+}
+
+type previewInvalid struct {
+	Input string `json:"input"`
+	Error string `json:"error"`
+}
+
+type previewSampleJSON struct {
+	Number string `json:"number"`
+	Name   string `json:"name"`
+	Text   string `json:"text"`
+}
+
+// previewSamples is how many rendered texts a preview shows.
+const previewSamples = 3
+
+func (a *api) previewGroup(w http.ResponseWriter, r *http.Request) error {
+	var body createRequest
+	if err := decodeJSON(w, r, a.cfg.MaxCreateBodyBytes, &body); err != nil {
+		return err
+	}
+	if _, err := parseCheckAfter(body.CheckAfter); err != nil {
+		return err
+	}
+	req, err := a.request(r.Context(), body)
+	if err != nil {
+		return err
+	}
+	out := previewJSON{Suppressed: []previewSuppressed{}, Invalid: []previewInvalid{}, Samples: []previewSampleJSON{}}
+	// Numbers that are no phone numbers are listed, not fatal: the
+	// preview shows what a send would reach once they are fixed.
+	clean := func(in string) bool {
+		if _, err := group.NormalizeNumber(in); err != nil {
+			out.InvalidTotal++
+			if len(out.Invalid) < previewListMax {
+				out.Invalid = append(out.Invalid, previewInvalid{Input: in, Error: err.Error()})
+			}
+			return false
+		}
+		return true
+	}
+	var to []string
+	for _, n := range req.To {
+		if clean(n) {
+			to = append(to, n)
+		}
+	}
+	var recips []group.RecipientInput
+	for _, rc := range req.Recipients {
+		if clean(rc.Number) {
+			recips = append(recips, rc)
+		}
+	}
+	var resolved []group.RecipientInput
+	for _, rc := range req.Resolved {
+		if clean(rc.Number) {
+			resolved = append(resolved, rc)
+		}
+	}
+	req.To, req.Recipients, req.Resolved = to, recips, resolved
+	var numbers []string
+	for _, list := range [][]group.RecipientInput{recips, resolved} {
+		for _, rc := range list {
+			n, _ := group.NormalizeNumber(rc.Number)
+			numbers = append(numbers, n)
+		}
+	}
+	for _, n := range to {
+		e, _ := group.NormalizeNumber(n)
+		numbers = append(numbers, e)
+	}
+	sup, err := a.store.Suppressed(r.Context(), numbers)
+	if err != nil {
+		return err
+	}
+	suppressed := make(map[string]bool, len(sup))
+	for n := range sup {
+		suppressed[n] = true
+	}
+	if len(to)+len(recips)+len(resolved) == 0 {
+		writeJSON(w, http.StatusOK, out) // nobody valid: nothing more to say
+		return nil
+	}
+	created, ferrs, total := group.PlanWith("preview", req, group.Settings{}, suppressed, time.Time{}, group.NormalizeNumber)
+	if len(ferrs) > 0 {
+		return fieldErrorsTotal(ferrs, total)
+	}
+	for _, e := range created.Recipients {
+		if e.Suppressed {
+			out.SuppressedTotal++
+			if len(out.Suppressed) < previewListMax {
+				out.Suppressed = append(out.Suppressed, previewSuppressed{Number: e.Number, Reason: sup[e.Number].Reason})
+			}
+			continue
+		}
+		out.Recipients++
+		if len(out.Samples) < previewSamples {
+			text := e.Text
+			if text == "" {
+				text = created.Text
+			}
+			out.Samples = append(out.Samples, previewSampleJSON{Number: e.Number, Name: e.Name, Text: text})
+		}
+	}
+	reached := make([]group.RosterEntry, 0, out.Recipients)
+	for _, e := range created.Recipients {
+		if !e.Suppressed {
+			reached = append(reached, e)
+		}
+	}
+	_, seg := group.Longest(created.Text, reached)
+	out.Segments, out.Encoding, out.Units = seg.Segments, seg.Encoding, seg.Units
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// fieldErrorsTotal is fieldErrors for a list cut at group.MaxFieldErrors.
+func fieldErrorsTotal(errs []group.FieldError, total int) error {
+	parts := make([]string, len(errs))
+	for i, e := range errs {
+		parts[i] = e.Error()
+	}
+	e := &apiError{Status: http.StatusBadRequest, Code: codeInvalidRequest, Message: strings.Join(parts, "; "), Fields: errs}
+	if total > len(errs) {
+		e.FieldsTotal = total
+	}
+	return e
+}
