@@ -68,12 +68,25 @@ type rule struct {
 }
 
 // journalRules maps a journal event type to the webhook event it is
-// reported as. Event types added later slot in with one line, e.g.
-// "group.quorum_met": {GroupQuorumMet, scopeGroup}, or a response event
-// carrying "i": {RecipientResponded, scopeRecipient}.
+// reported as. Event types added later slot in with one line.
+// (recipient.responded is a reply.received that chose a response option:
+// see respondedOf.)
 var journalRules = map[string]rule{
-	group.TypeCreated: {GroupCreated, scopeGroup},
-	group.TypeReplied: {RecipientReplied, scopeRecipient},
+	group.TypeCreated:   {GroupCreated, scopeGroup},
+	group.TypeReplied:   {RecipientReplied, scopeRecipient},
+	group.TypeQuorumMet: {GroupQuorumMet, scopeGroup},
+}
+
+// respondedOf reports whether a journal event is a reply that chose a
+// response option (design.md §11), which is also recipient.responded.
+func respondedOf(ev actor.Event) bool {
+	if ev.Type != group.TypeReplied {
+		return false
+	}
+	var r struct {
+		Response string `json:"response"`
+	}
+	return json.Unmarshal(ev.Data, &r) == nil && r.Response != ""
 }
 
 // statusRules maps a group status reached by a commit to its event: the
@@ -125,6 +138,9 @@ func Derive(c Change) []store.OutboxRow {
 			}
 			if d, ok := c.Recipient(*ix.I); ok {
 				out = append(out, recipientRow(r.Type, gid, d, ev.Seq, c.Time))
+				if respondedOf(ev) {
+					out = append(out, recipientRow(RecipientResponded, gid, d, ev.Seq, c.Time))
+				}
 			}
 		}
 	}

@@ -166,3 +166,28 @@ func BenchmarkDerive(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100, "ns/change")
 }
+
+// The answers of issue 13 reach subscribers: a reply that chose a response
+// option is also recipient.responded, and the quorum's moment is
+// group.quorum_met (design.md §13).
+func TestDeriveResponsesAndQuorum(t *testing.T) {
+	g := store.GroupRow{ID: "g1", Status: crewcast.GroupAwaiting, Seq: 6}
+	bob := store.DeliveryRow{GroupID: "g1", Number: "+15550100002", Status: crewcast.StatusDelivered}
+	lookup := func(i int) (store.DeliveryRow, bool) { return bob, i == 1 }
+	got := types(Derive(Change{Group: g, PrevStatus: crewcast.GroupAwaiting,
+		Events: []actor.Event{
+			{Seq: 5, Type: group.TypeReplied, Data: []byte(`{"i":1,"text":"1","response":"1"}`)},
+			{Seq: 6, Type: group.TypeQuorumMet, Data: []byte(`{"response":"1","count":1}`)},
+		},
+		Recipient: lookup, Time: at}))
+	if want := []string{RecipientReplied, RecipientResponded, GroupQuorumMet}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("answer + quorum derive %v, want %v", got, want)
+	}
+	// A reply that chose nothing is only a reply.
+	got = types(Derive(Change{Group: g, PrevStatus: crewcast.GroupAwaiting,
+		Events:    []actor.Event{{Seq: 7, Type: group.TypeReplied, Data: []byte(`{"i":1,"text":"maybe"}`)}},
+		Recipient: lookup, Time: at}))
+	if want := []string{RecipientReplied}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("plain reply derives %v, want %v", got, want)
+	}
+}
