@@ -99,8 +99,26 @@ func seedPerson(t *testing.T, e *env) []string {
 	if err := e.tr.AddSuppression(ctx, store.Suppression{Number: erasedWho, Reason: store.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
-	return bodies
+	// Their contact, with a free field, in a crew (design.md §11).
+	site := "Depot secret 4715"
+	c := store.Contact{ID: "ct_erased", Number: erasedWho, Name: "Erin Erased", Tags: []string{"night"},
+		Fields: map[string]string{"site": site}, CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	if err := e.st.CreateContact(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.CreateCrew(ctx, store.Crew{ID: "cr_night", Name: "Night shift", Members: []string{c.ID},
+		CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	return append(bodies, site)
 }
+
+// anOutbox makes commits write outbound webhook rows (design.md §13): the
+// payloads name recipients and carry reply bodies until delivered.
+type anOutbox struct{}
+
+func (anOutbox) Enabled() bool { return true }
+func (anOutbox) Kick()         {}
 
 // eraseAndCheck erases the seeded person and checks the answers.
 func eraseAndCheck(t *testing.T, e *env) {
@@ -141,7 +159,7 @@ func TestErasureLeavesNoTraceSQLite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crewcast.db")
 	st := openStore(t, path, time.Now)
 	t.Cleanup(func() { _ = st.Close() })
-	e := envOn(t, st, func(c *Config) { c.HashKey = []byte("erasure-test-key") })
+	e := envOn(t, st, func(c *Config) { c.HashKey = []byte("erasure-test-key"); c.Webhooks = anOutbox{} })
 	bodies := seedPerson(t, e)
 	// Before: the search finds the person (the test can fail).
 	if hits := searchSQLiteFiles(t, path, bodies); len(hits) == 0 {
@@ -199,7 +217,7 @@ func TestErasureLeavesNoTracePostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	e := envOn(t, st, func(c *Config) { c.HashKey = []byte("erasure-test-key") })
+	e := envOn(t, st, func(c *Config) { c.HashKey = []byte("erasure-test-key"); c.Webhooks = anOutbox{} })
 	bodies := seedPerson(t, e)
 	if hits := searchPostgresTables(t, url, schema, bodies); len(hits) == 0 {
 		t.Fatal("the search finds nothing before the erasure: it proves nothing")

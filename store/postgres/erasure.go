@@ -12,7 +12,15 @@ import (
 // sqlq.NumberErasers in EraseNumber's transaction: one entry per table that
 // keeps a person and is not in migration 00001 (contacts, crew
 // memberships, outbound webhook payloads, ...).
-var erasers = []sqlq.Eraser{}
+var erasers = []sqlq.Eraser{
+	// Outbound webhook payloads naming them (migration 00007), delivered
+	// or not: their queue entries first, then the events.
+	{Place: "webhook_deliveries", SQL: `DELETE FROM webhook_deliveries WHERE outbox_id IN
+		(SELECT id FROM webhook_outbox WHERE position(?::bytea in payload) > 0)`, Args: outboxArgs},
+	{Place: "webhook_outbox", SQL: `DELETE FROM webhook_outbox WHERE position(?::bytea in payload) > 0`, Args: outboxArgs},
+}
+
+func outboxArgs(n, _ string) []any { return []any{sqlq.OutboxNeedle(n)} }
 
 // EraseNumber implements store.Erasure. The suppression rewrite takes the
 // suppression lock, as AddSuppression does, so it is ordered with claims.

@@ -12,7 +12,16 @@ import (
 // sqlq.NumberErasers in EraseNumber's transaction: one entry per table that
 // keeps a person and is not in migration 00001 (contacts, crew
 // memberships, outbound webhook payloads, ...).
-var erasers = []sqlq.Eraser{}
+var erasers = []sqlq.Eraser{
+	// Outbound webhook payloads naming them (migration 00007), delivered
+	// or not: their queue entries first, then the events.
+	{Place: "webhook_deliveries", SQL: `DELETE FROM webhook_deliveries WHERE outbox_id IN
+		(SELECT id FROM webhook_outbox WHERE instr(payload, ?) > 0)`, Args: outboxArgs},
+	{Place: "webhook_outbox", SQL: `DELETE FROM webhook_outbox WHERE instr(payload, ?) > 0`, Args: outboxArgs},
+}
+
+// outboxArgs passes the needle as a BLOB, so instr compares bytes.
+func outboxArgs(n, _ string) []any { return []any{sqlq.OutboxNeedle(n)} }
 
 // EraseNumber implements store.Erasure. SQLite has one writer, so the
 // suppression rewrite is serialized with claims without a lock.

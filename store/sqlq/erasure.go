@@ -3,6 +3,7 @@ package sqlq
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 
 	"github.com/crewcast/crewcast/store"
 )
@@ -43,7 +44,19 @@ var NumberErasers = []Eraser{
 		func(n, r string) []any { return []any{r, n} }},
 	{"groups", `UPDATE groups SET from_number = ? WHERE from_number = ?`,
 		func(n, r string) []any { return []any{r, n} }},
+	// Their contact (migration 00005) goes, with its tags and crew
+	// memberships (deleted explicitly: SQLite's foreign keys may be off).
+	{"crew_members", `DELETE FROM crew_members WHERE contact_id IN (SELECT id FROM contacts WHERE number = ?)`,
+		func(n, _ string) []any { return []any{n} }},
+	{"contact_tags", `DELETE FROM contact_tags WHERE contact_id IN (SELECT id FROM contacts WHERE number = ?)`,
+		func(n, _ string) []any { return []any{n} }},
+	{"contacts", `DELETE FROM contacts WHERE number = ?`,
+		func(n, _ string) []any { return []any{n} }},
 }
+
+// OutboxNeedle is what an outbound webhook payload (JSON) holds when it
+// names number: the number as a JSON string.
+func OutboxNeedle(number string) []byte { return []byte(`"` + number + `"`) }
 
 // EraseOptions are what differs between the engines in EraseNumber.
 type EraseOptions struct {
@@ -83,6 +96,12 @@ func EraseNumber(ctx context.Context, d DB, number, replacement, keep string, o 
 		if n > 0 {
 			counts["inbox"] = n
 		}
+		if n, err = redactOutboxTexts(ctx, tx); err != nil {
+			return err
+		}
+		if n > 0 {
+			counts["webhook_outbox"] += n
+		}
 		sps, err := queryAll(ctx, tx, scanSuppression, `SELECT number, reason, created_at FROM suppressions WHERE number = ?`, number)
 		if err != nil {
 			return err
@@ -107,6 +126,48 @@ func EraseNumber(ctx context.Context, d DB, number, replacement, keep string, o 
 		return nil, d.errorf("erase number: %w", err)
 	}
 	return counts, nil
+}
+
+// redactOutboxTexts empties the message text in the outbound webhook
+// payloads (data.group.text) of every group whose text has been redacted:
+// the erasure redacts a finished group's text in the group, and the events
+// that reported the group must not keep it. Payloads naming the person
+// were deleted by the engine's erasers before this runs.
+func redactOutboxTexts(ctx context.Context, tx Querier) (int, error) {
+	type entry struct {
+		id      int64
+		payload []byte
+	}
+	es, err := queryAll(ctx, tx, func(r Rows) (entry, error) {
+		var e entry
+		err := r.Scan(&e.id, &e.payload)
+		return e, err
+	}, `SELECT o.id, o.payload FROM webhook_outbox o JOIN groups g ON g.id = o.group_id WHERE g.text = ''`)
+	if err != nil {
+		return 0, err
+	}
+	changed := 0
+	for _, e := range es {
+		var body map[string]any
+		if json.Unmarshal(e.payload, &body) != nil {
+			continue
+		}
+		data, _ := body["data"].(map[string]any)
+		grp, _ := data["group"].(map[string]any)
+		if t, _ := grp["text"].(string); t == "" {
+			continue
+		}
+		grp["text"] = ""
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE webhook_outbox SET payload = ? WHERE id = ?`, b, e.id); err != nil {
+			return 0, err
+		}
+		changed++
+	}
+	return changed, nil
 }
 
 // eraseInbox empties the payload of every inbox entry that names the
