@@ -52,6 +52,23 @@ const (
 	auditRetentionRun  = "retention.run"
 )
 
+// directoryAudit names the audit action of each directory write (design.md
+// §14: contact, crew and template changes). wrapAs appends the entry after
+// the change succeeded, with the row's id as target ("" for a create or
+// an import: the new rows are in the answer, and names may be personal).
+var directoryAudit = map[string]string{
+	"POST /v1/contacts":         "contact.created",
+	"PATCH /v1/contacts/{id}":   "contact.updated",
+	"DELETE /v1/contacts/{id}":  "contact.deleted",
+	"POST /v1/contacts/import":  "contacts.imported",
+	"POST /v1/crews":            "crew.created",
+	"PATCH /v1/crews/{id}":      "crew.updated",
+	"DELETE /v1/crews/{id}":     "crew.deleted",
+	"POST /v1/templates":        "template.created",
+	"PATCH /v1/templates/{id}":  "template.updated",
+	"DELETE /v1/templates/{id}": "template.deleted",
+}
+
 type userKey struct{}
 
 // userFrom returns the signed-in user of a request made with a user's

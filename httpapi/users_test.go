@@ -536,3 +536,38 @@ func TestAuditTrail(t *testing.T) {
 		}
 	}
 }
+
+// Directory changes (contacts, crews, templates) are in the audit trail
+// (design.md §14), with the row they changed; reads are not.
+func TestAuditDirectoryChanges(t *testing.T) {
+	e := newEnv(t, cheapUsers)
+	r, b := e.do("POST", "/v1/contacts", `{"number":"+15550100031","name":"Ana"}`, "send", nil)
+	if r.StatusCode != 201 {
+		t.Fatalf("contact: %d %s", r.StatusCode, b)
+	}
+	contact := decode[struct{ ID string }](t, b).ID
+	if r, b := e.do("PATCH", "/v1/contacts/"+contact, `{"name":"Ana B"}`, "send", nil); r.StatusCode != 200 {
+		t.Fatalf("patch contact: %d %s", r.StatusCode, b)
+	}
+	r, b = e.do("POST", "/v1/crews", `{"name":"Night","members":["`+contact+`"]}`, "send", nil)
+	if r.StatusCode != 201 {
+		t.Fatalf("crew: %d %s", r.StatusCode, b)
+	}
+	crew := decode[struct{ ID string }](t, b).ID
+	if r, b := e.do("POST", "/v1/templates", `{"name":"Call","text":"Hi {{name}}"}`, "send", nil); r.StatusCode != 201 {
+		t.Fatalf("template: %d %s", r.StatusCode, b)
+	}
+	if r, b := e.do("DELETE", "/v1/crews/"+crew, "", "send", nil); r.StatusCode/100 != 2 {
+		t.Fatalf("delete crew: %d %s", r.StatusCode, b)
+	}
+	e.do("GET", "/v1/contacts", "", "read", nil)
+	_, b = e.do("GET", "/v1/audit", "", "admin", nil)
+	var got []string
+	for _, en := range decode[auditListJSON](t, b).Entries {
+		got = append(got, en.Action+" "+en.Target)
+	}
+	want := []string{"crew.deleted " + crew, "template.created ", "crew.created ", "contact.updated " + contact, "contact.created "}
+	if !slices.Equal(got, want) {
+		t.Fatalf("audit %q, want %q", got, want)
+	}
+}
