@@ -255,8 +255,14 @@ func (g *Group) underOptOut(r *Recipient, fn func()) {
 	base, reason := r.BeforeOptOut, r.Reason
 	r.Status = base
 	fn()
-	if r.Status != crewcast.StatusOptedOut {
+	switch {
+	case r.Status != crewcast.StatusOptedOut:
 		base = r.Status
+	case base != crewcast.StatusOptedOut:
+		// fn opted them out itself: the provider refused the send
+		// because the person opted out. The send certainly failed, and
+		// that is what START must restore (not the in-flight status).
+		base = crewcast.StatusFailed
 	}
 	r.Status, r.BeforeOptOut, r.Reason = crewcast.StatusOptedOut, base, reason
 }

@@ -763,3 +763,30 @@ func TestSuppressedAtSendGroupMMS(t *testing.T) {
 	}
 	h.replay()
 }
+
+// STOP while a send is in flight, the provider then refusing that send
+// because the person opted out, then START: the send certainly failed, so
+// START restores failed — not the in-flight status, which would leave the
+// recipient sending for ever (seen in T15 on PostgreSQL).
+func TestStopThenProviderOptOutThenStartRestoresFailed(t *testing.T) {
+	h := newHarness(t, crewcast.ModeIndividual, 1, nil)
+	c := h.claim(t0, 0)
+	n := h.g.Recipients[0].Number
+	reply := func(id, text string) {
+		r, ok := h.g.Reply(crewcast.Event{EventID: id, Kind: crewcast.KindInbound, From: n, To: sender, Text: text}, t0.Add(time.Minute))
+		if !ok {
+			t.Fatalf("%s not matched", text)
+		}
+		h.apply(r)
+	}
+	reply("r1", "STOP")
+	h.outcome(c.Sends[0], crewcast.SendResult{}, &crewcast.SendError{HTTPStatus: 403, Code: "40300", Class: crewcast.ClassRecipient, OptOut: true}, t0)
+	if h.status(0) != crewcast.StatusOptedOut {
+		t.Fatalf("after the refused send: %s", h.status(0))
+	}
+	reply("r2", "START")
+	if h.status(0) != crewcast.StatusFailed || h.g.Status != crewcast.GroupComplete {
+		t.Fatalf("START restored %s (group %s), want failed (complete)", h.status(0), h.g.Status)
+	}
+	h.replay()
+}

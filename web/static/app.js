@@ -46,10 +46,6 @@ function canSend(s) {
   return scopes.includes("admin") || scopes.includes("send");
 }
 
-function isAdmin(s) {
-  return ((s && s.scopes) || []).includes("admin");
-}
-
 function navigate(hash) {
   if (location.hash === hash) render();
   else location.hash = hash;
