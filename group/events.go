@@ -39,6 +39,9 @@ type RosterEntry struct {
 	// Suppressed is set when the number was on the suppression list at
 	// creation: the recipient starts as opted_out and is never sent to.
 	Suppressed bool `json:"suppressed,omitempty"`
+	// TZ is the recipient's IANA time zone ("" = the policy's default),
+	// for quiet hours.
+	TZ string `json:"tz,omitempty"`
 }
 
 // Created starts a group's journal.
@@ -53,6 +56,8 @@ type Created struct {
 	Recipients []RosterEntry `json:"recipients"`
 	// By names who created the group (an API key id), for the audit trail.
 	By string `json:"by,omitempty"`
+	// Policy: follow-ups, escalation, send_at, quiet hours (followup.go).
+	Policy *Policy `json:"policy,omitempty"`
 }
 
 // Send is one provider call: one recipient in individual mode, the whole
@@ -282,7 +287,9 @@ func Decode(typ string, data []byte) (Event, error) {
 	case TypeSuppressed:
 		e = &Suppressed{}
 	default:
-		return nil, fmt.Errorf("decode: unknown event type %q", typ)
+		if e = newPolicyEvent(typ); e == nil {
+			return nil, fmt.Errorf("decode: unknown event type %q", typ)
+		}
 	}
 	if err := json.Unmarshal(data, e); err != nil {
 		return nil, fmt.Errorf("decode %s: %w", typ, err)
@@ -320,7 +327,7 @@ func deref(e Event) Event {
 	case *Suppressed:
 		return *v
 	}
-	return e
+	return derefPolicyEvent(e)
 }
 
 // Indices lists the recipients an event touches (nil for group-wide events
@@ -360,5 +367,5 @@ func Indices(e Event) []int {
 		}
 		return out
 	}
-	return nil
+	return policyEventIndices(e)
 }

@@ -128,6 +128,9 @@ type Recipient struct {
 	// SendID names the provider send in flight or last made (group MMS: one
 	// for every recipient of the thread).
 	SendID string `json:"send_id,omitempty"`
+
+	// Follow-ups, quiet hours and time zone (followup.go, quiet.go).
+	FollowupState
 }
 
 // Group is one group message and its recipients: the state that events
@@ -149,6 +152,11 @@ type Group struct {
 	Seen map[string]struct{} `json:"seen,omitempty"`
 	// Sends counts provider sends claimed, for unique send ids.
 	Sends int `json:"sends"`
+	// Policy holds follow-ups, escalation, send_at and quiet hours, frozen
+	// at creation (followup.go); nil for a group without any.
+	Policy *Policy `json:"policy,omitempty"`
+	// Escalation is the escalation decided for this group, if any.
+	Escalation *Escalation `json:"escalation,omitempty"`
 
 	byNumber map[string]int
 	// dirty collects the recipients changed since TakeDirty.
@@ -159,6 +167,8 @@ type Group struct {
 	// the first count.
 	counts  map[string]int
 	counted []tally
+	// quorumMet stops follow-ups and escalation; see QuorumMet.
+	quorumMet bool
 }
 
 // Index returns the recipient with the given number, or nil.
@@ -293,7 +303,7 @@ func (g *Group) recount() {
 // operator decision or a retry says otherwise (handled explicitly).
 func rank(s crewcast.Status) int {
 	switch s {
-	case crewcast.StatusPending:
+	case crewcast.StatusPending, crewcast.StatusScheduled:
 		return 0
 	case crewcast.StatusSending:
 		return 1
@@ -320,7 +330,7 @@ func (g *Group) recomputeStatus() {
 	pendingOrSending, sent := false, false
 	for _, r := range g.Recipients {
 		switch r.Status {
-		case crewcast.StatusPending, crewcast.StatusSending:
+		case crewcast.StatusPending, crewcast.StatusSending, crewcast.StatusScheduled:
 			pendingOrSending = true
 		case crewcast.StatusSent:
 			sent = true

@@ -26,6 +26,8 @@ const (
 type RecipientInput struct {
 	Number string `json:"number"`
 	Name   string `json:"name,omitempty"`
+	// Timezone is the recipient's IANA zone, for quiet hours (schedule.go).
+	Timezone string `json:"timezone,omitempty"`
 }
 
 // Request is a client's request to create a group message.
@@ -36,6 +38,8 @@ type Request struct {
 	Text       string           `json:"text"`
 	MediaURLs  []string         `json:"media_urls,omitempty"`
 	Mode       crewcast.Mode    `json:"mode,omitempty"`
+	// PolicyInput: send_at, priority, followup, escalate, quiet_hours.
+	PolicyInput
 }
 
 // FieldError names the request field that is wrong and why.
