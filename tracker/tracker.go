@@ -93,6 +93,12 @@ type Config struct {
 	ReminderPoll time.Duration
 	// NewID generates group ids; default random, time-ordered.
 	NewID func() string
+	// PolicyDefaults are the server's quiet hours and default time zone
+	// for new groups (design §12).
+	PolicyDefaults group.PolicyDefaults
+	// ResolveCrews turns escalation crews into numbers at creation; nil:
+	// crews are kept unresolved (see followups.go).
+	ResolveCrews CrewResolver
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -173,6 +179,7 @@ type Tracker struct {
 
 	unmatched unmatchedLog
 	gate      suppressionGate // orders provider calls against suppression commits
+	fstop     followupStops   // follow-ups whose recipient answered before the call (followups.go)
 	room      sendRoom
 
 	closing    atomic.Bool
@@ -511,6 +518,13 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 	created, ferrs, total := group.PlanWith(id, req, settings, suppressed, t.cfg.Clock.Now(), normalize)
 	if len(ferrs) > 0 {
 		return "", false, &ValidationError{Fields: ferrs, Total: total}
+	}
+	if err := t.planPolicy(ctx, &created, req, normalize); err != nil {
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			return "", false, err
+		}
+		return "", false, unavailable(ctx, "resolve escalation crews", err)
 	}
 	var idem *store.IdempotencyKey
 	if idemKey != "" {
