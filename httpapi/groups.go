@@ -35,6 +35,7 @@ type groupJSON struct {
 	Seq         uint64          `json:"seq"`
 	Counts      map[string]int  `json:"counts"`
 	Recipients  []recipientJSON `json:"recipients,omitempty"`
+	policyJSON
 }
 
 // recipientJSON is one recipient of a group.
@@ -56,6 +57,7 @@ type recipientJSON struct {
 	ReplyText         string     `json:"reply_text"`
 	Ack               string     `json:"ack"`
 	UpdatedAt         *time.Time `json:"updated_at"`
+	recipientPolicyJSON
 }
 
 // countKeys are the keys every counts object carries, zero or not.
@@ -179,6 +181,8 @@ type createRequest struct {
 	Mode       crewcast.Mode                     `json:"mode"`
 	// CheckAfter is a Go duration string ("10m") or whole seconds.
 	CheckAfter json.RawMessage `json:"check_after"`
+	// send_at, priority, followup, escalate, quiet_hours (design §12).
+	group.PolicyInput
 }
 
 // Bounds of check_after: a check sooner than a second is noise, and one
@@ -290,7 +294,7 @@ func (a *api) createGroup(w http.ResponseWriter, r *http.Request) error {
 		opts.IdempotencyKey = vs[0]
 	}
 	req := group.Request{From: body.From, To: body.To, Recipients: body.Recipients, Text: body.Text,
-		MediaURLs: body.MediaURLs, Mode: body.Mode}
+		MediaURLs: body.MediaURLs, Mode: body.Mode, PolicyInput: body.PolicyInput}
 	id, created, err := a.svc.Create(r.Context(), req, opts)
 	if err != nil {
 		return err
@@ -318,6 +322,11 @@ func (a *api) groupView(ctx context.Context, id string, withRecipients bool) (gr
 		return groupJSON{}, err
 	}
 	g := groupOf(row)
+	pol, err := a.policyOf(ctx, id)
+	if err != nil {
+		return groupJSON{}, err
+	}
+	g.policyJSON = pol.group()
 	if !withRecipients {
 		return g, nil
 	}
@@ -358,6 +367,7 @@ func (a *api) groupView(ctx context.Context, id string, withRecipients bool) (gr
 	g.Recipients = make([]recipientJSON, len(rows))
 	for i, d := range rows {
 		g.Recipients[i] = recipientOf(d)
+		g.Recipients[i].recipientPolicyJSON = pol.recipient(d.Number)
 	}
 	return g, nil
 }
@@ -458,9 +468,14 @@ func (a *api) listRecipients(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	pol, err := a.policyOf(r.Context(), id)
+	if err != nil {
+		return err
+	}
 	out := recipientListJSON{Recipients: make([]recipientJSON, len(rows)), NextCursor: next}
 	for i, d := range rows {
 		out.Recipients[i] = recipientOf(d)
+		out.Recipients[i].recipientPolicyJSON = pol.recipient(d.Number)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -1,0 +1,130 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/group"
+	"github.com/crewcast/crewcast/tracker"
+)
+
+// The policy fields of design §12 on groups and recipients. They are not
+// in the projections: a group with a policy is rebuilt from its snapshot
+// and journal for the view (groups without one cost one journal read).
+
+// policyJSON is a group's policy as the API shows it.
+type policyJSON struct {
+	SendAt      *time.Time    `json:"send_at,omitempty"`
+	Priority    string        `json:"priority,omitempty"`
+	Followup    *followupJSON `json:"followup,omitempty"`
+	Escalate    *escalateJSON `json:"escalate,omitempty"`
+	QuietHours  string        `json:"quiet_hours,omitempty"`
+	EscalatedAt *time.Time    `json:"escalated_at,omitempty"`
+}
+
+type followupJSON struct {
+	After string `json:"after"`
+	Max   int    `json:"max"`
+	Text  string `json:"text"`
+}
+
+type escalateJSON struct {
+	After string   `json:"after"`
+	Crews []string `json:"crews"`
+	To    []string `json:"to"`
+	Text  string   `json:"text"`
+}
+
+// recipientPolicyJSON is a recipient's follow-up and hold state.
+type recipientPolicyJSON struct {
+	FollowupsSent  int        `json:"followups_sent"`
+	NextFollowupAt *time.Time `json:"next_followup_at"`
+	HeldUntil      *time.Time `json:"held_until"`
+}
+
+// policyView is a group's committed state, for its policy fields; nil for
+// a group without a policy.
+type policyView struct {
+	g *group.Group
+}
+
+// policyOf reads the policy state of group id.
+func (a *api) policyOf(ctx context.Context, id string) (*policyView, error) {
+	var created *group.Created
+	err := a.store.Load(ctx, id, 0, func(e actor.Event) error {
+		if e.Type == group.TypeCreated {
+			ev, err := group.Decode(e.Type, e.Data)
+			if err != nil {
+				return err
+			}
+			c := ev.(group.Created)
+			created = &c
+		}
+		return errStop
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, fmt.Errorf("load group.created: %w", err)
+	}
+	if created == nil || created.Policy == nil {
+		return nil, nil
+	}
+	g, ok, err := tracker.LoadGroup(ctx, a.store, id)
+	if err != nil {
+		return nil, fmt.Errorf("load group state: %w", err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	return &policyView{g: &g}, nil
+}
+
+func (p *policyView) group() policyJSON {
+	if p == nil || p.g.Policy == nil {
+		return policyJSON{}
+	}
+	pol := p.g.Policy
+	out := policyJSON{SendAt: tsOrNil(pol.SendAt), Priority: pol.Priority, EscalatedAt: tsOrNil(p.g.EscalatedAt())}
+	if out.Priority == "" {
+		out.Priority = group.PriorityNormal
+	}
+	if f := pol.Followup; f != nil {
+		out.Followup = &followupJSON{After: f.After.String(), Max: f.Max, Text: p.g.FollowupText()}
+	}
+	if e := pol.Escalate; e != nil {
+		out.Escalate = &escalateJSON{After: e.After.String(), Crews: nonNil(e.Crews), To: nonNil(e.To), Text: e.Text}
+		if out.Escalate.Text == "" {
+			out.Escalate.Text = group.DefaultEscalationText
+		}
+	}
+	out.QuietHours = group.QuietOff
+	if pol.Quiet != nil {
+		out.QuietHours = pol.Quiet.String()
+	}
+	return out
+}
+
+func (p *policyView) recipient(number string) recipientPolicyJSON {
+	if p == nil {
+		return recipientPolicyJSON{}
+	}
+	r := p.g.Recipient(number)
+	if r == nil {
+		return recipientPolicyJSON{}
+	}
+	out := recipientPolicyJSON{FollowupsSent: r.FollowupsSent, NextFollowupAt: tsOrNil(p.g.NextFollowupAt(r))}
+	if r.Status == crewcast.StatusScheduled {
+		out.HeldUntil = tsOrNil(r.HeldUntil)
+	}
+	return out
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
