@@ -184,7 +184,9 @@ func (g *Group) applyEscalation(e Event) error {
 		}
 		x := &Escalation{At: v.At, Skipped: v.Skipped, Text: v.Text}
 		for _, s := range v.Sends {
-			s.Status = EscalationSending
+			if s.Status == "" {
+				s.Status = EscalationSending // claimed
+			}
 			x.Sends = append(x.Sends, s)
 		}
 		g.Escalation = x
