@@ -97,6 +97,9 @@ type FollowupState struct {
 	// FollowupStop, when set, says why no more follow-ups go to this
 	// recipient (failed definitively, suppressed, answered in flight).
 	FollowupStop string `json:"followup_stop,omitempty"`
+	// Nudged: an operator asked for this recipient's next follow-up now
+	// (Group.NudgedAt); cleared once a follow-up counts.
+	Nudged bool `json:"nudged,omitempty"`
 }
 
 // Answered reports whether r counts as having responded: any reply except
@@ -194,6 +197,9 @@ func (g *Group) followupDue(r *Recipient) time.Time {
 		return time.Time{}
 	}
 	due := base.Add(f.After)
+	if r.Nudged && g.NudgedAt.Before(due) {
+		due = g.NudgedAt // an operator asked for it now
+	}
 	if r.FollowupRetryAt.After(due) {
 		due = r.FollowupRetryAt
 	}
@@ -275,8 +281,37 @@ func (*FollowupAnswered) Error() string {
 	return "not sent: the recipient answered before the follow-up went out"
 }
 
+// Nudged is an operator's "nudge non-responders now": everyone who may
+// still get a follow-up gets their next one now rather than `after` the
+// last — within max, quiet hours and every stop condition, claimed like
+// any follow-up.
+type Nudged struct {
+	At time.Time `json:"at"`
+	By string    `json:"by,omitempty"`
+}
+
+func (Nudged) Type() string { return TypeNudged }
+
+// Nudge decides a nudge: ErrState when the group has no follow-up policy,
+// is canceled or paused, or no one is waiting for a follow-up.
+func (g *Group) Nudge(now time.Time, by string) (Nudged, error) {
+	switch {
+	case g.followup() == nil:
+		return Nudged{}, stateErr("the group has no follow-up policy")
+	case g.Status == crewcast.GroupCanceled || g.Status == crewcast.GroupPaused:
+		return Nudged{}, stateErr("group is %s", g.Status)
+	}
+	for _, r := range g.Recipients {
+		if g.FollowupStopped(r) == "" && r.FollowupSendID == "" && !r.SentAt.IsZero() {
+			return Nudged{At: now, By: by}, nil
+		}
+	}
+	return Nudged{}, stateErr("no one is waiting for a follow-up")
+}
+
 // Journal type names of the policy events.
 const (
+	TypeNudged           = "followup.nudged"
 	TypeFollowupClaimed  = "followup.claimed"
 	TypeFollowupOutcomes = "followup.outcomes"
 	TypeFollowupsStopped = "followup.stopped"
@@ -444,6 +479,14 @@ func (g *Group) applyPolicyEvent(e Event) error {
 		}
 	case Escalated, EscalationOutcomes:
 		return g.applyEscalation(e)
+	case Nudged:
+		g.NudgedAt = v.At
+		for i, r := range g.Recipients {
+			if g.FollowupStopped(r) == "" && !r.SentAt.IsZero() {
+				r.Nudged = true
+				g.markDirty(i) // their follow-up reminder moves to now
+			}
+		}
 	default:
 		return fmt.Errorf("apply: unknown event %T", e)
 	}
@@ -462,6 +505,8 @@ func eventTime(e Event) time.Time {
 	case FollowupsStopped:
 		return v.At
 	case Held:
+		return v.At
+	case Nudged:
 		return v.At
 	case Escalated:
 		return v.At
@@ -483,8 +528,10 @@ func (g *Group) applyFollowupOutcome(at time.Time, i int, o Outcome) {
 		r.FollowupsSent++
 		r.LastFollowupAt = at
 		r.FollowupMessageID = o.MessageID
+		r.Nudged = false
 	case ResultUncertain:
 		r.LastFollowupAt = at // spent: never resent
+		r.Nudged = false
 	case ResultFailed:
 		r.FollowupStop = "follow-up failed: " + o.Detail
 		if o.OptOut {
@@ -523,6 +570,8 @@ func newPolicyEvent(typ string) Event {
 		return &FollowupsStopped{}
 	case TypeHeld:
 		return &Held{}
+	case TypeNudged:
+		return &Nudged{}
 	case TypeEscalated:
 		return &Escalated{}
 	case TypeEscalationResult:
@@ -540,6 +589,8 @@ func derefPolicyEvent(e Event) Event {
 	case *FollowupsStopped:
 		return *v
 	case *Held:
+		return *v
+	case *Nudged:
 		return *v
 	case *Escalated:
 		return *v

@@ -189,7 +189,10 @@ func TestPropertyFollowupsNeverAfterAnswerNeverTwiceNeverOverMax(t *testing.T) {
 				if sp, ok := g.Suppress(map[string]string{g.Recipients[i].Number: "manual"}, now); ok {
 					apply(sp)
 				}
-			case 8: // cancel
+			case 8: // an operator nudges, or cancels
+				if nd, err := g.Nudge(now, "op"); err == nil && rapid.Bool().Draw(rt, "nudge") {
+					apply(nd)
+				}
 				if rapid.IntRange(0, 3).Draw(rt, "cancel") == 0 {
 					if cn, err := g.Cancel(now, "op"); err == nil {
 						apply(cn)

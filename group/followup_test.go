@@ -302,3 +302,38 @@ func TestEscalationOnceWithNamesAndTally(t *testing.T) {
 	}
 	h3.replay()
 }
+
+func TestNudgeSendsTheNextFollowupNowWithinMax(t *testing.T) {
+	h := policyHarness(t, 3, PolicyInput{Followup: &FollowupInput{After: "1h", Max: 1}}, PolicyDefaults{})
+	if _, err := h.g.Nudge(t0, "op"); err == nil {
+		t.Fatal("nudge before anyone was texted")
+	}
+	h.sendAll(t0)
+	h.reply(1, "yes", t0.Add(time.Minute))
+	n, err := h.g.Nudge(t0.Add(2*time.Minute), "op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.apply(n)
+	c := h.followups(t0.Add(2 * time.Minute))
+	if got := strings.Join(ids(c), ","); got != "f0.1,f2.1" {
+		t.Fatalf("nudged %q", got)
+	}
+	for _, s := range c.Sends {
+		h.followupOutcome(s, nil, t0.Add(2*time.Minute))
+	}
+	// max is 1: a second nudge has no one left and sends nothing.
+	if _, err := h.g.Nudge(t0.Add(3*time.Minute), "op"); err == nil {
+		t.Fatal("second nudge allowed past max")
+	}
+	if c := h.followups(t0.Add(24 * time.Hour)); len(c.Sends) != 0 {
+		t.Fatalf("past max: %v", ids(c))
+	}
+	h.replay()
+	// Without a policy: refused.
+	h2 := policyHarness(t, 1, PolicyInput{}, PolicyDefaults{})
+	h2.sendAll(t0)
+	if _, err := h2.g.Nudge(t0, "op"); err == nil {
+		t.Fatal("nudge without policy")
+	}
+}

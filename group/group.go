@@ -157,6 +157,8 @@ type Group struct {
 	Policy *Policy `json:"policy,omitempty"`
 	// Escalation is the escalation decided for this group, if any.
 	Escalation *Escalation `json:"escalation,omitempty"`
+	// NudgedAt is an operator's last "nudge non-responders now".
+	NudgedAt time.Time `json:"nudged_at,omitzero"`
 
 	byNumber map[string]int
 	// dirty collects the recipients changed since TakeDirty.

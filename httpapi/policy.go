@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/crewcast/crewcast"
@@ -127,4 +128,47 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// PolicyActions is implemented by a Service that offers the board's group
+// actions of design §12 (tracker.Tracker does).
+type PolicyActions interface {
+	// Nudge sends the next follow-up now to everyone still waiting for one.
+	Nudge(ctx context.Context, id, by string) error
+	// RetryFailed retries every failed recipient the rules allow.
+	RetryFailed(ctx context.Context, id, by string) (retried, skipped int, err error)
+}
+
+var errNoPolicyActions = newError(http.StatusNotImplemented, codeUnavailable, "this server does not offer this action")
+
+func (a *api) nudgeGroup(w http.ResponseWriter, r *http.Request) error {
+	pa, ok := a.svc.(PolicyActions)
+	if !ok {
+		return errNoPolicyActions
+	}
+	return a.afterAction(w, r, pa.Nudge(r.Context(), r.PathValue("id"), by(r)))
+}
+
+// retryFailedJSON is the answer of POST /v1/groups/{id}/retry-failed.
+type retryFailedJSON struct {
+	Retried int       `json:"retried"`
+	Skipped int       `json:"skipped"`
+	Group   groupJSON `json:"group"`
+}
+
+func (a *api) retryFailed(w http.ResponseWriter, r *http.Request) error {
+	pa, ok := a.svc.(PolicyActions)
+	if !ok {
+		return errNoPolicyActions
+	}
+	retried, skipped, err := pa.RetryFailed(r.Context(), r.PathValue("id"), by(r))
+	if err != nil {
+		return err
+	}
+	g, err := a.groupView(r.Context(), r.PathValue("id"), true)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, retryFailedJSON{Retried: retried, Skipped: skipped, Group: g})
+	return nil
 }

@@ -1,12 +1,14 @@
 package httpapi
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/group"
+	"github.com/crewcast/crewcast/tracker"
 )
 
 func TestGroupPolicyFields(t *testing.T) {
@@ -84,5 +86,70 @@ func TestGroupPolicyValidation(t *testing.T) {
 	resp, b = e.do("GET", "/v1/groups/"+id, "", "read", nil)
 	if resp.StatusCode != 200 || strings.Contains(string(b), `"followup"`) || strings.Contains(string(b), `"quiet_hours"`) {
 		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+}
+
+// policySvc adds the policy actions to the test service.
+type policySvc struct {
+	*fakeService
+	e *env
+}
+
+func (p policySvc) Nudge(ctx context.Context, id, by string) error {
+	return p.e.mini.command(ctx, id, func(g *group.Group, now time.Time) (group.Event, error) { return g.Nudge(now, by) })
+}
+
+func (p policySvc) RetryFailed(ctx context.Context, id, by string) (int, int, error) {
+	p.e.mini.mu.Lock()
+	_, ok := p.e.mini.groups[id]
+	p.e.mini.mu.Unlock()
+	if !ok {
+		return 0, 0, tracker.ErrNotFound
+	}
+	return 1, 2, nil
+}
+
+func TestGroupPolicyActions(t *testing.T) {
+	e := newEnv(t, nil)
+	id := e.createGroup("+15550100001")
+	// A service without the actions answers 501.
+	if resp, b := e.do("POST", "/v1/groups/"+id+"/nudge", "", "send", nil); resp.StatusCode != 501 {
+		t.Fatalf("nudge without support: %d %s", resp.StatusCode, b)
+	}
+	var svc policySvc
+	e2 := newEnv(t, func(c *Config) {
+		svc.fakeService = c.Service.(*fakeService)
+		c.Service = &svc
+	})
+	svc.e = e2
+	body := `{"from":"+15550100000","to":["+15550100001"],"text":"x","followup":{"after":"1h","max":1}}`
+	resp, b := e2.do("POST", "/v1/groups", body, "send", nil)
+	if resp.StatusCode != 201 {
+		t.Fatalf("create %d %s", resp.StatusCode, b)
+	}
+	gid := decode[groupJSON](t, b).ID
+	// Nobody was texted yet: 409.
+	if resp, b := e2.do("POST", "/v1/groups/"+gid+"/nudge", "", "send", nil); resp.StatusCode != 409 {
+		t.Fatalf("nudge before any send: %d %s", resp.StatusCode, b)
+	}
+	now := e2.clock.Now()
+	e2.apply(gid, group.Claimed{At: now, Sends: []group.Send{{ID: "s1", Indices: []int{0}}}},
+		group.Outcomes{At: now, Outcomes: []group.Outcome{{SendID: "s1", Indices: []int{0}, Result: group.ResultAccepted, MessageID: "m1"}}})
+	if resp, b := e2.do("POST", "/v1/groups/"+gid+"/nudge", "", "read", nil); resp.StatusCode != 403 {
+		t.Fatalf("read key: %d %s", resp.StatusCode, b)
+	}
+	resp, b = e2.do("POST", "/v1/groups/"+gid+"/nudge", "", "send", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("nudge: %d %s", resp.StatusCode, b)
+	}
+	if g := decode[groupJSON](t, b); g.Recipients[0].NextFollowupAt == nil || g.Recipients[0].NextFollowupAt.After(e2.clock.Now()) {
+		t.Fatalf("next follow-up not now: %+v", g.Recipients[0].recipientPolicyJSON)
+	}
+	resp, b = e2.do("POST", "/v1/groups/"+gid+"/retry-failed", "", "send", nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"retried":1`) || !strings.Contains(string(b), `"skipped":2`) {
+		t.Fatalf("retry-failed: %d %s", resp.StatusCode, b)
+	}
+	if resp, _ := e2.do("POST", "/v1/groups/nope/retry-failed", "", "send", nil); resp.StatusCode != 404 {
+		t.Fatalf("missing group: %d", resp.StatusCode)
 	}
 }

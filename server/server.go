@@ -263,11 +263,11 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		return err
 	}
 	s.tr, err = tracker.New(tracker.Config{
-		PolicyDefaults: policy,
 		Store: s.st, Provider: prov, Logger: cfg.Logger, Clock: cfg.Clock,
 		Metrics: s.reg.Service(), RuntimeMetrics: s.reg.Runtime(),
 		Settings: cfg.Settings, SendRate: cfg.SendRate, SendRates: cfg.SendRates, SendWorkers: cfg.SendWorkers,
 		SendTimeout: cfg.ProviderTimeout, IdleTimeout: cfg.IdleTimeout, SweepInterval: cfg.SweepInterval,
+		PolicyDefaults: policy,
 	})
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package tracker
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -402,4 +403,51 @@ func LoadGroup(ctx context.Context, st store.Store, id string) (g group.Group, o
 		return group.Group{}, false, err
 	}
 	return res.State, res.State.ID != "", nil
+}
+
+// Nudge is the board's "nudge non-responders now" (design §12): everyone
+// who may still get a follow-up gets their next one now, claimed like any
+// follow-up (so within max, quiet hours and the stop conditions). It is
+// journaled with who asked.
+func (t *Tracker) Nudge(ctx context.Context, id, by string) error {
+	return t.command(ctx, id, func(g *group.Group, now time.Time) (group.Event, error) { return g.Nudge(now, by) })
+}
+
+// RetryFailed is the board's "retry all failed": Retry for every failed
+// recipient of the group, each journaled with who asked. A recipient the
+// rules do not allow again (a permanent error, the budget spent, a
+// suppressed number) is skipped and counted, never sent.
+func (t *Tracker) RetryFailed(ctx context.Context, id, by string) (retried, skipped int, err error) {
+	if _, err := t.st.GetGroup(ctx, id); err != nil {
+		if errors.Is(err, actor.ErrNotFound) {
+			return 0, 0, ErrNotFound
+		}
+		return 0, 0, unavailable(ctx, "read group", err)
+	}
+	q := store.DeliveryQuery{GroupID: id, Status: crewcast.StatusFailed, Limit: 10000}
+	var numbers []string
+	for {
+		rows, next, err := t.st.ListDeliveries(ctx, q)
+		if err != nil {
+			return 0, 0, unavailable(ctx, "list failed recipients", err)
+		}
+		for _, d := range rows {
+			numbers = append(numbers, d.Number)
+		}
+		if next == "" {
+			break
+		}
+		q.Cursor = next
+	}
+	for _, n := range numbers {
+		switch err := t.Retry(ctx, id, n, by); {
+		case err == nil:
+			retried++
+		case errors.Is(err, group.ErrState), errors.Is(err, ErrSuppressed), errors.Is(err, group.ErrNoRecipient):
+			skipped++
+		default:
+			return retried, skipped, err
+		}
+	}
+	return retried, skipped, nil
 }

@@ -2,8 +2,10 @@ package tracker
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -239,6 +241,53 @@ func TestEscalationOnceToNumbers(t *testing.T) {
 		t.Fatalf("escalation text %q", text)
 	}
 	if types := e.journalTypes(id); types[group.TypeEscalated] != 1 || types[group.TypeEscalationResult] != 1 {
+		t.Fatalf("journal %v", types)
+	}
+}
+
+func TestNudgeAndRetryAllFailed(t *testing.T) {
+	e := newEnv(t, nil)
+	var failOnce atomic.Bool
+	failOnce.Store(true)
+	e.prov.sendFn = func(req crewcast.SendRequest, id string) (crewcast.SendResult, error) {
+		if req.To[0] == nums(3)[2] && failOnce.CompareAndSwap(true, false) {
+			return crewcast.SendResult{}, &crewcast.SendError{Provider: "fake", HTTPStatus: 200, Code: "30003", Class: crewcast.ClassCarrier}
+		}
+		return crewcast.SendResult{MessageID: id}, nil
+	}
+	id := e.createPolicy(3, group.PolicyInput{Followup: &group.FollowupInput{After: "1h", Max: 1}})
+	e.waitGroup(id, "sent or failed", func(_ store.GroupRow, rows []store.DeliveryRow) bool {
+		n := 0
+		for _, d := range rows {
+			if d.Status == crewcast.StatusSent || d.Status == crewcast.StatusFailed {
+				n++
+			}
+		}
+		return n == 3
+	})
+	ctx := context.Background()
+	if err := e.tr.Nudge(ctx, id, "key_ops"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitSends("nudged follow-ups", func(s []crewcast.SendRequest) bool { return countText("Reminder")(s) == 2 })
+	e.settle()
+	if err := e.tr.Nudge(ctx, id, "key_ops"); !errors.Is(err, group.ErrState) {
+		t.Fatalf("second nudge past max: %v", err)
+	}
+	retried, skipped, err := e.tr.RetryFailed(ctx, id, "key_ops")
+	if err != nil || retried != 1 || skipped != 0 {
+		t.Fatalf("retry failed: %d %d %v", retried, skipped, err)
+	}
+	e.waitSends("retried send", func(s []crewcast.SendRequest) bool { return e.prov.sentTo()[nums(3)[2]] == 2 })
+	e.settle()
+	if got := countText("Reminder")(e.prov.sent()); got != 2 {
+		t.Fatalf("%d follow-ups after the nudge, want 2", got)
+	}
+	if _, _, err := e.tr.RetryFailed(ctx, "nope", "key_ops"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing group: %v", err)
+	}
+	types := e.journalTypes(id)
+	if types[group.TypeNudged] != 1 || types[group.TypeRetry] != 1 {
 		t.Fatalf("journal %v", types)
 	}
 }

@@ -78,7 +78,10 @@ type groupActor struct {
 	sends   []group.Send
 	adopt   []string // message ids routed by the commit being built
 	adopted []string // message ids routed by committed commits, to adopt
-	pol     []sendJob // follow-up and escalation sends claimed by the commit being built (followups.go)
+
+	// pol: follow-up and escalation sends claimed by the commit being
+	// built (followups.go).
+	pol []sendJob
 }
 
 // ---- lifecycle ----
