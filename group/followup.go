@@ -14,7 +14,7 @@ import (
 // Follow-ups (design §12): a recipient who has not answered is texted
 // again `after` the original was accepted, then `after` each follow-up, at
 // most `max` times. Each follow-up is its own send with its own claim
-// (send id "f<index>.<n>", so its claim key names the follow-up number),
+// (send id "f<index>-<n>", so its claim key names the follow-up number),
 // committed before the provider call like any send; a crash between claim
 // and result leaves that follow-up unconfirmed and spent — never resent.
 //
@@ -231,7 +231,9 @@ type FollowupSend struct {
 func (f FollowupSend) Send() Send { return Send{ID: f.ID, Indices: []int{f.Index}} }
 
 // followupSendID names follow-up n of recipient i.
-func followupSendID(i, n int) string { return "f" + strconv.Itoa(i) + "." + strconv.Itoa(n) }
+// (letters, digits, '-' only: the claim key built from it must pass the
+// providers' Idempotency-Key syntax, ^[A-Za-z0-9_:-]+$).
+func followupSendID(i, n int) string { return "f" + strconv.Itoa(i) + "-" + strconv.Itoa(n) }
 
 // IsFollowupSend reports whether a send id names a follow-up.
 func IsFollowupSend(id string) bool { return strings.HasPrefix(id, "f") }

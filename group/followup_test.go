@@ -1,6 +1,7 @@
 package group
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -91,7 +92,7 @@ func TestFollowupsEveryAfterAtMostMaxAndStopOnAnswer(t *testing.T) {
 	h.reply(2, "STOP", t0.Add(time.Minute))
 	h.reply(0, "HELP", t0.Add(time.Minute))
 	c := h.followups(t0.Add(10 * time.Minute))
-	if got := strings.Join(ids(c), ","); got != "f0.1" {
+	if got := strings.Join(ids(c), ","); got != "f0-1" {
 		t.Fatalf("follow-ups at 10m: %q", got)
 	}
 	// While in flight, nothing more for recipient 0.
@@ -99,11 +100,11 @@ func TestFollowupsEveryAfterAtMostMaxAndStopOnAnswer(t *testing.T) {
 		t.Fatalf("second follow-up while the first is in flight: %v", ids(c))
 	}
 	h.followupOutcome(c.Sends[0], nil, t0.Add(10*time.Minute))
-	if r := h.g.Recipients[0]; r.FollowupsSent != 1 || r.FollowupMessageID != "m-f0.1" {
+	if r := h.g.Recipients[0]; r.FollowupsSent != 1 || r.FollowupMessageID != "m-f0-1" {
 		t.Fatalf("after accept: %+v", r.FollowupState)
 	}
 	c = h.followups(t0.Add(20 * time.Minute))
-	if got := strings.Join(ids(c), ","); got != "f0.2" {
+	if got := strings.Join(ids(c), ","); got != "f0-2" {
 		t.Fatalf("follow-ups at 20m: %q", got)
 	}
 	h.followupOutcome(c.Sends[0], nil, t0.Add(20*time.Minute))
@@ -131,13 +132,13 @@ func TestFollowupNotSentIsClaimedAgainUnderTheSameNumberUncertainIsSpent(t *test
 	}
 	// 0: rate limited (certainly not sent): given back, same id later.
 	h.followupOutcome(c.Sends[0], &crewcast.SendError{Class: crewcast.ClassNotSent, HTTPStatus: 429, RetryAfter: 5 * time.Second}, t0.Add(time.Second))
-	// 1: ambiguous: spent, never resent; the next one is f1.2.
+	// 1: ambiguous: spent, never resent; the next one is f1-2.
 	h.followupOutcome(c.Sends[1], &crewcast.SendError{Class: crewcast.ClassUncertain, HTTPStatus: 503}, t0.Add(time.Second))
 	if r := h.g.Recipients[0]; r.Followups != 0 || !h.g.NextFollowupAt(r).Equal(t0.Add(6*time.Second)) {
 		t.Fatalf("rate limited: %+v next %s", r.FollowupState, h.g.NextFollowupAt(r))
 	}
 	c = h.followups(t0.Add(6 * time.Second))
-	if got := strings.Join(ids(c), ","); got != "f0.1,f1.2" {
+	if got := strings.Join(ids(c), ","); got != "f0-1,f1-2" {
 		t.Fatalf("got %q", got)
 	}
 	// A definite failure stops follow-ups for that person.
@@ -168,7 +169,7 @@ func TestFollowupAnsweredInFlightAndRecovery(t *testing.T) {
 		t.Fatalf("recovered: %+v", r.FollowupState)
 	}
 	c = h.followups(t0.Add(3 * time.Minute))
-	if got := strings.Join(ids(c), ","); got != "f1.2" {
+	if got := strings.Join(ids(c), ","); got != "f1-2" {
 		t.Fatalf("after recovery %q", got)
 	}
 	// Cancel stops the rest.
@@ -192,7 +193,7 @@ func TestFollowupSkipsSuppressedAndQuorum(t *testing.T) {
 	}
 	h.apply(st)
 	c := h.followups(t0.Add(time.Minute))
-	if got := strings.Join(ids(c), ","); got != "f0.1,f1.1" {
+	if got := strings.Join(ids(c), ","); got != "f0-1,f1-1" {
 		t.Fatalf("got %q", got)
 	}
 	h.g.quorumMet = true
@@ -316,7 +317,7 @@ func TestNudgeSendsTheNextFollowupNowWithinMax(t *testing.T) {
 	}
 	h.apply(n)
 	c := h.followups(t0.Add(2 * time.Minute))
-	if got := strings.Join(ids(c), ","); got != "f0.1,f2.1" {
+	if got := strings.Join(ids(c), ","); got != "f0-1,f2-1" {
 		t.Fatalf("nudged %q", got)
 	}
 	for _, s := range c.Sends {
@@ -335,5 +336,34 @@ func TestNudgeSendsTheNextFollowupNowWithinMax(t *testing.T) {
 	h2.sendAll(t0)
 	if _, err := h2.g.Nudge(t0, "op"); err == nil {
 		t.Fatal("nudge without policy")
+	}
+}
+
+// TestPolicyClaimKeysAreValidIdempotencyKeys: follow-up and escalation
+// claim keys go to providers as Idempotency-Key, whose syntax (Telnyx's,
+// which the simulator enforces) allows letters, digits, '_', ':' and '-'
+// only. A dot in "f0.1" made the Telnyx client refuse every follow-up as
+// a sender error, pausing the group (found by the board's browser test).
+func TestPolicyClaimKeysAreValidIdempotencyKeys(t *testing.T) {
+	key := regexp.MustCompile(`^[A-Za-z0-9_:-]{1,255}$`)
+	h := policyHarness(t, 12, PolicyInput{Followup: &FollowupInput{After: "1s", Max: 10},
+		Escalate: &EscalateInput{After: "1s", To: []string{"+15550109999"}}}, PolicyDefaults{})
+	h.sendAll(t0)
+	c := h.followups(t0.Add(time.Second))
+	e, _ := h.g.Escalate(t0.Add(time.Second))
+	ids := []string{}
+	for _, s := range c.Sends {
+		ids = append(ids, s.ID)
+	}
+	for _, s := range e.Sends {
+		ids = append(ids, s.ID)
+	}
+	if len(ids) != 13 {
+		t.Fatalf("ids %v", ids)
+	}
+	for _, id := range ids {
+		if k := ClaimKey("grp_ddwsoqjsnrxbbq2gxt4xqe56ni", id); !key.MatchString(k) {
+			t.Errorf("claim key %q is not a valid idempotency key", k)
+		}
 	}
 }

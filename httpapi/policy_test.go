@@ -50,8 +50,8 @@ func TestGroupPolicyFields(t *testing.T) {
 	now := e.clock.Now().Add(time.Hour)
 	e.apply(id, group.Claimed{At: now, Sends: []group.Send{{ID: "s1", Indices: []int{0}}}},
 		group.Outcomes{At: now, Outcomes: []group.Outcome{{SendID: "s1", Indices: []int{0}, Result: group.ResultAccepted, MessageID: "m1"}}},
-		group.FollowupClaimed{At: now.Add(10 * time.Minute), Sends: []group.FollowupSend{{ID: "f0.1", Index: 0, N: 1}}},
-		group.FollowupOutcomes{At: now.Add(10 * time.Minute), Outcomes: []group.Outcome{{SendID: "f0.1", Indices: []int{0}, Result: group.ResultAccepted, MessageID: "m2"}}})
+		group.FollowupClaimed{At: now.Add(10 * time.Minute), Sends: []group.FollowupSend{{ID: "f0-1", Index: 0, N: 1}}},
+		group.FollowupOutcomes{At: now.Add(10 * time.Minute), Outcomes: []group.Outcome{{SendID: "f0-1", Indices: []int{0}, Result: group.ResultAccepted, MessageID: "m2"}}})
 	resp, b = e.do("GET", "/v1/groups/"+id+"/recipients?status=sent", "", "read", nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("list: %d %s", resp.StatusCode, b)

@@ -114,7 +114,7 @@ func TestFollowupsSentUntilAnswerAtMostMax(t *testing.T) {
 		}
 		keys[s.IdempotencyKey] = true
 	}
-	if !keys[group.ClaimKey(id, "f0.1")] || !keys[group.ClaimKey(id, "f2.2")] {
+	if !keys[group.ClaimKey(id, "f0-1")] || !keys[group.ClaimKey(id, "f2-2")] {
 		t.Fatalf("claim keys %v do not name the follow-ups", keys)
 	}
 	types := e.journalTypes(id)

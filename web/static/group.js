@@ -5,6 +5,8 @@ import { h, replace, coalesce } from "./dom.js";
 import { tally, summaryLine, plural, fmtTime, fmtFull, parseTime, describeEvent, errorClassText } from "./format.js";
 import { chip, groupChip, flagChip, progressBar, toast, ask, live, liveBadge, setLiveBadge } from "./ui.js";
 import { firstLine } from "./groups.js";
+import { policyMeta, policyButtons, followupLine, describePolicyEvent, policyKey } from "./followups.js";
+import { eventData } from "./format.js";
 
 const MODE_LABEL = { individual: "Individual messages", group_mms: "Group MMS thread" };
 const CANCELABLE = new Set(["sending", "awaiting", "paused"]);
@@ -176,7 +178,7 @@ export function render(main, ctx, id) {
 
   function drawHead() {
     const g = group;
-    const key = JSON.stringify([g.status, g.pause_reason, g.text, g.from, g.mode, ctx.canSend, tally(g.counts).needAttention]);
+    const key = JSON.stringify([g.status, g.pause_reason, g.text, g.from, g.mode, ctx.canSend, tally(g.counts).needAttention, policyKey(g)]);
     if (key === headKey) return;
     headKey = key;
     const t = tally(g.counts);
@@ -210,11 +212,13 @@ export function render(main, ctx, id) {
             h("dd", null, h("time", { datetime: g.created_at, title: fmtFull(g.created_at) }, fmtTime(g.created_at))),
           ),
           h("div", null, h("dt", null, "ID"), h("dd", { class: "mono small" }, g.id)),
+          policyMeta(g),
         ),
         h(
           "div",
           { class: "group-actions" },
           h("a", { class: "button", href: api.csvURL(g.id), download: `crewcast-${g.id}.csv`, id: "export-csv" }, "Export CSV"),
+          policyButtons(g, ctx.canSend, { nudge: nudgeGroup, retryFailed: retryAllFailed }),
           ctx.canSend && g.status === "paused"
             ? h("button", { type: "button", class: "button button-primary", id: "resume-group", onclick: resumeGroup }, "Resume sending")
             : null,
@@ -335,7 +339,7 @@ export function render(main, ctx, id) {
         h("span", { class: "number mono" }, r.number),
         r.name ? h("span", { class: "name" }, r.name) : null,
       ),
-      h("td", { class: "col-status", "data-label": "Status" }, h("div", { class: "chips" }, chip(r.status), replyChips(r)), errorLine(r)),
+      h("td", { class: "col-status", "data-label": "Status" }, h("div", { class: "chips" }, chip(r.status), replyChips(r)), errorLine(r), followupLine(r)),
       h(
         "td",
         { class: "col-reply", "data-label": "Reply" },
@@ -375,7 +379,8 @@ export function render(main, ctx, id) {
           "ol",
           { class: "timeline" },
           events.map((ev) => {
-            const { title, detail } = describeEvent(ev, index);
+            const d = eventData(ev);
+            const { title, detail } = describePolicyEvent(ev, d, d.by ? `by ${d.by}` : "", index) || describeEvent(ev, index);
             return h(
               "li",
               { class: "tl-item", dataset: { type: ev.type } },
@@ -546,6 +551,44 @@ export function render(main, ctx, id) {
     } catch (e) {
       showNotice(`Cannot retry ${number}: ${e.message}`);
     }
+  }
+
+  function nudgeGroup() {
+    ask({
+      title: "Nudge non-responders now?",
+      body: [
+        h("p", null, "Everyone who has not answered and may still get a reminder gets their next one now."),
+        h("p", null, "Nobody gets more reminders than the policy allows, nobody who answered or opted out is texted, and quiet hours still hold."),
+      ],
+      choices: [
+        { value: null, label: "Not now", kind: "quiet" },
+        { value: "nudge", label: "Nudge now", kind: "primary" },
+      ],
+      act: async () => apply(await api.nudge(id), true),
+    }).then((v) => {
+      if (v) toast("Reminders on their way.");
+    });
+  }
+
+  function retryAllFailed() {
+    ask({
+      title: "Retry all failed?",
+      body: [
+        h("p", null, "Each failed recipient whose error allows it is sent the message again."),
+        h("p", null, "Permanent failures, spent attempt budgets and opted-out numbers are skipped."),
+      ],
+      choices: [
+        { value: null, label: "Not now", kind: "quiet" },
+        { value: "retry", label: "Retry all failed", kind: "primary" },
+      ],
+      act: async () => {
+        const res = await api.retryFailed(id);
+        apply(res.group, true);
+        return res;
+      },
+    }).then((v) => {
+      if (v) toast("Retries requested.");
+    });
   }
 
   function resumeGroup() {
