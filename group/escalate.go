@@ -95,7 +95,9 @@ func (g *Group) Escalate(now time.Time) (Escalated, bool) {
 	switch {
 	case g.QuorumMet():
 		e.Skipped = "quorum met"
-	case len(names) == 0:
+	case !g.HasQuorum() && len(names) == 0:
+		// With a quorum, only the quorum counts: everyone may have
+		// answered "no" and it is still not met.
 		e.Skipped = "everyone answered"
 	case len(g.Policy.Escalate.To) == 0:
 		e.Skipped = "no escalation number (crews resolve once crews are supported)"
@@ -235,3 +237,55 @@ func (g *Group) EscalationSends() []EscalationSend {
 // Send is the provider send of an escalation message (no recipient index:
 // the number is not one of the group's).
 func (s EscalationSend) Send() Send { return Send{ID: s.ID} }
+
+// rewritePolicy applies retention to a frozen policy: the follow-up and
+// escalation texts are bodies; escalation numbers are numbers.
+func rewritePolicy(p *Policy, redact bool, number func(string) string) *Policy {
+	if p == nil {
+		return nil
+	}
+	q := *p
+	if q.Followup != nil {
+		f := *q.Followup
+		if redact {
+			f.Text = ""
+		}
+		q.Followup = &f
+	}
+	if q.Escalate != nil {
+		x := *q.Escalate
+		if redact {
+			x.Text = ""
+		}
+		if number != nil {
+			x.To = make([]string, len(p.Escalate.To))
+			for k, n := range p.Escalate.To {
+				x.To[k] = number(n)
+			}
+		}
+		q.Escalate = &x
+	}
+	return &q
+}
+
+// rewritePolicyEvent applies retention to the policy events that hold a
+// body or a number (an escalation's text and numbers); ok is false for an
+// event with neither.
+func rewritePolicyEvent(e Event, redact bool, number func(string) string) (Event, bool) {
+	v, ok := e.(Escalated)
+	if !ok {
+		return e, false
+	}
+	if redact {
+		v.Text = ""
+	}
+	if number != nil {
+		sends := make([]EscalationSend, len(v.Sends))
+		for k, s := range v.Sends {
+			s.To = number(s.To)
+			sends[k] = s
+		}
+		v.Sends = sends
+	}
+	return v, true
+}

@@ -125,6 +125,10 @@ func (g *Group) noteAnswer(v Replied) {
 // INTEGRATION: return the crews branch's quorum state here.
 func (g *Group) QuorumMet() bool { return g.quorumMet }
 
+// HasQuorum reports whether the group has a quorum (escalation then
+// depends on it alone). INTEGRATION: the crews branch's quorum != nil.
+func (g *Group) HasQuorum() bool { return false }
+
 // SendAt is the group's scheduled time (zero: send at once).
 func (g *Group) SendAt() time.Time {
 	if g.Policy == nil {

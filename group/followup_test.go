@@ -367,3 +367,29 @@ func TestPolicyClaimKeysAreValidIdempotencyKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestRetentionRewritesPolicyBodiesAndNumbers(t *testing.T) {
+	h := policyHarness(t, 2, PolicyInput{Followup: &FollowupInput{After: "1m", Max: 1, Text: "secret reminder"},
+		Escalate: &EscalateInput{After: "1m", To: []string{"+15550109999"}, Text: "secret: {{no_reply_names}}"}}, PolicyDefaults{})
+	h.sendAll(t0)
+	e, _ := h.g.Escalate(t0.Add(time.Minute))
+	h.apply(e)
+	hash := func(n string) string { return "h:" + n[len(n)-4:] }
+	for _, ev := range h.events {
+		typ, data, err := Encode(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := RewriteEvent(typ, data, true, hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(out)
+		if strings.Contains(s, "secret") || strings.Contains(s, "+15550109999") || strings.Contains(s, "PA") {
+			t.Errorf("%s still holds a body or number: %s", typ, s)
+		}
+		if _, err := Decode(typ, out); err != nil {
+			t.Errorf("%s: %v", typ, err)
+		}
+	}
+}

@@ -25,6 +25,7 @@ func RewriteEvent(typ string, data []byte, redact bool, number func(string) stri
 				v.Recipients[i].Name = ""
 			}
 		}
+		v.Policy = rewritePolicy(v.Policy, redact, number)
 		e = v
 	case Replied:
 		if redact {
@@ -32,7 +33,11 @@ func RewriteEvent(typ string, data []byte, redact bool, number func(string) stri
 		}
 		e = v
 	default:
-		return data, nil
+		pe, ok := rewritePolicyEvent(e, redact, number)
+		if !ok {
+			return data, nil
+		}
+		e = pe
 	}
 	_, out, err := Encode(e)
 	return out, err
