@@ -404,7 +404,9 @@ func (g *Group) Hold(now time.Time) (Held, bool) {
 		return h, false
 	}
 	for i, r := range g.Recipients {
-		if !g.waiting(r, now) {
+		// Only those a claim would take now: a retry still backing off
+		// is held when its reminder brings it due.
+		if !g.waiting(r, now) || r.RetryAt.After(now) || r.Attempts >= g.Settings.MaxAttempts {
 			continue
 		}
 		until, ok := g.quietUntil(r, now)

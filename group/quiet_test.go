@@ -148,3 +148,17 @@ func TestFollowupWaitsForQuietHoursToEnd(t *testing.T) {
 	}
 	h.replay()
 }
+
+func TestHoldLeavesARetryBackingOffAlone(t *testing.T) {
+	// Quiet from 12:01 UTC; the first send is not sent (retry in 5 min).
+	d := PolicyDefaults{Quiet: &QuietHours{Start: 12*60 + 1, End: 13 * 60}}
+	h := policyHarness(t, 1, PolicyInput{}, d)
+	c := h.claim(t0, 0)
+	h.outcome(c.Sends[0], crewcast.SendResult{}, &crewcast.SendError{Class: crewcast.ClassNotSent, HTTPStatus: 400}, t0)
+	if _, ok := h.g.Hold(t0.Add(3 * time.Minute)); ok {
+		t.Fatal("held a recipient whose retry is not due")
+	}
+	if held, ok := h.g.Hold(t0.Add(10 * time.Minute)); !ok || !held.Recipients[0].Until.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("retry due in quiet hours: %+v %v", held, ok)
+	}
+}

@@ -99,8 +99,11 @@ func (t *Tracker) planPolicy(ctx context.Context, created *group.Created, req gr
 // (unless the send_at reminder covers it) or its next follow-up.
 func wakeAt(g *group.Group, r *group.Recipient) time.Time {
 	if r.Status == crewcast.StatusScheduled {
-		if r.HeldUntil.Equal(g.SendAt()) {
+		if r.HeldUntil.Equal(g.SendAt()) && !r.RetryAt.After(r.HeldUntil) {
 			return time.Time{}
+		}
+		if r.RetryAt.After(r.HeldUntil) {
+			return r.RetryAt
 		}
 		return r.HeldUntil
 	}

@@ -223,6 +223,9 @@ func TestEscalationOnceToNumbers(t *testing.T) {
 	id := e.createPolicy(2, group.PolicyInput{Escalate: &group.EscalateInput{After: "30m", To: []string{"+15550109999"}, Crews: []string{"Supervisors"}}})
 	e.waitGroup(id, "all sent", allStatus(crewcast.StatusSent))
 	e.reply(nums(2)[0], "yes", "r1")
+	e.waitGroup(id, "the answer", func(_ store.GroupRow, rows []store.DeliveryRow) bool {
+		return slices.ContainsFunc(rows, func(d store.DeliveryRow) bool { return d.Ack == crewcast.AckYes })
+	})
 	e.clk.Advance(30 * time.Minute)
 	s := e.waitSends("escalation", func(s []crewcast.SendRequest) bool { return e.prov.sentTo()["+15550109999"] == 1 })
 	e.settle()
