@@ -357,7 +357,12 @@ func (g *Group) FollowupsDue(now time.Time) bool {
 	return ok
 }
 
-// FollowupText is the text of follow-up sends.
+// FollowupTextFor is the text of r's follow-ups. INTEGRATION: with
+// templates (issue 13) the default is "Reminder: " + r's rendered text.
+func (g *Group) FollowupTextFor(r *Recipient) string { return g.FollowupText() }
+
+// FollowupText is the group's follow-up text (the policy's, or the
+// default on the group's text).
 func (g *Group) FollowupText() string {
 	if f := g.followup(); f != nil && f.Text != "" {
 		return f.Text

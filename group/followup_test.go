@@ -393,3 +393,18 @@ func TestRetentionRewritesPolicyBodiesAndNumbers(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanPolicyKeepsARosterZoneTheRequestDoesNotName(t *testing.T) {
+	req := Request{From: sender, To: numbers(2), Text: "x", PolicyInput: PolicyInput{QuietHours: "22:00-06:00"}}
+	c, errs := Plan("g", req, Settings{}, nil, t0)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	c.Recipients[1].TZ = "Asia/Tokyo" // as a contact's zone would be
+	if errs := PlanPolicy(&c, req, PolicyDefaults{Timezone: "UTC"}, NormalizeNumber); errs != nil {
+		t.Fatal(errs)
+	}
+	if c.Recipients[0].TZ != "" || c.Recipients[1].TZ != "Asia/Tokyo" || c.Policy.Timezone != "UTC" {
+		t.Fatalf("zones %q %q default %q", c.Recipients[0].TZ, c.Recipients[1].TZ, c.Policy.Timezone)
+	}
+}

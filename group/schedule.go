@@ -148,7 +148,11 @@ func PlanPolicy(c *Created, req Request, d PolicyDefaults, normalize func(string
 		return errs
 	}
 	for k := range c.Recipients {
-		c.Recipients[k].TZ = zones[c.Recipients[k].Number]
+		// A zone set by the roster's source (a contact's) stays unless the
+		// request names one for that number.
+		if tz, ok := zones[c.Recipients[k].Number]; ok {
+			c.Recipients[k].TZ = tz
+		}
 	}
 	if p.SendAt.IsZero() && p.Priority == "" && p.Followup == nil && p.Escalate == nil && p.Quiet == nil {
 		return nil // no policy: the group is as before design §12

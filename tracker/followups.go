@@ -260,9 +260,8 @@ func (a *groupActor) kickPolicy(c *actor.Context[groupMsg], now time.Time) bool 
 			}
 			if granted > 0 {
 				a.emit(cl)
-				text := g.FollowupText()
 				for _, s := range cl.Sends {
-					num := g.Recipients[s.Index].Number
+					num, text := g.Recipients[s.Index].Number, g.FollowupTextFor(g.Recipients[s.Index])
 					a.eff.Claim = append(a.eff.Claim, num)
 					// Replies to the follow-up come to this group.
 					a.addRoute(convKey(g.From, num), t.cfg.ConversationTTL)

@@ -50,22 +50,29 @@ func TestBoardFollowups(t *testing.T) {
 			t.Errorf("stop: %v", err)
 		}
 	})
-	body, _ := json.Marshal(map[string]any{"from": "+15550100000", "to": crew, "text": "Crew call 6am",
+	create := func(v map[string]any) string {
+		t.Helper()
+		body, _ := json.Marshal(v)
+		req, _ := http.NewRequest("POST", srv.URL()+"/v1/groups", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g struct{ ID string }
+		_ = json.NewDecoder(resp.Body).Decode(&g)
+		resp.Body.Close()
+		if resp.StatusCode != 201 || g.ID == "" {
+			t.Fatalf("create: %d", resp.StatusCode)
+		}
+		return g.ID
+	}
+	g := struct{ ID string }{create(map[string]any{"from": "+15550100000", "to": crew, "text": "Crew call 6am",
 		"followup": map[string]any{"after": "1h", "max": 1},
-		"escalate": map[string]any{"after": "2h", "crews": []string{"Supervisors"}}})
-	req, _ := http.NewRequest("POST", srv.URL()+"/v1/groups", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g struct{ ID string }
-	_ = json.NewDecoder(resp.Body).Decode(&g)
-	resp.Body.Close()
-	if resp.StatusCode != 201 || g.ID == "" {
-		t.Fatalf("create: %d", resp.StatusCode)
-	}
+		"escalate": map[string]any{"after": "2h", "crews": []string{"Supervisors"}}})}
+	later := create(map[string]any{"from": "+15550100000", "to": []string{"+15550100304"}, "text": "Tomorrow's call",
+		"send_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
 
 	ctx := webtest.NewBrowser(t)
 	wait := func(what, expr string) { t.Helper(); webtest.WaitFor(t, ctx, what, expr) }
@@ -98,4 +105,9 @@ func TestBoardFollowups(t *testing.T) {
 	if got := webtest.Eval[string](t, ctx, `document.querySelector("#confirm-error").textContent`); strings.TrimSpace(got) != "" {
 		t.Fatalf("dialog error %q", got)
 	}
+
+	// A scheduled group: its recipient is Scheduled, held until send_at.
+	do("open the scheduled group", chromedp.Navigate(srv.URL()+"/#/groups/"+later))
+	wait("scheduled", `(document.querySelector('[data-counter="scheduled"] .tile-value')||{}).textContent === "1" && /Held until/.test(document.querySelector("#roster-body").textContent) && /Scheduled/.test(document.querySelector("#roster-body").textContent)`)
+	wait("its policy", `/^Scheduled for /.test((document.querySelector("#policy")||{}).textContent || "")`)
 }

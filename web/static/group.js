@@ -19,7 +19,7 @@ const FILTERS = {
   all: ["All", () => true],
   attention: ["Needs attention", (r) => ["failed", "unconfirmed", "unknown"].includes(r.status)],
   replied: ["Replied", (r) => Boolean(r.reply_text || parseTime(r.replied_at))],
-  progress: ["In progress", (r) => ["pending", "sending", "sent"].includes(r.status)],
+  progress: ["In progress", (r) => ["scheduled", "pending", "sending", "sent"].includes(r.status)],
   delivered: ["Delivered", (r) => r.status === "delivered"],
   stopped: ["Not sent", (r) => ["opted_out", "canceled"].includes(r.status)],
 };
@@ -48,6 +48,7 @@ function counters(t) {
     tile("replied", "Replied", t.repliedOther, "info", "Replied with something other than yes or no"),
     tile("no_reply", "No reply", t.noReply, "neutral", "Texted, or about to be, and has not replied"),
   ];
+  if (t.scheduled) tiles.push(tile("scheduled", "Scheduled", t.scheduled, "neutral", "Held until the send time or the end of quiet hours"));
   if (t.stopped) tiles.push(tile("not_sent", "Opted out / canceled", t.stopped, "muted"));
   return tiles;
 }
