@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/crewcast/crewcast"
@@ -93,10 +94,10 @@ func (p *policyView) group() policyJSON {
 		out.Priority = group.PriorityNormal
 	}
 	if f := pol.Followup; f != nil {
-		out.Followup = &followupJSON{After: f.After.String(), Max: f.Max, Text: p.g.FollowupText()}
+		out.Followup = &followupJSON{After: shortDuration(f.After), Max: f.Max, Text: p.g.FollowupText()}
 	}
 	if e := pol.Escalate; e != nil {
-		out.Escalate = &escalateJSON{After: e.After.String(), Crews: nonNil(e.Crews), To: nonNil(e.To), Text: e.Text}
+		out.Escalate = &escalateJSON{After: shortDuration(e.After), Crews: nonNil(e.Crews), To: nonNil(e.To), Text: e.Text}
 		if out.Escalate.Text == "" {
 			out.Escalate.Text = group.DefaultEscalationText
 		}
@@ -171,4 +172,17 @@ func (a *api) retryFailed(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, retryFailedJSON{Retried: retried, Skipped: skipped, Group: g})
 	return nil
+}
+
+// shortDuration writes a Go duration as a client would: "10m", "1h30m",
+// "90s" → "1m30s" (time.Duration.String's "10m0s" without the zeros).
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

@@ -27,7 +27,7 @@ func TestGroupPolicyFields(t *testing.T) {
 	if g.SendAt == nil || g.SendAt.Format(time.RFC3339) != sendAt || g.Priority != "normal" || g.QuietHours != "22:00-06:30" {
 		t.Fatalf("group policy %+v", g.policyJSON)
 	}
-	if g.Followup == nil || g.Followup.After != "10m0s" || g.Followup.Max != 2 || g.Followup.Text != "Reminder: Crew call 7am" {
+	if g.Followup == nil || g.Followup.After != "10m" || g.Followup.Max != 2 || g.Followup.Text != "Reminder: Crew call 7am" {
 		t.Fatalf("followup %+v", g.Followup)
 	}
 	if g.Escalate == nil || g.Escalate.Crews[0] != "Supervisors" || g.Escalate.To[0] != "+15550109999" || g.EscalatedAt != nil {
@@ -151,5 +151,14 @@ func TestGroupPolicyActions(t *testing.T) {
 	}
 	if resp, _ := e2.do("POST", "/v1/groups/nope/retry-failed", "", "send", nil); resp.StatusCode != 404 {
 		t.Fatalf("missing group: %d", resp.StatusCode)
+	}
+}
+
+func TestShortDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{10 * time.Minute: "10m", time.Hour: "1h", 90 * time.Minute: "1h30m",
+		90 * time.Second: "1m30s", time.Second: "1s", time.Hour + time.Second: "1h0m1s"} {
+		if got := shortDuration(d); got != want {
+			t.Errorf("%v: %q, want %q", d, got, want)
+		}
 	}
 }
