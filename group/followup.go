@@ -85,8 +85,10 @@ type FollowupState struct {
 	Followups int `json:"followups,omitempty"`
 	// FollowupsSent counts the follow-ups the provider accepted.
 	FollowupsSent int `json:"followups_sent,omitempty"`
-	// FollowupSendID is the follow-up whose provider call is in flight.
-	FollowupSendID string `json:"followup_send_id,omitempty"`
+	// FollowupSendID is the follow-up whose provider call is in flight,
+	// claimed at FollowupClaimedAt.
+	FollowupSendID    string    `json:"followup_send_id,omitempty"`
+	FollowupClaimedAt time.Time `json:"followup_claimed_at,omitzero"`
 	// LastFollowupAt is when the last follow-up that counts was answered
 	// by the provider (accepted or unconfirmed): the next is due After it.
 	LastFollowupAt time.Time `json:"last_followup_at,omitzero"`
@@ -456,6 +458,7 @@ func (g *Group) applyPolicyEvent(e Event) error {
 			r := g.Recipients[s.Index]
 			r.Followups = s.N
 			r.FollowupSendID = s.ID
+			r.FollowupClaimedAt = v.At
 			r.FollowupRetryAt = time.Time{}
 			g.markDirty(s.Index)
 		}

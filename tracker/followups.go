@@ -95,9 +95,20 @@ func (t *Tracker) planPolicy(ctx context.Context, created *group.Created, req gr
 	return nil
 }
 
+// inFlightWake is how long after a follow-up or escalation claim its group
+// is woken if the outcome is not recorded by then: after a crash nothing
+// else may wake a group whose recipients are all delivered, and recovery
+// (which marks the send unconfirmed) runs when the group is loaded. A
+// group whose call is merely slow wakes, finds it in flight, and waits.
+const inFlightWake = time.Minute
+
 // wakeAt is when recipient r needs its group awake: the end of its hold
-// (unless the send_at reminder covers it) or its next follow-up.
+// (unless the send_at reminder covers it), its next follow-up, or a check
+// on a follow-up in flight.
 func wakeAt(g *group.Group, r *group.Recipient) time.Time {
+	if r.FollowupSendID != "" {
+		return r.FollowupClaimedAt.Add(inFlightWake)
+	}
 	if r.Status == crewcast.StatusScheduled {
 		if r.HeldUntil.Equal(g.SendAt()) && !r.RetryAt.After(r.HeldUntil) {
 			return time.Time{}
@@ -113,6 +124,9 @@ func wakeAt(g *group.Group, r *group.Recipient) time.Time {
 // groupReminders are the group-wide policy reminders wanted at now.
 func groupReminders(g *group.Group, now time.Time) map[string]time.Time {
 	out := map[string]time.Time{reminderEscalate: g.EscalationDue(), reminderSendAt: {}}
+	if len(g.EscalationSends()) > 0 {
+		out[reminderEscalate] = g.EscalatedAt().Add(inFlightWake) // see inFlightWake
+	}
 	if at := g.SendAt(); at.After(now) && g.Status == crewcast.GroupSending {
 		out[reminderSendAt] = at
 	}

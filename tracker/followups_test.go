@@ -294,3 +294,76 @@ func TestNudgeAndRetryAllFailed(t *testing.T) {
 		t.Fatalf("journal %v", types)
 	}
 }
+
+// TestCrashedFollowupIsUnconfirmedNeverResent: the process dies while a
+// follow-up's provider call is in flight, with every first message
+// delivered (so no check reminder would wake the group). A second process
+// on the same database wakes the group, records the follow-up as
+// unconfirmed (spent), never sends it again, and sends the next one.
+func TestCrashedFollowupIsUnconfirmedNeverResent(t *testing.T) {
+	block := make(chan struct{})
+	defer close(block)
+	e := newEnv(t, nil)
+	e.prov.sendFn = func(req crewcast.SendRequest, id string) (crewcast.SendResult, error) {
+		if strings.HasPrefix(req.Text, "Reminder") {
+			<-block
+			return crewcast.SendResult{}, errors.New("process gone")
+		}
+		return crewcast.SendResult{MessageID: id}, nil
+	}
+	id := e.createPolicy(1, group.PolicyInput{Followup: &group.FollowupInput{After: "1m", Max: 2}})
+	_, rows := e.waitGroup(id, "sent", allStatus(crewcast.StatusSent))
+	if _, err := e.tr.Ingest(context.Background(), []crewcast.Event{statusEvent("d1", rows[0], crewcast.StatusDelivered)}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGroup(id, "delivered", allStatus(crewcast.StatusDelivered))
+	e.clk.Advance(time.Minute)
+	e.waitSends("follow-up in flight", func(s []crewcast.SendRequest) bool { return countText("Reminder")(s) == 1 })
+
+	st2 := openStore(t, e.path, e.clk.Now)
+	defer st2.Close()
+	prov2 := &fakeProvider{}
+	tr2, err := New(Config{Store: st2, Provider: prov2, Clock: e.clk, SweepInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := tr2.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	e.clk.Advance(time.Minute) // the in-flight wake-up falls due
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var outcome string
+		_ = st2.Load(context.Background(), id, 0, func(ev actor.Event) error {
+			if ev.Type == group.TypeFollowupOutcomes {
+				outcome = string(ev.Data)
+			}
+			return nil
+		})
+		if strings.Contains(outcome, `"result":"uncertain"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the crashed follow-up was not recovered: %q", outcome)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The next follow-up (the second) goes out from the new process: f0-1
+	// is never sent again.
+	e.clk.Advance(time.Minute)
+	deadline = time.Now().Add(10 * time.Second)
+	for len(prov2.sent()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	sent := prov2.sent()
+	if len(sent) != 1 || sent[0].IdempotencyKey != group.ClaimKey(id, "f0-2") {
+		t.Fatalf("the new process sent %+v; want only follow-up 2", sent)
+	}
+}
