@@ -22,6 +22,7 @@ type Status string
 // Recipient statuses, as in design.md §3.
 const (
 	StatusPending     Status = "pending"     // not yet claimed
+	StatusScheduled   Status = "scheduled"   // held until held_until (send_at or quiet hours), then pending
 	StatusSending     Status = "sending"     // claimed; provider call in flight
 	StatusSent        Status = "sent"        // provider accepted; awaiting receipt
 	StatusDelivered   Status = "delivered"   // handset receipt
@@ -33,7 +34,7 @@ const (
 )
 
 // AllStatuses lists every recipient status in display order.
-var AllStatuses = []Status{StatusPending, StatusSending, StatusSent, StatusDelivered, StatusFailed,
+var AllStatuses = []Status{StatusScheduled, StatusPending, StatusSending, StatusSent, StatusDelivered, StatusFailed,
 	StatusUnconfirmed, StatusUnknown, StatusOptedOut, StatusCanceled}
 
 // Valid reports whether s is one of the known statuses.

@@ -80,6 +80,7 @@ func (g *Group) Apply(e Event) error {
 			g.remember(v.EventID)
 		}
 		g.applyReplied(v)
+		g.noteAnswer(v)
 		g.touch(v.At)
 	case Unconfirmed:
 		if err := g.checkIndices(v.Type(), v.Indices); err != nil {
@@ -138,7 +139,7 @@ func (g *Group) Apply(e Event) error {
 			return nil
 		}
 		for i, r := range g.Recipients {
-			if r.Status == crewcast.StatusPending {
+			if r.Status == crewcast.StatusPending || r.Status == crewcast.StatusScheduled {
 				r.Status = crewcast.StatusCanceled
 				r.RetryAt = time.Time{}
 				g.markDirty(i)
@@ -193,7 +194,7 @@ func (g *Group) Apply(e Event) error {
 		}
 		for _, sr := range v.Recipients {
 			r := g.Recipients[sr.Index]
-			if r.Status != crewcast.StatusPending {
+			if r.Status != crewcast.StatusPending && r.Status != crewcast.StatusScheduled {
 				continue
 			}
 			r.Status = crewcast.StatusOptedOut
@@ -209,7 +210,9 @@ func (g *Group) Apply(e Event) error {
 		}
 		g.touch(v.At)
 	default:
-		return fmt.Errorf("apply: unknown event %T", e)
+		if err := g.applyPolicyEvent(e); err != nil {
+			return err
+		}
 	}
 	g.recomputeStatus()
 	return nil
@@ -227,6 +230,7 @@ func (g *Group) applyCreated(v Created) error {
 		q := *v.Quorum
 		g.Quorum = &q
 	}
+	g.Policy = v.Policy
 	g.Status = crewcast.GroupSending
 	g.Recipients = make([]*Recipient, len(v.Recipients))
 	for i, e := range v.Recipients {
@@ -235,6 +239,8 @@ func (g *Group) applyCreated(v Created) error {
 			r.Status = crewcast.StatusOptedOut
 			r.Reason = "on the suppression list"
 		}
+		r.TZ = e.TZ
+		g.holdUntilSendAt(r)
 		g.Recipients[i] = r
 		g.markDirty(i)
 	}

@@ -36,7 +36,7 @@ func stateErr(format string, args ...any) error {
 
 // Claimable reports whether recipient r may be claimed at now.
 func (g *Group) claimable(r *Recipient, now time.Time) bool {
-	return r.Status == crewcast.StatusPending && !r.RetryAt.After(now) && r.Attempts < g.Settings.MaxAttempts
+	return g.waiting(r, now) && !r.RetryAt.After(now) && r.Attempts < g.Settings.MaxAttempts && !g.quietAt(r, now)
 }
 
 // Claim decides which recipients to send to now: at most limit sends
@@ -96,7 +96,7 @@ func (g *Group) ClaimableNumbers(now time.Time, limit int) []string {
 func (g *Group) Suppress(reasons map[string]string, now time.Time) (Suppressed, bool) {
 	var out []SuppressedRecipient
 	for i, r := range g.Recipients {
-		if reason, ok := reasons[r.Number]; ok && r.Status == crewcast.StatusPending {
+		if reason, ok := reasons[r.Number]; ok && (r.Status == crewcast.StatusPending || r.Status == crewcast.StatusScheduled) {
 			out = append(out, SuppressedRecipient{Index: i, Reason: reason})
 		}
 	}

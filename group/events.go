@@ -46,6 +46,9 @@ type RosterEntry struct {
 	// Text is this recipient's rendered text when it differs from the
 	// group's (templates, design §11); "" means the group's text.
 	Text string `json:"text,omitempty"`
+	// TZ is the recipient's IANA time zone ("" = the policy's default),
+	// for quiet hours.
+	TZ string `json:"tz,omitempty"`
 }
 
 // Created starts a group's journal.
@@ -64,6 +67,8 @@ type Created struct {
 	Quorum    *QuorumState `json:"quorum,omitempty"`
 	// By names who created the group (an API key id), for the audit trail.
 	By string `json:"by,omitempty"`
+	// Policy: follow-ups, escalation, send_at, quiet hours (followup.go).
+	Policy *Policy `json:"policy,omitempty"`
 }
 
 // Send is one provider call: one recipient in individual mode, the whole
@@ -309,7 +314,9 @@ func Decode(typ string, data []byte) (Event, error) {
 	case TypeSuppressed:
 		e = &Suppressed{}
 	default:
-		return nil, fmt.Errorf("decode: unknown event type %q", typ)
+		if e = newPolicyEvent(typ); e == nil {
+			return nil, fmt.Errorf("decode: unknown event type %q", typ)
+		}
 	}
 	if err := json.Unmarshal(data, e); err != nil {
 		return nil, fmt.Errorf("decode %s: %w", typ, err)
@@ -349,7 +356,7 @@ func deref(e Event) Event {
 	case *Suppressed:
 		return *v
 	}
-	return e
+	return derefPolicyEvent(e)
 }
 
 // Indices lists the recipients an event touches (nil for group-wide events
@@ -389,5 +396,5 @@ func Indices(e Event) []int {
 		}
 		return out
 	}
-	return nil
+	return policyEventIndices(e)
 }

@@ -133,6 +133,9 @@ type Recipient struct {
 	// Response is the key of the response option of the latest reply that
 	// chose one ("" = none yet).
 	Response string `json:"response,omitempty"`
+
+	// Follow-ups, quiet hours and time zone (followup.go, quiet.go).
+	FollowupState
 }
 
 // Group is one group message and its recipients: the state that events
@@ -158,6 +161,13 @@ type Group struct {
 	Seen map[string]struct{} `json:"seen,omitempty"`
 	// Sends counts provider sends claimed, for unique send ids.
 	Sends int `json:"sends"`
+	// Policy holds follow-ups, escalation, send_at and quiet hours, frozen
+	// at creation (followup.go); nil for a group without any.
+	Policy *Policy `json:"policy,omitempty"`
+	// Escalation is the escalation decided for this group, if any.
+	Escalation *Escalation `json:"escalation,omitempty"`
+	// NudgedAt is an operator's last "nudge non-responders now".
+	NudgedAt time.Time `json:"nudged_at,omitzero"`
 
 	byNumber map[string]int
 	// dirty collects the recipients changed since TakeDirty.
@@ -168,6 +178,8 @@ type Group struct {
 	// the first count.
 	counts  map[string]int
 	counted []tally
+	// quorumMet stops follow-ups and escalation; see QuorumMet.
+	quorumMet bool
 }
 
 // TextFor returns the text recipient i is sent: their own rendered text,
@@ -322,7 +334,7 @@ func (g *Group) recount() {
 // operator decision or a retry says otherwise (handled explicitly).
 func rank(s crewcast.Status) int {
 	switch s {
-	case crewcast.StatusPending:
+	case crewcast.StatusPending, crewcast.StatusScheduled:
 		return 0
 	case crewcast.StatusSending:
 		return 1
@@ -349,7 +361,7 @@ func (g *Group) recomputeStatus() {
 	pendingOrSending, sent := false, false
 	for _, r := range g.Recipients {
 		switch r.Status {
-		case crewcast.StatusPending, crewcast.StatusSending:
+		case crewcast.StatusPending, crewcast.StatusSending, crewcast.StatusScheduled:
 			pendingOrSending = true
 		case crewcast.StatusSent:
 			sent = true

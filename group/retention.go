@@ -29,6 +29,7 @@ func RewriteEvent(typ string, data []byte, redact bool, number func(string) stri
 				v.Recipients[i].ContactID = "" // it leads back to the number
 			}
 		}
+		v.Policy = rewritePolicy(v.Policy, redact, number)
 		e = v
 	case Replied:
 		if redact {
@@ -36,7 +37,11 @@ func RewriteEvent(typ string, data []byte, redact bool, number func(string) stri
 		}
 		e = v
 	default:
-		return data, nil
+		pe, ok := rewritePolicyEvent(e, redact, number)
+		if !ok {
+			return data, nil
+		}
+		e = pe
 	}
 	_, out, err := Encode(e)
 	return out, err

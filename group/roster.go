@@ -32,6 +32,8 @@ type RecipientInput struct {
 	// a client).
 	ContactID string            `json:"-"`
 	Fields    map[string]string `json:"-"`
+	// Timezone is the recipient's IANA zone, for quiet hours (schedule.go).
+	Timezone string `json:"timezone,omitempty"`
 }
 
 // Request is a client's request to create a group message.
@@ -62,6 +64,8 @@ type Request struct {
 	// Known are saved contacts by E.164 number: a raw number that is one
 	// gets its contact id, fields and (when none was given) name.
 	Known map[string]RecipientInput `json:"-"`
+	// PolicyInput: send_at, priority, followup, escalate, quiet_hours.
+	PolicyInput
 }
 
 // UsesDirectory reports whether the request names crews, tags or contacts.

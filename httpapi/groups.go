@@ -39,6 +39,7 @@ type groupJSON struct {
 	Responses  []group.Option  `json:"responses,omitempty"`
 	Quorum     *quorumJSON     `json:"quorum,omitempty"`
 	Recipients []recipientJSON `json:"recipients,omitempty"`
+	policyJSON
 }
 
 // quorumJSON is a group's quorum: met_at is null until it is met.
@@ -119,6 +120,7 @@ type recipientJSON struct {
 	ContactID string `json:"contact_id"`
 	Text      string `json:"text"`
 	Response  string `json:"response"`
+	recipientPolicyJSON
 }
 
 // countKeys are the keys every counts object carries, zero or not.
@@ -263,6 +265,8 @@ type createRequest struct {
 	Responses    []group.Option `json:"responses"`
 	ResponseHint *bool          `json:"response_hint"`
 	Quorum       *group.Quorum  `json:"quorum"`
+	// send_at, priority, followup, escalate, quiet_hours (design §12).
+	group.PolicyInput
 }
 
 // request is the group.Request of a create (or preview) body, with its
@@ -270,7 +274,8 @@ type createRequest struct {
 func (a *api) request(ctx context.Context, body createRequest) (group.Request, error) {
 	req := group.Request{From: body.From, To: body.To, Recipients: body.Recipients, Text: body.Text,
 		MediaURLs: body.MediaURLs, Mode: body.Mode, Crews: body.Crews, Tags: body.Tags, Contacts: body.Contacts,
-		Template: body.Template, Responses: body.Responses, ResponseHint: body.ResponseHint, Quorum: body.Quorum}
+		Template: body.Template, Responses: body.Responses, ResponseHint: body.ResponseHint, Quorum: body.Quorum,
+		PolicyInput: body.PolicyInput}
 	if err := a.resolveAudience(ctx, &req); err != nil {
 		return group.Request{}, err
 	}
@@ -431,6 +436,11 @@ func (a *api) groupView(ctx context.Context, id string, withRecipients bool) (gr
 		return groupJSON{}, err
 	}
 	g := groupOf(row)
+	pol, err := a.policyOf(ctx, id)
+	if err != nil {
+		return groupJSON{}, err
+	}
+	g.policyJSON = pol.group()
 	if !withRecipients {
 		return g, nil
 	}
@@ -478,6 +488,7 @@ func (a *api) groupView(ctx context.Context, id string, withRecipients bool) (gr
 				rj.Text = roster[k].Text
 			}
 		}
+		rj.recipientPolicyJSON = pol.recipient(d.Number)
 		g.Recipients[i] = rj
 	}
 	return g, nil
@@ -579,9 +590,14 @@ func (a *api) listRecipients(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	pol, err := a.policyOf(r.Context(), id)
+	if err != nil {
+		return err
+	}
 	out := recipientListJSON{Recipients: make([]recipientJSON, len(rows)), NextCursor: next}
 	for i, d := range rows {
 		out.Recipients[i] = recipientOf(d)
+		out.Recipients[i].recipientPolicyJSON = pol.recipient(d.Number)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

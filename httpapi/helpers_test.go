@@ -134,6 +134,9 @@ func (m *miniTracker) create(ctx context.Context, req group.Request, opts tracke
 	if len(errs) > 0 {
 		return "", false, &tracker.ValidationError{Fields: errs, Total: total}
 	}
+	if errs := group.PlanPolicy(&created, req, group.PolicyDefaults{}, group.NormalizeNumber); len(errs) > 0 {
+		return "", false, &tracker.ValidationError{Fields: errs, Total: len(errs)}
+	}
 	g := &group.Group{}
 	if err := m.applyLocked(ctx, g, created); err != nil {
 		return "", false, err

@@ -47,6 +47,8 @@ var routeTable = []route{
 	{http.MethodGet, "/v1/groups/{id}/stream", needRead, (*api).streamGroup},
 	{http.MethodPost, "/v1/groups/{id}/cancel", needSend, (*api).cancelGroup},
 	{http.MethodPost, "/v1/groups/{id}/resume", needSend, (*api).resumeGroup},
+	{http.MethodPost, "/v1/groups/{id}/nudge", needSend, (*api).nudgeGroup},
+	{http.MethodPost, "/v1/groups/{id}/retry-failed", needSend, (*api).retryFailed},
 	{http.MethodPost, "/v1/groups/{id}/recipients/{number}/resolve", needSend, (*api).resolveRecipient},
 	{http.MethodPost, "/v1/groups/{id}/recipients/{number}/retry", needSend, (*api).retryRecipient},
 	{http.MethodGet, "/v1/stream", needRead, (*api).streamAll},

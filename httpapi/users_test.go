@@ -383,6 +383,7 @@ var routeRoles = map[string]string{
 	"GET /v1/webhook-endpoints/{id}/attempts": "admin", "POST /v1/webhook-endpoints/{id}/recover": "admin",
 	"POST /v1/webhook-endpoints/{id}/test": "admin", "POST /v1/webhook-endpoints/{id}/rotate": "admin",
 	"POST /v1/groups/preview": "dispatcher",
+	"POST /v1/groups/{id}/nudge": "dispatcher", "POST /v1/groups/{id}/retry-failed": "dispatcher",
 	"POST /v1/contacts":       "dispatcher", "GET /v1/contacts": "viewer", "POST /v1/contacts/import": "dispatcher",
 	"GET /v1/contacts/{id}": "viewer", "PATCH /v1/contacts/{id}": "dispatcher", "DELETE /v1/contacts/{id}": "dispatcher",
 	"POST /v1/crews": "dispatcher", "GET /v1/crews": "viewer", "GET /v1/crews/{id}": "viewer",

@@ -76,6 +76,11 @@ type Config struct {
 	SendRates map[string]float64
 	// SendWorkers bounds concurrent provider calls (tracker default 64).
 	SendWorkers int
+	// QuietHours is the default quiet hours of new groups ("21:00-07:00";
+	// "" or "off": none), read in each recipient's zone (design §12).
+	QuietHours string
+	// DefaultTimezone is the IANA zone of recipients without one (UTC).
+	DefaultTimezone string
 	// Settings are the policies of new groups (group.DefaultSettings).
 	Settings group.Settings
 	// Retention is the data retention policy (tracker.DefaultRetention),
@@ -163,7 +168,26 @@ func (c Config) validate() error {
 			return fmt.Errorf("send rate for %s must be ≥ 0, got %v", n, r)
 		}
 	}
+	if _, err := c.policyDefaults(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// policyDefaults reads QuietHours and DefaultTimezone.
+func (c Config) policyDefaults() (group.PolicyDefaults, error) {
+	q, err := group.ParseQuietHours(c.QuietHours)
+	if err != nil {
+		return group.PolicyDefaults{}, fmt.Errorf("quiet hours: %w", err)
+	}
+	tz := c.DefaultTimezone
+	if tz == "" {
+		tz = "UTC"
+	}
+	if _, err := group.LoadZone(tz); err != nil {
+		return group.PolicyDefaults{}, fmt.Errorf("default time zone: %w", err)
+	}
+	return group.PolicyDefaults{Quiet: q, Timezone: tz}, nil
 }
 
 // Server is a running crewcast.
@@ -261,13 +285,18 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err := s.hooks.Refresh(ctx); err != nil {
 		return fmt.Errorf("webhook endpoints: %w", err)
 	}
+	policy, err := cfg.policyDefaults()
+	if err != nil {
+		return err
+	}
 	s.tr, err = tracker.New(tracker.Config{
 		Webhooks: s.hooks,
 		Store:    s.st, Provider: prov, Logger: cfg.Logger, Clock: cfg.Clock,
 		Metrics: s.reg.Service(), RuntimeMetrics: s.reg.Runtime(),
 		Settings: cfg.Settings, SendRate: cfg.SendRate, SendRates: cfg.SendRates, SendWorkers: cfg.SendWorkers,
 		SendTimeout: cfg.ProviderTimeout, IdleTimeout: cfg.IdleTimeout, SweepInterval: cfg.SweepInterval,
-		HashKey: cfg.Retention.HashKey,
+		HashKey:        cfg.Retention.HashKey,
+		PolicyDefaults: policy,
 	})
 	if err != nil {
 		return err

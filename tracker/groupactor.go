@@ -81,6 +81,10 @@ type groupActor struct {
 	sends   []group.Send
 	adopt   []string // message ids routed by the commit being built
 	adopted []string // message ids routed by committed commits, to adopt
+
+	// pol: follow-up and escalation sends claimed by the commit being
+	// built (followups.go).
+	pol []sendJob
 }
 
 // ---- lifecycle ----
@@ -101,7 +105,7 @@ func (a *groupActor) Activate(c *actor.Context[groupMsg]) error {
 func (a *groupActor) load(c *actor.Context[groupMsg]) error {
 	ctx := c.Context()
 	a.g, a.seq, a.snapSeq = nil, 0, 0
-	a.pending, a.eff, a.sends, a.adopt = nil, store.Effects{}, nil, nil
+	a.pending, a.eff, a.sends, a.adopt, a.pol = nil, store.Effects{}, nil, nil, nil
 	res, err := actor.Recover(ctx, a.t.st, a.t.st, a.key, decodeSnapshot, applyEvent)
 	if err != nil {
 		return fmt.Errorf("recover group %s: %w", a.key, err)
@@ -121,6 +125,9 @@ func (a *groupActor) load(c *actor.Context[groupMsg]) error {
 	now := a.t.cfg.Clock.Now()
 	if u, ok := a.g.RecoverInFlight(now, a.t.inFlight(a.key)); ok {
 		a.emit(u)
+	}
+	a.recoverPolicySends(now)
+	if len(a.pending) > 0 {
 		if err := a.flush(c); err != nil {
 			return err
 		}
@@ -164,7 +171,7 @@ func reloadBackoff(n int) time.Duration {
 func (a *groupActor) enterBroken(c *actor.Context[groupMsg], err error) {
 	a.broken = true
 	a.failures++
-	a.pending, a.eff, a.sends, a.adopt = nil, store.Effects{}, nil, nil
+	a.pending, a.eff, a.sends, a.adopt, a.pol = nil, store.Effects{}, nil, nil, nil
 	if a.failures&(a.failures-1) == 0 { // log the 1st, 2nd, 4th, 8th… failure
 		c.Logger().Error("group store failure; reloading with backoff", "err", err, "failures", a.failures)
 	}
@@ -266,6 +273,7 @@ func (a *groupActor) initTracking() {
 			a.rem[reminderRetry+strconv.Itoa(i)] = retry
 		}
 	}
+	a.initPolicyTracking(a.t.cfg.Clock.Now())
 }
 
 func wantedReminders(r *group.Recipient) (check, retry time.Time) {
@@ -379,7 +387,7 @@ func (a *groupActor) create(c *actor.Context[groupMsg], m msgCreate) error {
 }
 
 func (a *groupActor) kickSoon(c *actor.Context[groupMsg]) {
-	if a.g != nil && a.g.HasClaimable(a.t.cfg.Clock.Now()) {
+	if a.g != nil && (a.g.HasClaimable(a.t.cfg.Clock.Now()) || policyDue(a.g, a.t.cfg.Clock.Now())) {
 		c.Self().Tell(msgKick{})
 	}
 }
@@ -392,6 +400,9 @@ func (a *groupActor) kick(c *actor.Context[groupMsg]) {
 		return
 	}
 	now := t.cfg.Clock.Now()
+	if !a.kickPolicy(c, now) || a.g == nil || a.broken || a.retired {
+		return
+	}
 	if !a.g.HasClaimable(now) {
 		return
 	}
@@ -458,6 +469,9 @@ func (a *groupActor) doWork(c *actor.Context[groupMsg]) {
 	if len(results) > 0 {
 		out := group.Outcomes{At: now}
 		for _, r := range results {
+			if a.policyResult(r, now) {
+				continue
+			}
 			o := a.g.Outcome(r.send, r.res, r.err, r.at)
 			out.Outcomes = append(out.Outcomes, o)
 			t.cfg.Metrics.SendOutcome(t.cfg.Provider.Name(), o.Result, o.Class)
@@ -474,7 +488,9 @@ func (a *groupActor) doWork(c *actor.Context[groupMsg]) {
 				}
 			}
 		}
-		a.emit(out)
+		if len(out.Outcomes) > 0 {
+			a.emit(out)
+		}
 	}
 	for _, l := range lookups {
 		delete(a.looking, l.index)
@@ -624,7 +640,9 @@ func (a *groupActor) reminder(c *actor.Context[groupMsg], r actor.Reminder) {
 			}
 		}
 	default:
-		a.dropReminder(c, r.Name)
+		if !a.policyReminder(c, r) {
+			a.dropReminder(c, r.Name)
+		}
 	}
 }
 
@@ -700,6 +718,7 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 		u.Reminders = append(u.Reminders, a.reminderOps(reminderCheck+strconv.Itoa(i), check)...)
 		u.Reminders = append(u.Reminders, a.reminderOps(reminderRetry+strconv.Itoa(i), retry)...)
 	}
+	u.Reminders = append(u.Reminders, a.policyReminderOps(dirty, now)...)
 	if len(u.Events) > 0 || len(dirty) > 0 {
 		row := groupRow(a.g, a.seq+uint64(len(u.Events)))
 		a.eff.Group = &row
@@ -716,11 +735,13 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	u.Effects = []any{a.eff}
 	// STOP or a provider opt-out: no provider call to these numbers may
 	// pass its check while this commits (see suppress.go).
-	release := t.gate.write(suppressedNumbers(a.eff.Suppress))
+	// STOP or a provider opt-out, or an answer to a follow-up in flight: that call may not start after
+	// this commits (followups.go).
+	release := t.gate.write(append(suppressedNumbers(a.eff.Suppress), a.answeredInFlight()...))
 	outbox := len(a.eff.Outbox) > 0
 	err := t.committer.Commit(c.Context(), u)
 	release()
-	sends, adopt := a.sends, a.adopt
+	sends, adopt, pol := a.sends, a.adopt, a.takePolicyJobs()
 	a.pending, a.eff, a.sends, a.adopt = nil, store.Effects{}, nil, nil
 	if err != nil {
 		a.fail(c, err)
@@ -761,6 +782,7 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	if len(sends) > 0 {
 		a.queueSends(sends)
 	}
+	a.queuePolicyJobs(pol)
 	if len(views) > 0 {
 		t.hub.Publish(Change{GroupID: a.key, Seq: a.seq, Events: views})
 	}

@@ -137,6 +137,10 @@ var errSuppressionCheck = &crewcast.SendError{Provider: "crewcast", Class: crewc
 // above). On nil error the caller makes the call and then calls release.
 func (t *Tracker) guardSend(ctx context.Context, j sendJob) (release func(), err error) {
 	release = t.gate.read(j.req.To)
+	if group.IsFollowupSend(j.send.ID) && t.fstop.stopped(stopKey(j.groupID, j.send.ID)) {
+		release()
+		return nil, &group.FollowupAnswered{}
+	}
 	sup, err := t.suppressed(ctx, j.req.To, true)
 	if err != nil {
 		release()

@@ -102,6 +102,12 @@ type Config struct {
 	// the outbox (design.md §13) while any endpoint exists, and is kicked
 	// after such a commit.
 	Webhooks Outbox
+	// PolicyDefaults are the server's quiet hours and default time zone
+	// for new groups (design §12).
+	PolicyDefaults group.PolicyDefaults
+	// ResolveCrews turns escalation crews into numbers at creation; nil:
+	// crews are kept unresolved (see followups.go).
+	ResolveCrews CrewResolver
 }
 
 // Outbox is what the tracker needs of the outbound webhook worker.
@@ -191,6 +197,7 @@ type Tracker struct {
 	unmatched unmatchedLog
 	gate      suppressionGate // orders provider calls against suppression commits
 	erased    erasedNumbers   // numbers this process erased recently (erasure.go)
+	fstop     followupStops   // follow-ups whose recipient answered before the call (followups.go)
 	room      sendRoom
 
 	closing    atomic.Bool
@@ -537,6 +544,13 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 	}
 	if req.UsesDirectory() && !slices.ContainsFunc(created.Recipients, func(e group.RosterEntry) bool { return !e.Suppressed }) {
 		return "", false, fmt.Errorf("%w: all %d recipients are on the suppression list", ErrNoneReachable, len(created.Recipients))
+	}
+	if err := t.planPolicy(ctx, &created, req, normalize); err != nil {
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			return "", false, err
+		}
+		return "", false, unavailable(ctx, "resolve escalation crews", err)
 	}
 	var idem *store.IdempotencyKey
 	if idemKey != "" {

@@ -41,6 +41,8 @@ type fakeTracker struct {
 	idem   map[string]string
 	// actions records the Resolve and Retry calls.
 	actions []string
+	// lastReq is the last create request.
+	lastReq group.Request
 	// afterCreate, when set, runs (in its own goroutine) after each create.
 	afterCreate func(id string)
 	wg          sync.WaitGroup
@@ -50,6 +52,7 @@ var _ httpapi.Service = (*fakeTracker)(nil)
 
 func (f *fakeTracker) Create(ctx context.Context, req group.Request, opts tracker.CreateOptions) (string, bool, error) {
 	f.mu.Lock()
+	f.lastReq = req
 	if id, ok := f.idem[opts.IdempotencyKey]; ok && opts.IdempotencyKey != "" {
 		f.mu.Unlock()
 		return id, false, nil

@@ -45,6 +45,7 @@ type createBody struct {
 	Mode       string           `json:"mode,omitempty"`
 	MediaURLs  []string         `json:"media_urls,omitempty"`
 	CheckAfter string           `json:"check_after,omitempty"`
+	policyBody                  // --followup, --escalate-to, --send-at… (send_policy.go)
 }
 
 func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -66,6 +67,7 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	idem := fs.String("idempotency-key", "", "makes a retried command return the same group instead of sending twice")
 	checkAfter := fs.Duration("check-after", 0, "first status check delay (default: the server's)")
 	noFollow := fs.Bool("no-follow", false, "print the group id and exit without following progress")
+	pf := bindPolicyFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: crewcast send --from NUMBER --to NUMBER[,NUMBER...] --text TEXT [flags]
        crewcast send --from NUMBER --crew NAME --template NAME --responses '1=Coming,2=Cannot' [flags]
@@ -99,8 +101,12 @@ Flags:
 	if err != nil {
 		return err
 	}
+	pol, err := pf.body()
+	if err != nil {
+		return err
+	}
 	body := createBody{From: *from, To: to, Text: *text, Mode: *mode, MediaURLs: media, Crews: crews, Tags: tags,
-		Contacts: contacts, Template: *template}
+		Contacts: contacts, Template: *template, policyBody: pol}
 	if *responses != "" {
 		opts, err := parseResponses(*responses)
 		if err != nil {

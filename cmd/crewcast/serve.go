@@ -33,6 +33,7 @@ type serverFlags struct {
 	sendRate                                        float64
 	sendRates                                       string
 	sendWorkers                                     int
+	quietHours, defaultTZ                           string
 	checkAfter, deadline, providerTimeout           time.Duration
 	redactAfter, hashAfter, deleteAfter             time.Duration
 	auditAfter                                      time.Duration
@@ -63,6 +64,7 @@ var serverFlagDocs = []flagSection{
 	{"Sending", []envBinding{
 		{"send-rate", "CREWCAST_SEND_RATE"}, {"send-rates", "CREWCAST_SEND_RATES"}, {"send-workers", "CREWCAST_SEND_WORKERS"},
 		{"check-after", "CREWCAST_CHECK_AFTER"}, {"check-deadline", "CREWCAST_CHECK_DEADLINE"},
+		{"quiet-hours", "CREWCAST_QUIET_HOURS"}, {"default-timezone", "CREWCAST_DEFAULT_TIMEZONE"},
 	}},
 	{"Retention", []envBinding{
 		{"redact-after", "CREWCAST_REDACT_AFTER"}, {"hash-after", "CREWCAST_HASH_AFTER"},
@@ -94,6 +96,8 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.Float64Var(&f.sendRate, "send-rate", 10, "messages per second per sender number; 0 = no pacing")
 	fs.StringVar(&f.sendRates, "send-rates", "", "per-sender overrides, e.g. +18005550100=20,+15550100000=0.5")
 	fs.IntVar(&f.sendWorkers, "send-workers", 64, "concurrent provider calls")
+	fs.StringVar(&f.quietHours, "quiet-hours", "", `default quiet hours of new groups, e.g. 21:00-07:00, in each recipient's time zone ("" or off: none)`)
+	fs.StringVar(&f.defaultTZ, "default-timezone", "UTC", "IANA time zone of recipients without one, for quiet hours")
 	d := group.DefaultSettings()
 	fs.DurationVar(&f.checkAfter, "check-after", d.CheckAfter, "first provider status check of a sent recipient without a receipt")
 	fs.DurationVar(&f.deadline, "check-deadline", d.Deadline, "mark a sent recipient unknown after this long without a final receipt")
@@ -131,6 +135,7 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 		TelnyxMessagingProfileID: f.telnyxProfile, TelnyxIdempotencyKeys: f.telnyxIdem,
 		TwilioAccountSID: f.twilioSID, TwilioAuthToken: f.twilioToken, TwilioAPIBase: f.twilioBase,
 		AdminKey: f.adminKey, SendRate: f.sendRate, SendWorkers: f.sendWorkers, ProviderTimeout: f.providerTimeout,
+		QuietHours: f.quietHours, DefaultTimezone: f.defaultTZ,
 		Settings: group.Settings{CheckAfter: f.checkAfter, Deadline: f.deadline},
 		Retention: tracker.RetentionPolicy{RedactAfter: f.redactAfter, HashAfter: f.hashAfter, DeleteAfter: f.deleteAfter, HashKey: []byte(f.hashKey),
 			AuditAfter: f.auditAfter},

@@ -46,6 +46,18 @@ func (r *registry) allowResend(groupID, number string) {
 	r.allowed[k]++
 }
 
+// addFollowups records a group's follow-up text: its sends count apart
+// from the first message (key "<group>/followups|<number>"), up to max per
+// person, so the duplicate check holds each person to 1 + max messages.
+func (r *registry) addFollowups(groupID, text string, numbers []string, max int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byText[text] = groupID + "/followups"
+	for _, n := range numbers {
+		r.allowed[groupID+"/followups|"+n] = max
+	}
+}
+
 func (r *registry) snapshot() (byNumber, byText map[string]string, allowed map[string]int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -65,6 +65,10 @@ type recipientView struct {
 	ProviderMessageID string `json:"provider_message_id"`
 	ReplyText         string `json:"reply_text"`
 	Ack               string `json:"ack"`
+	// Follow-ups (T12).
+	RepliedAt      *time.Time `json:"replied_at"`
+	FollowupsSent  int        `json:"followups_sent"`
+	NextFollowupAt *time.Time `json:"next_followup_at"`
 }
 
 // groupView is GET /v1/groups/{id}.
@@ -182,10 +186,11 @@ func (a api) metric(ctx context.Context, name string) float64 {
 
 // ledgerSend is one row of GET /sim/ledger.
 type ledgerSend struct {
-	ID   string `json:"id"`
-	From string `json:"from"`
-	To   string `json:"to"`
-	Text string `json:"text"`
+	ID         string    `json:"id"`
+	From       string    `json:"from"`
+	To         string    `json:"to"`
+	Text       string    `json:"text"`
+	ReceivedAt time.Time `json:"received_at"`
 }
 
 // simKeys is GET /sim/keys.

@@ -73,6 +73,8 @@ export const api = {
   events: (id, number) => request("GET", `/v1/groups/${enc(id)}/events?number=${enc(number)}`),
   cancel: (id) => request("POST", `/v1/groups/${enc(id)}/cancel`),
   resume: (id) => request("POST", `/v1/groups/${enc(id)}/resume`),
+  nudge: (id) => request("POST", `/v1/groups/${enc(id)}/nudge`),
+  retryFailed: (id) => request("POST", `/v1/groups/${enc(id)}/retry-failed`),
   resolve: (id, number, outcome) =>
     request("POST", `/v1/groups/${enc(id)}/recipients/${enc(number)}/resolve`, { outcome }),
   retry: (id, number) => request("POST", `/v1/groups/${enc(id)}/recipients/${enc(number)}/retry`),

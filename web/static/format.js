@@ -3,6 +3,7 @@
 
 /** Recipient statuses in display order, with label, tone (colour class) and a hint. */
 export const STATUSES = {
+  scheduled: { label: "Scheduled", tone: "neutral", hint: "Held until its send time or the end of the recipient's quiet hours" },
   pending: { label: "Pending", tone: "neutral", hint: "Waiting to be sent" },
   sending: { label: "Sending", tone: "progress", hint: "Handed to the provider; waiting for its answer" },
   sent: { label: "Sent", tone: "progress", hint: "Accepted by the provider; waiting for a delivery receipt" },
@@ -50,7 +51,7 @@ const n = (v) => (Number.isFinite(v) ? v : 0);
  */
 export function tally(counts) {
   const c = counts || {};
-  const inFlight = n(c.pending) + n(c.sending) + n(c.sent);
+  const inFlight = n(c.scheduled) + n(c.pending) + n(c.sending) + n(c.sent);
   const attention = n(c.unconfirmed) + n(c.unknown);
   const stopped = n(c.opted_out) + n(c.canceled);
   const total = inFlight + n(c.delivered) + n(c.failed) + attention + stopped;
@@ -63,7 +64,8 @@ export function tally(counts) {
     attention,
     stopped,
     inFlight,
-    waiting: n(c.pending) + n(c.sending),
+    waiting: n(c.scheduled) + n(c.pending) + n(c.sending),
+    scheduled: n(c.scheduled),
     sent: n(c.sent),
     replied: n(c.replied),
     acknowledged: n(c.acknowledged),

@@ -8,6 +8,8 @@ import { firstLine } from "./groups.js";
 import * as announce from "./announce.js";
 import * as focus from "./focus.js";
 import { hasAnswers, answerTiles, tallyBar, quorumLine, answerFilters, answerLabel } from "./answers.js";
+import { policyMeta, policyButtons, followupLine, describePolicyEvent, policyKey } from "./followups.js";
+import { eventData } from "./format.js";
 
 const MODE_LABEL = { individual: "Individual messages", group_mms: "Group MMS thread" };
 const CANCELABLE = new Set(["sending", "awaiting", "paused"]);
@@ -20,7 +22,7 @@ const FILTERS = {
   all: ["All", () => true],
   attention: ["Needs attention", (r) => ["failed", "unconfirmed", "unknown"].includes(r.status)],
   replied: ["Replied", (r) => Boolean(r.reply_text || parseTime(r.replied_at))],
-  progress: ["In progress", (r) => ["pending", "sending", "sent"].includes(r.status)],
+  progress: ["In progress", (r) => ["scheduled", "pending", "sending", "sent"].includes(r.status)],
   delivered: ["Delivered", (r) => r.status === "delivered"],
   stopped: ["Not sent", (r) => ["opted_out", "canceled"].includes(r.status)],
 };
@@ -101,6 +103,7 @@ function counters(t, g) {
     tile("replied", "Replied", t.repliedOther, "info", "Replied with something other than yes or no"),
     tile("no_reply", "No reply", t.noReply, "neutral", "Texted, or about to be, and has not replied"),
   ];
+  if (t.scheduled) tiles.push(tile("scheduled", "Scheduled", t.scheduled, "neutral", "Held until the send time or the end of quiet hours"));
   if (t.stopped) tiles.push(tile("not_sent", "Opted out / canceled", t.stopped, "muted"));
   return tiles;
 }
@@ -241,7 +244,7 @@ export function render(main, ctx, id) {
 
   function drawHead() {
     const g = group;
-    const key = JSON.stringify([g.status, g.pause_reason, g.text, g.from, g.mode, ctx.canSend, tally(g.counts).needAttention]);
+    const key = JSON.stringify([g.status, g.pause_reason, g.text, g.from, g.mode, ctx.canSend, tally(g.counts).needAttention, policyKey(g)]);
     if (key === headKey) return;
     headKey = key;
     const t = tally(g.counts);
@@ -278,11 +281,13 @@ export function render(main, ctx, id) {
             h("dd", null, h("time", { datetime: g.created_at, title: fmtFull(g.created_at) }, fmtTime(g.created_at))),
           ),
           h("div", null, h("dt", null, "ID"), h("dd", { class: "mono small" }, g.id)),
+          policyMeta(g),
         ),
         h(
           "div",
           { class: "group-actions" },
           h("a", { class: "button", href: api.csvURL(g.id), download: `crewcast-${g.id}.csv`, id: "export-csv" }, "Export CSV"),
+          policyButtons(g, ctx.canSend, { nudge: nudgeGroup, retryFailed: retryAllFailed }),
           ctx.canSend && g.status === "paused"
             ? h("button", { type: "button", class: "button button-primary", id: "resume-group", onclick: resumeGroup }, "Resume sending")
             : null,
@@ -451,6 +456,7 @@ export function render(main, ctx, id) {
         { class: "col-status", "data-label": "Status" },
         h("div", { class: "chips" }, chip(r.status), answerLabel(group, r) ? flagChip(answerLabel(group, r), "info", "answer") : replyChips(r)),
         errorLine(r),
+        followupLine(r),
       ),
       h(
         "td",
@@ -491,7 +497,8 @@ export function render(main, ctx, id) {
           "ol",
           { class: "timeline" },
           events.map((ev) => {
-            const { title, detail } = describeEvent(ev, index);
+            const d = eventData(ev);
+            const { title, detail } = describePolicyEvent(ev, d, d.by ? `by ${d.by}` : "", index) || describeEvent(ev, index);
             return h(
               "li",
               { class: "tl-item", dataset: { type: ev.type } },
@@ -685,6 +692,44 @@ export function render(main, ctx, id) {
     } catch (e) {
       showNotice(`Cannot retry ${number}: ${e.message}`);
     }
+  }
+
+  function nudgeGroup() {
+    ask({
+      title: "Nudge non-responders now?",
+      body: [
+        h("p", null, "Everyone who has not answered and may still get a reminder gets their next one now."),
+        h("p", null, "Nobody gets more reminders than the policy allows, nobody who answered or opted out is texted, and quiet hours still hold."),
+      ],
+      choices: [
+        { value: null, label: "Not now", kind: "quiet" },
+        { value: "nudge", label: "Nudge now", kind: "primary" },
+      ],
+      act: async () => apply(await api.nudge(id), true),
+    }).then((v) => {
+      if (v) toast("Reminders on their way.");
+    });
+  }
+
+  function retryAllFailed() {
+    ask({
+      title: "Retry all failed?",
+      body: [
+        h("p", null, "Each failed recipient whose error allows it is sent the message again."),
+        h("p", null, "Permanent failures, spent attempt budgets and opted-out numbers are skipped."),
+      ],
+      choices: [
+        { value: null, label: "Not now", kind: "quiet" },
+        { value: "retry", label: "Retry all failed", kind: "primary" },
+      ],
+      act: async () => {
+        const res = await api.retryFailed(id);
+        apply(res.group, true);
+        return res;
+      },
+    }).then((v) => {
+      if (v) toast("Retries requested.");
+    });
   }
 
   function resumeGroup() {

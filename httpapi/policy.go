@@ -1,0 +1,181 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/group"
+	"github.com/crewcast/crewcast/tracker"
+)
+
+// The policy fields of design §12 on groups and recipients. They are not
+// in the projections: a group with a policy is rebuilt from its snapshot
+// and journal for the view (groups without one cost one journal read).
+
+// policyJSON is a group's policy as the API shows it.
+type policyJSON struct {
+	SendAt      *time.Time    `json:"send_at,omitempty"`
+	Priority    string        `json:"priority,omitempty"`
+	Followup    *followupJSON `json:"followup,omitempty"`
+	Escalate    *escalateJSON `json:"escalate,omitempty"`
+	QuietHours  string        `json:"quiet_hours,omitempty"`
+	EscalatedAt *time.Time    `json:"escalated_at,omitempty"`
+}
+
+type followupJSON struct {
+	After string `json:"after"`
+	Max   int    `json:"max"`
+	Text  string `json:"text"`
+}
+
+type escalateJSON struct {
+	After string   `json:"after"`
+	Crews []string `json:"crews"`
+	To    []string `json:"to"`
+	Text  string   `json:"text"`
+}
+
+// recipientPolicyJSON is a recipient's follow-up and hold state.
+type recipientPolicyJSON struct {
+	FollowupsSent  int        `json:"followups_sent"`
+	NextFollowupAt *time.Time `json:"next_followup_at"`
+	HeldUntil      *time.Time `json:"held_until"`
+}
+
+// policyView is a group's committed state, for its policy fields; nil for
+// a group without a policy.
+type policyView struct {
+	g *group.Group
+}
+
+// policyOf reads the policy state of group id.
+func (a *api) policyOf(ctx context.Context, id string) (*policyView, error) {
+	var created *group.Created
+	err := a.store.Load(ctx, id, 0, func(e actor.Event) error {
+		if e.Type == group.TypeCreated {
+			ev, err := group.Decode(e.Type, e.Data)
+			if err != nil {
+				return err
+			}
+			c := ev.(group.Created)
+			created = &c
+		}
+		return errStop
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, fmt.Errorf("load group.created: %w", err)
+	}
+	if created == nil || created.Policy == nil {
+		return nil, nil
+	}
+	g, ok, err := tracker.LoadGroup(ctx, a.store, id)
+	if err != nil {
+		return nil, fmt.Errorf("load group state: %w", err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	return &policyView{g: &g}, nil
+}
+
+func (p *policyView) group() policyJSON {
+	if p == nil || p.g.Policy == nil {
+		return policyJSON{}
+	}
+	pol := p.g.Policy
+	out := policyJSON{SendAt: tsOrNil(pol.SendAt), Priority: pol.Priority, EscalatedAt: tsOrNil(p.g.EscalatedAt())}
+	if out.Priority == "" {
+		out.Priority = group.PriorityNormal
+	}
+	if f := pol.Followup; f != nil {
+		out.Followup = &followupJSON{After: shortDuration(f.After), Max: f.Max, Text: p.g.FollowupText()}
+	}
+	if e := pol.Escalate; e != nil {
+		out.Escalate = &escalateJSON{After: shortDuration(e.After), Crews: nonNil(e.Crews), To: nonNil(e.To), Text: e.Text}
+		if out.Escalate.Text == "" {
+			out.Escalate.Text = group.DefaultEscalationText
+		}
+	}
+	out.QuietHours = group.QuietOff
+	if pol.Quiet != nil {
+		out.QuietHours = pol.Quiet.String()
+	}
+	return out
+}
+
+func (p *policyView) recipient(number string) recipientPolicyJSON {
+	if p == nil {
+		return recipientPolicyJSON{}
+	}
+	r := p.g.Recipient(number)
+	if r == nil {
+		return recipientPolicyJSON{}
+	}
+	out := recipientPolicyJSON{FollowupsSent: r.FollowupsSent, NextFollowupAt: tsOrNil(p.g.NextFollowupAt(r))}
+	if r.Status == crewcast.StatusScheduled {
+		out.HeldUntil = tsOrNil(r.HeldUntil)
+	}
+	return out
+}
+
+// PolicyActions is implemented by a Service that offers the board's group
+// actions of design §12 (tracker.Tracker does).
+type PolicyActions interface {
+	// Nudge sends the next follow-up now to everyone still waiting for one.
+	Nudge(ctx context.Context, id, by string) error
+	// RetryFailed retries every failed recipient the rules allow.
+	RetryFailed(ctx context.Context, id, by string) (retried, skipped int, err error)
+}
+
+var errNoPolicyActions = newError(http.StatusNotImplemented, codeUnavailable, "this server does not offer this action")
+
+func (a *api) nudgeGroup(w http.ResponseWriter, r *http.Request) error {
+	pa, ok := a.svc.(PolicyActions)
+	if !ok {
+		return errNoPolicyActions
+	}
+	return a.afterAction(w, r, pa.Nudge(r.Context(), r.PathValue("id"), by(r)))
+}
+
+// retryFailedJSON is the answer of POST /v1/groups/{id}/retry-failed.
+type retryFailedJSON struct {
+	Retried int       `json:"retried"`
+	Skipped int       `json:"skipped"`
+	Group   groupJSON `json:"group"`
+}
+
+func (a *api) retryFailed(w http.ResponseWriter, r *http.Request) error {
+	pa, ok := a.svc.(PolicyActions)
+	if !ok {
+		return errNoPolicyActions
+	}
+	retried, skipped, err := pa.RetryFailed(r.Context(), r.PathValue("id"), by(r))
+	if err != nil {
+		return err
+	}
+	g, err := a.groupView(r.Context(), r.PathValue("id"), true)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, retryFailedJSON{Retried: retried, Skipped: skipped, Group: g})
+	return nil
+}
+
+// shortDuration writes a Go duration as a client would: "10m", "1h30m",
+// "90s" → "1m30s" (time.Duration.String's "10m0s" without the zeros).
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
