@@ -151,10 +151,16 @@ func (g *Group) renderEscalation(names []string, texted, answered int) string {
 	}
 	c := g.Counts()
 	tally := fmt.Sprintf("%d of %d answered", answered, texted)
-	if c[CountAckYes]+c[CountAckNo] > 0 {
+	if len(g.Responses) > 0 {
+		// One count per response option (design §11): "1 Coming 3, 2 Can't 1".
+		parts := make([]string, 0, len(g.Responses))
+		for _, o := range g.Responses {
+			parts = append(parts, fmt.Sprintf("%s %s %d", o.Key, o.Label, c[CountResponsePrefix+o.Key]))
+		}
+		tally += ": " + strings.Join(parts, ", ")
+	} else if c[CountAckYes]+c[CountAckNo] > 0 {
 		tally += fmt.Sprintf(": %d yes, %d no", c[CountAckYes], c[CountAckNo])
 	}
-	// INTEGRATION: with responses (issue 13), tally per response option.
 	r := strings.NewReplacer("{{no_reply_names}}", nr, "{{tally}}", tally)
 	return r.Replace(text)
 }

@@ -105,8 +105,8 @@ type FollowupState struct {
 }
 
 // Answered reports whether r counts as having responded: any reply except
-// STOP, START and HELP. This is the one place the crews branch's response
-// parsing refines (an unrecognised reply may then not count).
+// STOP, START and HELP — also in a group with response options, where an
+// unrecognised reply is still a person reached (not to be reminded again).
 func Answered(r *Recipient) bool { return !r.AnsweredAt.IsZero() }
 
 // isAnswer reports whether a reply counts as an answer (see Answered).
@@ -122,14 +122,15 @@ func (g *Group) noteAnswer(v Replied) {
 	}
 }
 
-// QuorumMet reports whether the group's quorum was met. Quorum arrives
-// with crews and responses (issue 13): until then no group has one.
-// INTEGRATION: return the crews branch's quorum state here.
-func (g *Group) QuorumMet() bool { return g.quorumMet }
+// QuorumMet reports whether the group's quorum was met (design §11:
+// group.quorum_met). quorumMet lets tests set it directly.
+func (g *Group) QuorumMet() bool {
+	return g.quorumMet || (g.Quorum != nil && !g.Quorum.MetAt.IsZero())
+}
 
 // HasQuorum reports whether the group has a quorum (escalation then
-// depends on it alone). INTEGRATION: the crews branch's quorum != nil.
-func (g *Group) HasQuorum() bool { return false }
+// depends on it alone).
+func (g *Group) HasQuorum() bool { return g.Quorum != nil }
 
 // SendAt is the group's scheduled time (zero: send at once).
 func (g *Group) SendAt() time.Time {
@@ -359,9 +360,15 @@ func (g *Group) FollowupsDue(now time.Time) bool {
 	return ok
 }
 
-// FollowupTextFor is the text of r's follow-ups. INTEGRATION: with
-// templates (issue 13) the default is "Reminder: " + r's rendered text.
-func (g *Group) FollowupTextFor(r *Recipient) string { return g.FollowupText() }
+// FollowupTextFor is the text of r's follow-ups: the policy's, else
+// "Reminder: " + r's own rendered text (templates), else the group's.
+func (g *Group) FollowupTextFor(r *Recipient) string {
+	if f := g.followup(); (f == nil || f.Text == "") && r != nil && r.Text != "" {
+		// A template rendered this person's own text: remind them of it.
+		return DefaultFollowupPrefix + r.Text
+	}
+	return g.FollowupText()
+}
 
 // FollowupText is the group's follow-up text (the policy's, or the
 // default on the group's text).

@@ -260,8 +260,13 @@ func PlanWith(id string, req Request, settings Settings, suppressed map[string]b
 			if strings.TrimSpace(in.Name) == "" {
 				in.Name = k.Name
 			}
+			if in.Timezone == "" {
+				in.Timezone = k.Timezone
+			}
 		}
-		e := RosterEntry{Number: n, Name: strings.TrimSpace(in.Name), Suppressed: suppressed[n], ContactID: in.ContactID}
+		// A contact's time zone rides with them (quiet hours, design §12);
+		// PlanPolicy lets the request override it.
+		e := RosterEntry{Number: n, Name: strings.TrimSpace(in.Name), Suppressed: suppressed[n], ContactID: in.ContactID, TZ: in.Timezone}
 		if tmpl != nil {
 			text, err := tmpl.Render(TemplateVars{Name: e.Name, Fields: in.Fields})
 			if err != nil {

@@ -145,7 +145,7 @@ func (a *api) resolveAudience(ctx context.Context, req *group.Request) error {
 		if !ok {
 			continue // deleted since the crew was read
 		}
-		resolved = append(resolved, group.RecipientInput{Number: c.Number, Name: c.Name, ContactID: c.ID, Fields: c.Fields})
+		resolved = append(resolved, group.RecipientInput{Number: c.Number, Name: c.Name, ContactID: c.ID, Fields: c.Fields, Timezone: c.Timezone})
 	}
 	// Raw numbers (in contacts, to, recipients) that are known contacts
 	// get that contact's id, fields and — when the client gave none — name
@@ -173,12 +173,12 @@ func (a *api) resolveAudience(ctx context.Context, req *group.Request) error {
 	}
 	req.Known = make(map[string]group.RecipientInput, len(known))
 	for n, c := range known {
-		req.Known[n] = group.RecipientInput{Number: c.Number, Name: c.Name, ContactID: c.ID, Fields: c.Fields}
+		req.Known[n] = group.RecipientInput{Number: c.Number, Name: c.Name, ContactID: c.ID, Fields: c.Fields, Timezone: c.Timezone}
 	}
 	for _, n := range rawNumbers {
 		in := group.RecipientInput{Number: n}
 		if c, ok := known[norm(n)]; ok {
-			in = group.RecipientInput{Number: c.Number, Name: c.Name, ContactID: c.ID, Fields: c.Fields}
+			in = group.RecipientInput{Number: c.Number, Name: c.Name, ContactID: c.ID, Fields: c.Fields, Timezone: c.Timezone}
 		}
 		resolved = append(resolved, in)
 	}

@@ -296,7 +296,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Settings: cfg.Settings, SendRate: cfg.SendRate, SendRates: cfg.SendRates, SendWorkers: cfg.SendWorkers,
 		SendTimeout: cfg.ProviderTimeout, IdleTimeout: cfg.IdleTimeout, SweepInterval: cfg.SweepInterval,
 		HashKey:        cfg.Retention.HashKey,
-		PolicyDefaults: policy,
+		PolicyDefaults: policy, ResolveCrews: crewNumbers(s.st),
 	})
 	if err != nil {
 		return err
