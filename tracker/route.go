@@ -264,6 +264,41 @@ func (c *routeCache) put(key, value string) {
 	c.m[key] = value
 }
 
+// webhookLinger is how long a routed webhook waits for others to the same
+// group before the group is told: providers post each receipt on its own,
+// and a commit per receipt costs a write transaction — about 16 database
+// pages of WAL (journal, deliveries and their indexes, inbox
+// acknowledgement) — where one commit for the receipts of a few
+// milliseconds costs barely more. See docs/performance.md (write
+// amplification).
+const webhookLinger = 15 * time.Millisecond
+
+// lingerSet holds the groups with a webhook waiting out webhookLinger.
+type lingerSet struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+// add reports whether id was not lingering yet (the caller starts the wait).
+func (l *lingerSet) add(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.m[id]; ok {
+		return false
+	}
+	if l.m == nil {
+		l.m = make(map[string]struct{})
+	}
+	l.m[id] = struct{}{}
+	return true
+}
+
+func (l *lingerSet) done(id string) {
+	l.mu.Lock()
+	delete(l.m, id)
+	l.mu.Unlock()
+}
+
 func (t *Tracker) deliver(id string, r routed) {
 	k := inboxKey{r.ref.Provider, r.ref.EventID}
 	t.mu.Lock()
@@ -272,8 +307,18 @@ func (t *Tracker) deliver(id string, r routed) {
 		return
 	}
 	t.routing[k] = struct{}{}
+	w := t.workFor(id)
+	w.entries = append(w.entries, r)
+	signaled := w.signaled
 	t.mu.Unlock()
-	t.post(id, func(w *groupWork) { w.entries = append(w.entries, r) })
+	if signaled || !t.linger.add(id) {
+		return // the group was told already; it takes this entry too
+	}
+	// A real-time wait: it batches writes, it does not model time.
+	time.AfterFunc(webhookLinger, func() {
+		t.linger.done(id)
+		t.post(id, func(*groupWork) {})
+	})
 }
 
 // adoptParked routes again the parked webhooks of message ids a commit just

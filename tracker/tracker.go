@@ -160,6 +160,7 @@ type Tracker struct {
 	routing map[inboxKey]struct{} // entries handed to a group and not yet acknowledged
 	parked  map[string]struct{}   // provider message ids with parked events (this process)
 	routes  routeCache
+	linger  lingerSet // groups whose routed webhooks wait to be committed together
 	idle    chan struct{}
 
 	unmatched unmatchedLog
