@@ -63,6 +63,19 @@ func newDB(t *testing.T) storetest.DB {
 				t.Fatalf("corrupt %q: %d rows", key, n)
 			}
 		},
+		InboxPayload: func(t *testing.T, provider, eventID string) []byte {
+			t.Helper()
+			db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var p []byte
+			if err := db.QueryRow(`SELECT payload FROM inbox WHERE provider = ? AND event_id = ?`, provider, eventID).Scan(&p); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		},
 	}
 }
 

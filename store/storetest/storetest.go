@@ -30,6 +30,9 @@ type DB struct {
 	// Corrupt changes the stored state bytes of key's snapshot directly in
 	// the table, leaving its checksum as it was.
 	Corrupt func(t *testing.T, key string)
+	// InboxPayload reads an inbox row's payload directly from the table
+	// (the API never returns processed entries).
+	InboxPayload func(t *testing.T, provider, eventID string) []byte
 }
 
 // Options plugs an engine into the suite.
