@@ -97,6 +97,8 @@ type Config struct {
 	IdleTimeout time.Duration
 	// SweepInterval re-routes unprocessed webhooks (tracker default).
 	SweepInterval time.Duration
+	// ParkedTTL expires receipts for unknown message ids (tracker default).
+	ParkedTTL time.Duration
 	// Heartbeat is the SSE keep-alive interval (httpapi default).
 	Heartbeat time.Duration
 }
@@ -231,6 +233,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Metrics: s.reg.Service(), RuntimeMetrics: s.reg.Runtime(),
 		Settings: cfg.Settings, SendRate: cfg.SendRate, SendRates: cfg.SendRates, SendWorkers: cfg.SendWorkers,
 		SendTimeout: cfg.ProviderTimeout, IdleTimeout: cfg.IdleTimeout, SweepInterval: cfg.SweepInterval,
+		ParkedTTL: cfg.ParkedTTL,
 	})
 	if err != nil {
 		return err

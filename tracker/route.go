@@ -15,6 +15,27 @@ import (
 	"github.com/crewcast/crewcast/store"
 )
 
+// Parked receipts expire: a receipt whose message id has no route waits
+// for its send result to commit (seconds) or for reconciliation with an
+// unconfirmed recipient (within the group's claim window, 1 h by default).
+// Past Config.ParkedTTL neither can happen any more, so the sweep
+// acknowledges it as expired (target "expired"), which drops its payload
+// — the number and text it carried — and leaves the row to the retention
+// purge of processed inbox entries. Without this, receipts for messages
+// crewcast never sent were routed again by every sweep for good.
+const (
+	DefaultParkedTTL = 2 * time.Hour
+	MaxParkedTTL     = 7 * 24 * time.Hour
+	// expiredTarget is the inbox target of an expired parked receipt.
+	expiredTarget = "expired"
+)
+
+// ParkedMetrics is implemented by Metrics that count expired parked
+// receipts (package metrics does); others are not told.
+type ParkedMetrics interface {
+	ParkedExpired(provider string)
+}
+
 // routeReq is an inbox entry to route to its group.
 type routeReq struct {
 	ref    store.InboxRef
@@ -30,7 +51,7 @@ func (t *Tracker) router() {
 			return
 		case r := <-t.route:
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if err := t.routeEntry(ctx, r.ref, r.events); err != nil {
+			if err := t.routeEntry(ctx, r.ref, r.events, time.Time{}); err != nil {
 				// The entry is durable and unprocessed: the sweep retries it.
 				t.log.Warn("route webhook", "provider", r.ref.Provider, "err", err)
 			}
@@ -128,7 +149,7 @@ func (t *Tracker) Sweep(ctx context.Context) error {
 				}
 				continue
 			}
-			if err := t.routeEntry(ctx, after, events); err != nil {
+			if err := t.routeEntry(ctx, after, events, e.ReceivedAt); err != nil {
 				return err
 			}
 		}
@@ -140,8 +161,10 @@ func (t *Tracker) Sweep(ctx context.Context) error {
 
 // routeEntry finds the group an entry belongs to and hands it over; an
 // inbound message for no group is kept as unmatched; a status event for an
-// unknown message id is parked (and offered for reconciliation).
-func (t *Tracker) routeEntry(ctx context.Context, ref store.InboxRef, events []crewcast.Event) error {
+// unknown message id is parked (and offered for reconciliation), or
+// expired when it was received (receivedAt; zero: just now) more than
+// ParkedTTL ago.
+func (t *Tracker) routeEntry(ctx context.Context, ref store.InboxRef, events []crewcast.Event, receivedAt time.Time) error {
 	ev := events[0]
 	if ev.Kind == crewcast.KindInbound {
 		var keys []string
@@ -193,6 +216,9 @@ func (t *Tracker) routeEntry(ctx context.Context, ref store.InboxRef, events []c
 		t.deliver(id, routed{ref: ref, events: events})
 		return nil
 	}
+	if !receivedAt.IsZero() && t.cfg.Clock.Now().Sub(receivedAt) >= t.cfg.ParkedTTL {
+		return t.expireParked(ctx, ref, keys[0])
+	}
 	// Parked: the send result that writes the route may not be committed
 	// yet (the webhook beat it), or the send's outcome was lost. Offer it
 	// for reconciliation to the group last sent to that recipient.
@@ -201,6 +227,24 @@ func (t *Tracker) routeEntry(ctx context.Context, ref store.InboxRef, events []c
 		return err
 	}
 	t.deliver(id, routed{ref: ref, events: events, orphan: true})
+	return nil
+}
+
+// expireParked acknowledges a parked receipt past ParkedTTL (see
+// DefaultParkedTTL): the store drops its payload with the acknowledgement.
+func (t *Tracker) expireParked(ctx context.Context, ref store.InboxRef, key string) error {
+	if err := t.st.AckInbox(ctx, []store.InboxRef{{Provider: ref.Provider, EventID: ref.EventID, Target: expiredTarget}}); err != nil {
+		return fmt.Errorf("expire parked webhook: %w", err)
+	}
+	// Other receipts for the same message id still parked set the mark
+	// again at their next sweep.
+	t.mu.Lock()
+	delete(t.parked, key)
+	t.mu.Unlock()
+	if m, ok := t.cfg.Metrics.(ParkedMetrics); ok {
+		m.ParkedExpired(ref.Provider)
+	}
+	t.log.Info("parked webhook expired", "provider", ref.Provider, "after", t.cfg.ParkedTTL)
 	return nil
 }
 
@@ -363,7 +407,7 @@ func (t *Tracker) adoptParked(messageIDs []string) {
 				if err := json.Unmarshal(e.Payload, &events); err != nil || len(events) == 0 {
 					continue
 				}
-				if err := t.routeEntry(ctx, store.InboxRef{Provider: e.Provider, EventID: e.EventID}, events); err != nil {
+				if err := t.routeEntry(ctx, store.InboxRef{Provider: e.Provider, EventID: e.EventID}, events, e.ReceivedAt); err != nil {
 					t.log.Warn("adopt parked webhook; the sweep will retry", "err", err)
 				}
 			}

@@ -85,6 +85,12 @@ type Config struct {
 	SweepInterval time.Duration
 	// ReminderPoll is the durable-reminder poll interval. Default 1s.
 	ReminderPoll time.Duration
+	// ParkedTTL is how long a receipt for a message id with no route
+	// stays parked (its send result may still be committing, or it may
+	// prove an unconfirmed send went out) before it is acknowledged as
+	// expired and its payload dropped. Default 2h (twice the default
+	// claim window); at most MaxParkedTTL. See route.go.
+	ParkedTTL time.Duration
 	// NewID generates group ids; default random, time-ordered.
 	NewID func() string
 }
@@ -132,6 +138,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ReminderPoll <= 0 {
 		c.ReminderPoll = time.Second
+	}
+	if c.ParkedTTL <= 0 {
+		c.ParkedTTL = DefaultParkedTTL
+	}
+	if c.ParkedTTL > MaxParkedTTL {
+		return c, fmt.Errorf("tracker: ParkedTTL %s is longer than %s", c.ParkedTTL, MaxParkedTTL)
 	}
 	if c.NewID == nil {
 		c.NewID = newGroupID

@@ -34,6 +34,7 @@ type serverFlags struct {
 	checkAfter, deadline, providerTimeout           time.Duration
 	redactAfter, hashAfter, deleteAfter             time.Duration
 	hashKey                                         string
+	parkedTTL                                       time.Duration
 }
 
 func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
@@ -58,6 +59,7 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	d := group.DefaultSettings()
 	fs.DurationVar(&f.checkAfter, "check-after", envDuration("CREWCAST_CHECK_AFTER", d.CheckAfter), "first provider status check of a sent recipient (CREWCAST_CHECK_AFTER)")
 	fs.DurationVar(&f.deadline, "check-deadline", envDuration("CREWCAST_CHECK_DEADLINE", d.Deadline), "mark a sent recipient unknown after this long without a final receipt (CREWCAST_CHECK_DEADLINE)")
+	fs.DurationVar(&f.parkedTTL, "parked-ttl", envDuration("CREWCAST_PARKED_TTL", tracker.DefaultParkedTTL), "acknowledge receipts for unknown message ids as expired after this long (CREWCAST_PARKED_TTL)")
 	fs.DurationVar(&f.providerTimeout, "provider-timeout", envDuration("CREWCAST_PROVIDER_TIMEOUT", 30*time.Second), "bound on one provider call (CREWCAST_PROVIDER_TIMEOUT)")
 	r := tracker.DefaultRetention()
 	fs.DurationVar(&f.redactAfter, "redact-after", envDuration("CREWCAST_REDACT_AFTER", r.RedactAfter), "empty message and reply bodies after (CREWCAST_REDACT_AFTER; negative: never)")
@@ -84,6 +86,7 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 		TwilioAccountSID: f.twilioSID, TwilioAuthToken: f.twilioToken, TwilioAPIBase: f.twilioBase,
 		AdminKey: f.adminKey, SendRate: f.sendRate, SendWorkers: f.sendWorkers, ProviderTimeout: f.providerTimeout,
 		Settings:  group.Settings{CheckAfter: f.checkAfter, Deadline: f.deadline},
+		ParkedTTL: f.parkedTTL,
 		Retention: tracker.RetentionPolicy{RedactAfter: f.redactAfter, HashAfter: f.hashAfter, DeleteAfter: f.deleteAfter, HashKey: []byte(f.hashKey)},
 		Logger:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}, nil
