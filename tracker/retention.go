@@ -62,6 +62,8 @@ type RetentionReport struct {
 	Deleted         int `json:"deleted"`
 	InboxPurged     int `json:"inbox_purged"`
 	RepliesRedacted int `json:"replies_redacted"`
+	// UnmatchedTrimmed counts events deleted from the unmatched journal.
+	UnmatchedTrimmed int `json:"unmatched_trimmed"`
 	// Skipped counts groups not yet final (still sending or awaiting
 	// receipts): retention waits for them.
 	Skipped int `json:"skipped"`
@@ -127,6 +129,13 @@ func (t *Tracker) RunRetention(ctx context.Context, p RetentionPolicy) (Retentio
 				break
 			}
 		}
+	}
+	if p.DeleteAfter >= 0 {
+		n, err := t.unmatched.trim(ctx, now.Add(-p.DeleteAfter))
+		if err != nil {
+			return rep, err
+		}
+		rep.UnmatchedTrimmed = n
 	}
 	if p.InboxAfter >= 0 {
 		n, err := t.st.PurgeInbox(ctx, now.Add(-p.InboxAfter))

@@ -440,10 +440,21 @@ func (t *Tracker) notifyIdle() {
 // unmatchedLog records inbound messages that match no group, so that
 // nothing a person sends is dropped: a journal of its own (key
 // "unmatched"), the replies projection, and STOP/START suppressions.
+//
+// The journal's events carry no number or text (only the inbox event's
+// name), so they are kept, like a group's audit trail, until retention's
+// DeleteAfter. Start-up needs only the journal's head: the log snapshots
+// its position every Config.SnapshotEvery events and reads only what
+// follows the snapshot; retention trims what a snapshot covers (trim).
 type unmatchedLog struct {
-	t   *Tracker
-	mu  sync.Mutex
-	seq uint64
+	t *Tracker
+	// sem serializes recording (sequence numbers follow each other); it is
+	// taken honouring the caller's context, so a commit that hangs does not
+	// hold every other recorder past its deadline.
+	semOnce sync.Once
+	sem     chan struct{}
+	// seq and snapSeq are guarded by sem, as are done, ring and next.
+	seq, snapSeq uint64
 	// done remembers the latest entries this process recorded (ring holds
 	// them in order; ring[next] is the oldest once full). The sweep reads
 	// the inbox outside the commit that records and acknowledges an entry,
@@ -469,10 +480,41 @@ type unmatchedReply struct {
 	Keyword  string `json:"keyword,omitempty"`
 }
 
+func (u *unmatchedLog) lock(ctx context.Context) error {
+	u.semOnce.Do(func() { u.sem = make(chan struct{}, 1) })
+	select {
+	case u.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (u *unmatchedLog) unlock() { <-u.sem }
+
 func (u *unmatchedLog) load(ctx context.Context) error {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.t.st.Load(ctx, unmatchedKey, 0, func(e actor.Event) error {
+	if err := u.lock(ctx); err != nil {
+		return err
+	}
+	defer u.unlock()
+	return u.readHead(ctx)
+}
+
+// readHead finds the journal's head from the latest snapshot and the
+// events after it. A snapshot that cannot be read is skipped: the journal
+// then reads from the start (what retention left of it).
+func (u *unmatchedLog) readHead(ctx context.Context) error {
+	st := u.t.st
+	u.seq, u.snapSeq = 0, 0
+	snap, err := st.LoadSnapshot(ctx, unmatchedKey)
+	switch {
+	case err == nil:
+		u.seq, u.snapSeq = snap.Seq, snap.Seq
+	case errors.Is(err, actor.ErrNotFound), errors.Is(err, actor.ErrCorruptSnapshot):
+	default:
+		return fmt.Errorf("load unmatched snapshot: %w", err)
+	}
+	return st.Load(ctx, unmatchedKey, u.seq, func(e actor.Event) error {
 		u.seq = e.Seq
 		return nil
 	})
@@ -481,8 +523,10 @@ func (u *unmatchedLog) load(ctx context.Context) error {
 func (u *unmatchedLog) record(ctx context.Context, ref store.InboxRef, events []crewcast.Event) error {
 	t := u.t
 	now := t.cfg.Clock.Now()
-	u.mu.Lock()
-	defer u.mu.Unlock()
+	if err := u.lock(ctx); err != nil {
+		return fmt.Errorf("record unmatched reply: %w", err)
+	}
+	defer u.unlock()
 	key := inboxKey{ref.Provider, ref.EventID}
 	if _, ok := u.done[key]; ok {
 		return nil // recorded and acknowledged by an earlier commit
@@ -509,8 +553,7 @@ func (u *unmatchedLog) record(ctx context.Context, ref store.InboxRef, events []
 	if err := t.committer.Commit(ctx, unit); err != nil {
 		if errors.Is(err, actor.ErrConflict) {
 			// Someone else appended (another node): catch up, let the sweep retry.
-			u.seq = 0
-			if lerr := t.st.Load(ctx, unmatchedKey, 0, func(e actor.Event) error { u.seq = e.Seq; return nil }); lerr != nil {
+			if lerr := u.readHead(ctx); lerr != nil {
 				err = errors.Join(err, lerr)
 			}
 		}
@@ -519,7 +562,34 @@ func (u *unmatchedLog) record(ctx context.Context, ref store.InboxRef, events []
 	u.seq += uint64(len(unit.Events))
 	u.remember(key)
 	t.hub.Publish(Change{GroupID: unmatchedKey, Seq: u.seq})
+	if u.seq-u.snapSeq >= uint64(t.cfg.SnapshotEvery) {
+		// The snapshot is only a start-up shortcut: failing to save it
+		// costs a longer read at the next start, nothing else.
+		if err := t.st.SaveSnapshot(ctx, actor.Snapshot{Key: unmatchedKey, Seq: u.seq, State: []byte("{}"), Time: now}); err != nil {
+			t.log.Warn("snapshot unmatched journal", "err", err)
+		} else {
+			u.snapSeq = u.seq
+		}
+	}
 	return nil
+}
+
+// trim deletes the journal events recorded before t that the latest
+// snapshot covers (the snapshot's own event stays, so the head is always
+// there for the next commit's sequence check). Retention calls it.
+func (u *unmatchedLog) trim(ctx context.Context, before time.Time) (int, error) {
+	snap, err := u.t.st.LoadSnapshot(ctx, unmatchedKey)
+	if errors.Is(err, actor.ErrNotFound) || errors.Is(err, actor.ErrCorruptSnapshot) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("trim unmatched journal: %w", err)
+	}
+	n, err := u.t.st.TrimJournal(ctx, unmatchedKey, snap.Seq, before)
+	if err != nil {
+		return 0, fmt.Errorf("trim unmatched journal: %w", err)
+	}
+	return n, nil
 }
 
 func (u *unmatchedLog) remember(key inboxKey) {

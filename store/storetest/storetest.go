@@ -99,6 +99,7 @@ func Run(t *testing.T, o Options) {
 		{"LoadAllEvents", testLoadAllEvents},
 		{"Retention", testRetention},
 		{"RedactUnmatchedReplies", testRedactUnmatched},
+		{"TrimJournal", testTrimJournal},
 		{"InvalidCursor", testInvalidCursor},
 	}
 	for _, tc := range tests {
