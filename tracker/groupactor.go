@@ -431,6 +431,7 @@ func (a *groupActor) doWork(c *actor.Context[groupMsg]) {
 		// route to a foreign id): acknowledge webhooks so they stop
 		// circulating; results cannot happen without a group.
 		a.ackOrphaned(c, entries)
+		t.notifyIdle() // Stop may be waiting for this work
 		return
 	}
 	now := t.cfg.Clock.Now()

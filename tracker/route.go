@@ -126,6 +126,10 @@ func (t *Tracker) sweepSoon() {
 // Sweep routes every unprocessed inbox entry not already on its way to a
 // group. It runs periodically; tests call it directly.
 func (t *Tracker) Sweep(ctx context.Context) error {
+	// Passes do not overlap, so an entry one pass expires is not read as
+	// pending by another.
+	t.sweepMu.Lock()
+	defer t.sweepMu.Unlock()
 	var after store.InboxRef
 	for {
 		entries, err := t.st.PendingInbox(ctx, after, 500)
