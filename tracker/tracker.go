@@ -172,7 +172,7 @@ type Tracker struct {
 	routing map[inboxKey]struct{} // entries handed to a group and not yet acknowledged
 	parked  map[string]struct{}   // provider message ids with parked events (this process)
 	routes  routeCache
-	linger  lingerSet // groups whose routed webhooks wait to be committed together
+	linger  lingerSet  // groups whose routed webhooks wait to be committed together
 	sweepMu sync.Mutex // one Sweep pass at a time (the sweeper's and tests')
 	idle    chan struct{}
 
