@@ -365,7 +365,8 @@ func (s *Server) retentionLoop() {
 				continue
 			}
 			s.cfg.Logger.Info("retention run", "redacted", rep.Redacted, "hashed", rep.Hashed, "deleted", rep.Deleted,
-				"inbox_purged", rep.InboxPurged, "replies_redacted", rep.RepliesRedacted, "skipped", rep.Skipped)
+				"inbox_purged", rep.InboxPurged, "replies_redacted", rep.RepliesRedacted, "unmatched_trimmed", rep.UnmatchedTrimmed,
+				"skipped", rep.Skipped)
 		}
 	}
 }
