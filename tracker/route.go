@@ -319,7 +319,7 @@ func (c *routeCache) put(key, value string) {
 // acknowledgement) — where one commit for the receipts of a few
 // milliseconds costs barely more. See docs/performance.md (write
 // amplification).
-const webhookLinger = 15 * time.Millisecond
+const webhookLinger = 10 * time.Millisecond
 
 // lingerSet holds the groups with a webhook waiting out webhookLinger.
 type lingerSet struct {
