@@ -13,7 +13,7 @@ import (
 // up by message id after every send result that finds a parked mark. The
 // lookup scanned every inbox row of the provider (7 days of webhooks, a
 // read that also keeps the WAL from being checkpointed) because the
-// partial index inbox_message (WHERE message_id <> '') was not provably
+// partial index inbox_message (on non-empty message ids) was not provably
 // usable for "message_id = ?".
 func TestInboxByMessageIDUsesItsIndex(t *testing.T) {
 	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})

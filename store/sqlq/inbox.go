@@ -34,7 +34,7 @@ func (d DB) PendingInbox(ctx context.Context, after store.InboxRef, limit int) (
 }
 
 // SelectInboxByMessageID is InboxByMessageID's statement. Its
-// "message_id <> ''" repeats the partial index inbox_message's condition
+// non-empty message_id test repeats the partial index inbox_message's condition
 // so that the planner may use the index (it cannot prove "message_id = ?"
 // implies it); without it SQLite read every inbox row of the provider.
 const SelectInboxByMessageID = `SELECT ` + inboxCols + ` FROM inbox
