@@ -76,3 +76,36 @@ func TestWALStaysBoundedUnderConstantReads(t *testing.T) {
 		t.Fatalf("WAL reached %d KB under constant reads; bound %d KB", maxWAL>>10, limit>>10)
 	}
 }
+
+// TestNegativeCheckpointBytesKeepsEveryFrame: the write-amplification
+// measurement relies on a WAL that no checkpoint resets.
+func TestNegativeCheckpointBytesKeepsEveryFrame(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "nockpt.db")
+	s, err := Open(ctx, Config{Path: path, CheckpointBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	payload := []byte(`{"data":"` + strings.Repeat("x", 4000) + `"}`)
+	// About 8 MB: past the automatic checkpoint's 1,000 pages.
+	for i := 0; i < 200; i++ {
+		u := actor.Unit{Key: "k", ExpectSeq: uint64(i) * 10}
+		for j := 0; j < 10; j++ {
+			u.Events = append(u.Events, actor.Event{Seq: u.ExpectSeq + uint64(j) + 1, Type: "t", Data: payload})
+		}
+		if res, err := s.Commit(ctx, []actor.Unit{u}); err != nil || res[0] != nil {
+			t.Fatalf("commit %d: %v %v", i, err, res)
+		}
+	}
+	fi, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() < 8<<20 {
+		t.Fatalf("WAL is %d KB after 8 MB written with checkpoints off", fi.Size()>>10)
+	}
+	if s.wal.checkpoints != 0 {
+		t.Fatalf("%d explicit checkpoints ran with checkpoints off", s.wal.checkpoints)
+	}
+}
