@@ -129,6 +129,12 @@ func TestPragmas(t *testing.T) {
 	if v := pragma(s.w, "busy_timeout"); v != "5000" {
 		t.Errorf("busy_timeout = %s", v)
 	}
+	if v := pragma(s.w, "journal_size_limit"); v != "16777216" {
+		t.Errorf("journal_size_limit = %s, want 16 MiB", v)
+	}
+	if v := pragma(s.w, "wal_autocheckpoint"); v != "1000" {
+		t.Errorf("wal_autocheckpoint = %s, want 1000 pages", v)
+	}
 	if v := pragma(s.r, "query_only"); v != "1" {
 		t.Errorf("reader query_only = %s", v)
 	}
