@@ -365,7 +365,7 @@ func (s *Server) retentionLoop() {
 				continue
 			}
 			s.cfg.Logger.Info("retention run", "redacted", rep.Redacted, "hashed", rep.Hashed, "deleted", rep.Deleted,
-				"inbox_purged", rep.InboxPurged, "replies_redacted", rep.RepliesRedacted, "unmatched_trimmed", rep.UnmatchedTrimmed,
+				"inbox_purged", rep.InboxPurged, "replies_redacted", rep.RepliesRedacted, "unmatched_trimmed", rep.UnmatchedTrimmed, "replies_deleted", rep.RepliesDeleted,
 				"skipped", rep.Skipped)
 		}
 	}

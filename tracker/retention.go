@@ -62,8 +62,10 @@ type RetentionReport struct {
 	Deleted         int `json:"deleted"`
 	InboxPurged     int `json:"inbox_purged"`
 	RepliesRedacted int `json:"replies_redacted"`
-	// UnmatchedTrimmed counts events deleted from the unmatched journal.
+	// UnmatchedTrimmed counts events deleted from the unmatched journal,
+	// RepliesDeleted unmatched replies deleted (both after DeleteAfter).
 	UnmatchedTrimmed int `json:"unmatched_trimmed"`
+	RepliesDeleted   int `json:"replies_deleted"`
 	// Skipped counts groups not yet final (still sending or awaiting
 	// receipts): retention waits for them.
 	Skipped int `json:"skipped"`
@@ -136,6 +138,10 @@ func (t *Tracker) RunRetention(ctx context.Context, p RetentionPolicy) (Retentio
 			return rep, err
 		}
 		rep.UnmatchedTrimmed = n
+		if n, err = t.st.DeleteUnmatchedReplies(ctx, now.Add(-p.DeleteAfter)); err != nil {
+			return rep, fmt.Errorf("delete unmatched replies: %w", err)
+		}
+		rep.RepliesDeleted = n
 	}
 	if p.InboxAfter >= 0 {
 		n, err := t.st.PurgeInbox(ctx, now.Add(-p.InboxAfter))

@@ -281,3 +281,30 @@ func testTrimJournal(t *testing.T, o Options) {
 		t.Fatalf("after appending: %v", got)
 	}
 }
+
+// testDeleteUnmatchedReplies: only unmatched replies older than the
+// horizon go; replies of groups stay (they go with their group).
+func testDeleteUnmatchedReplies(t *testing.T, o Options) {
+	s, _, _ := open(t, o)
+	ctx := context.Background()
+	commitOK(t, s, actor.Unit{Key: "r", Effects: []any{store.Effects{Replies: []store.Reply{
+		{Provider: "telnyx", EventID: "u-old", Number: "+15550600001", To: "+15550100000", Text: "who", ReceivedAt: t0.Add(-48 * time.Hour)},
+		{Provider: "telnyx", EventID: "u-new", Number: "+15550600002", To: "+15550100000", Text: "hello", ReceivedAt: t0},
+		{Provider: "telnyx", EventID: "m-old", GroupID: "g", Number: "+15550600003", To: "+15550100000", Text: "yes", ReceivedAt: t0.Add(-48 * time.Hour)},
+	}}}})
+	if n, err := s.DeleteUnmatchedReplies(ctx, t0.Add(-24*time.Hour)); err != nil || n != 1 {
+		t.Fatalf("DeleteUnmatchedReplies = %d, %v; want 1", n, err)
+	}
+	if n, err := s.DeleteUnmatchedReplies(ctx, t0.Add(-24*time.Hour)); err != nil || n != 0 {
+		t.Fatalf("second run = %d, %v; want 0", n, err)
+	}
+	got, _, err := s.ListReplies(ctx, store.ReplyQuery{})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("replies left = %+v, %v", got, err)
+	}
+	for _, r := range got {
+		if r.EventID == "u-old" {
+			t.Fatalf("old unmatched reply kept: %+v", r)
+		}
+	}
+}

@@ -100,6 +100,7 @@ func Run(t *testing.T, o Options) {
 		{"Retention", testRetention},
 		{"RedactUnmatchedReplies", testRedactUnmatched},
 		{"TrimJournal", testTrimJournal},
+		{"DeleteUnmatchedReplies", testDeleteUnmatchedReplies},
 		{"InvalidCursor", testInvalidCursor},
 	}
 	for _, tc := range tests {
