@@ -54,8 +54,8 @@ func TestWALStaysBoundedUnderConstantReads(t *testing.T) {
 	}
 	payload := []byte(`{"data":"` + strings.Repeat("x", 2000) + `"}`)
 	var maxWAL int64
-	// About 20 MB of journal data in 1,000 commits of 10 events each.
-	for i := 0; i < 1000; i++ {
+	// About 12 MB of journal data in 600 commits of 10 events each.
+	for i := 0; i < 600; i++ {
 		u := actor.Unit{Key: fmt.Sprintf("g%d", i%50), ExpectSeq: uint64(i/50) * 10}
 		for j := 0; j < 10; j++ {
 			u.Events = append(u.Events, actor.Event{Seq: u.ExpectSeq + uint64(j) + 1, Type: "t", Data: payload})
