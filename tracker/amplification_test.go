@@ -64,6 +64,19 @@ const (
 //
 //	go test -run '^$' -bench WriteAmplification -benchtime 10x ./tracker/
 func BenchmarkWriteAmplification(b *testing.B) {
+	ampRun(b, ampGroupSize, ampWebhookPace, "")
+}
+
+// BenchmarkWriteAmplificationLargeGroup is the same with groups of 5,000
+// recipients, whose snapshot (about 380 bytes per recipient) is rewritten
+// as their journal grows:
+//
+//	go test -run '^$' -bench WriteAmplificationLargeGroup -benchtime 1x ./tracker/
+func BenchmarkWriteAmplificationLargeGroup(b *testing.B) {
+	ampRun(b, 5000, 200*time.Microsecond, "large_group_")
+}
+
+func ampRun(b *testing.B, groupSize int, pace time.Duration, prefix string) {
 	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), "amp.db")
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: path, CheckpointBytes: -1})
@@ -102,16 +115,16 @@ func BenchmarkWriteAmplification(b *testing.B) {
 	db0, wal0 := size(path), size(path+"-wal")
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		numbers := make([]string, ampGroupSize)
+		numbers := make([]string, groupSize)
 		for j := range numbers {
-			numbers[j] = fmt.Sprintf("+1555%03d%04d", i%1000, j)
+			numbers[j] = fmt.Sprintf("+1555%03d%04d", i%1000, j%10000)
 		}
 		id, _, err := tr.Create(ctx, group.Request{From: fmt.Sprintf("+1555010%04d", i), To: numbers, Text: "Crew call 7am at the north gate"}, CreateOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		rows := ampWait(b, tr, st, id, crewcast.StatusSent)
-		tick := time.NewTicker(ampWebhookPace)
+		rows := ampWait(b, tr, st, id, groupSize, crewcast.StatusSent)
+		tick := time.NewTicker(pace)
 		for _, stage := range []crewcast.Status{crewcast.StatusSent, crewcast.StatusDelivered} {
 			for _, d := range rows {
 				<-tick.C
@@ -123,7 +136,7 @@ func BenchmarkWriteAmplification(b *testing.B) {
 			}
 		}
 		tick.Stop()
-		ampWait(b, tr, st, id, crewcast.StatusDelivered)
+		ampWait(b, tr, st, id, groupSize, crewcast.StatusDelivered)
 	}
 	b.StopTimer()
 	stop()
@@ -132,16 +145,16 @@ func BenchmarkWriteAmplification(b *testing.B) {
 		b.Fatal(err)
 	}
 	dbGrowth := size(path) - db0
-	n := float64(b.N * ampGroupSize)
+	n := float64(b.N * groupSize)
 	b.ReportMetric(float64(wal)/n, "wal-bytes/recipient")
 	b.ReportMetric(float64(dbGrowth)/n, "db-bytes/recipient")
-	recordResult("wal_bytes_per_recipient", float64(wal)/n, "bytes")
-	recordResult("db_bytes_per_recipient", float64(dbGrowth)/n, "bytes")
+	recordResult(prefix+"wal_bytes_per_recipient", float64(wal)/n, "bytes")
+	recordResult(prefix+"db_bytes_per_recipient", float64(dbGrowth)/n, "bytes")
 }
 
 // ampWait waits until every recipient of group id has status s and
 // returns the delivery rows.
-func ampWait(b *testing.B, tr *Tracker, st store.Store, id string, s crewcast.Status) []store.DeliveryRow {
+func ampWait(b *testing.B, tr *Tracker, st store.Store, id string, size int, s crewcast.Status) []store.DeliveryRow {
 	b.Helper()
 	sub := tr.Hub().Subscribe(id)
 	defer sub.Close()
@@ -151,7 +164,7 @@ func ampWait(b *testing.B, tr *Tracker, st store.Store, id string, s crewcast.St
 		if err != nil {
 			b.Fatal(err)
 		}
-		done := len(rows) == ampGroupSize
+		done := len(rows) == size
 		for _, r := range rows {
 			done = done && r.Status == s
 		}
