@@ -54,6 +54,7 @@ type Registry struct {
 	sends           *prometheus.CounterVec
 	transitions     *prometheus.CounterVec
 	timeToDelivered prometheus.Histogram
+	parkedExpired   *prometheus.CounterVec
 
 	// HTTP
 	webhooks      *prometheus.CounterVec
@@ -98,6 +99,7 @@ func New() *Registry {
 	r.transitions = f.counterVec("recipient_transitions_total", "Recipients moving into a status.", "status")
 	r.timeToDelivered = f.histogram("time_to_delivered_seconds", "Time from provider acceptance to delivery receipt.",
 		[]float64{1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600})
+	r.parkedExpired = f.counterVec("webhooks_parked_expired_total", "Receipts for message ids with no route, acknowledged as expired after the parked TTL.", "provider")
 
 	r.webhooks = f.counterVec("webhooks_received_total", "Webhook requests by provider, event kind and result.", "provider", "type", "result")
 	r.sigFailures = f.counterVec("webhook_signature_failures_total", "Webhook requests whose signature did not verify.", "provider")
@@ -349,7 +351,15 @@ func (m *Runtime) StoreError(op string, _ error) { m.r.storeErrors.WithLabelValu
 // Service implements tracker.Metrics on a Registry.
 type Service struct{ r *Registry }
 
-var _ tracker.Metrics = (*Service)(nil)
+var (
+	_ tracker.Metrics       = (*Service)(nil)
+	_ tracker.ParkedMetrics = (*Service)(nil)
+)
+
+// ParkedExpired counts a parked receipt acknowledged as expired.
+func (m *Service) ParkedExpired(provider string) {
+	m.r.parkedExpired.WithLabelValues(provider).Inc()
+}
 
 // WebhookIngested counts a webhook made durable, replayed or failing.
 func (m *Service) WebhookIngested(provider, result string) {

@@ -96,6 +96,7 @@ func TestEveryHookIsExported(t *testing.T) {
 	svc.SendOutcome("telnyx", "accepted", crewcast.ClassNone)
 	svc.StatusChanged(crewcast.StatusDelivered)
 	svc.TimeToDelivered(4 * time.Second)
+	svc.ParkedExpired("telnyx")
 	r.WebhookReceived("twilio", "status", "duplicate")
 	r.SignatureFailure("telnyx")
 	r.SSEClientOpened()
@@ -132,6 +133,7 @@ func TestEveryHookIsExported(t *testing.T) {
 		{"crewcast_sends_total", map[string]string{"provider": "telnyx", "result": "accepted", "class": ""}, 1},
 		{"crewcast_recipient_transitions_total", map[string]string{"status": "delivered"}, 1},
 		{"crewcast_time_to_delivered_seconds", nil, 1},
+		{"crewcast_webhooks_parked_expired_total", map[string]string{"provider": "telnyx"}, 1},
 		{"crewcast_webhooks_received_total", map[string]string{"provider": "twilio", "type": "status", "result": "duplicate"}, 1},
 		{"crewcast_webhook_signature_failures_total", map[string]string{"provider": "telnyx"}, 1},
 		{"crewcast_sse_clients", nil, 1},

@@ -103,6 +103,8 @@ type Config struct {
 	IdleTimeout time.Duration
 	// SweepInterval re-routes unprocessed webhooks (tracker default).
 	SweepInterval time.Duration
+	// ParkedTTL expires receipts for unknown message ids (tracker default).
+	ParkedTTL time.Duration
 	// Heartbeat is the SSE keep-alive interval (httpapi default).
 	Heartbeat time.Duration
 	// WriteTimeout bounds the time to write one response, so a client that
@@ -297,6 +299,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		SendTimeout: cfg.ProviderTimeout, IdleTimeout: cfg.IdleTimeout, SweepInterval: cfg.SweepInterval,
 		HashKey:        cfg.Retention.HashKey,
 		PolicyDefaults: policy, ResolveCrews: crewNumbers(s.st),
+		ParkedTTL: cfg.ParkedTTL,
 	})
 	if err != nil {
 		return err

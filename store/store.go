@@ -437,6 +437,14 @@ type Retention interface {
 	// DeleteGroup removes the group, its journal, snapshot, reminders,
 	// deliveries, replies and routes pointing to it. Missing is not an error.
 	DeleteGroup(ctx context.Context, id string) error
+	// TrimJournal deletes key's journal events with Seq < beforeSeq that
+	// were recorded before t, and returns how many. Callers keep a
+	// snapshot at beforeSeq or later: the events it covers are no longer
+	// needed to recover, and the head event is never deleted.
+	TrimJournal(ctx context.Context, key string, beforeSeq uint64, before time.Time) (int, error)
+	// DeleteUnmatchedReplies deletes the unmatched replies received before
+	// t (a group's replies go with the group); returns how many.
+	DeleteUnmatchedReplies(ctx context.Context, before time.Time) (int, error)
 	// RedactUnmatchedReplies empties text of unmatched replies received
 	// before t and maps their numbers with number (if non-nil); returns how
 	// many rows changed.

@@ -1288,7 +1288,7 @@ func TestIntegrationRerouteOfAppliedWebhookIsNotJournaledTwice(t *testing.T) {
 		barrier()
 		// The stale reader's hand-over of the already acknowledged entry;
 		// routeEntry tells the group before it returns.
-		if err := tr.routeEntry(ctx, store.InboxRef{Provider: ev.Provider, EventID: ev.EventID}, events); err != nil {
+		if err := tr.routeEntry(ctx, store.InboxRef{Provider: ev.Provider, EventID: ev.EventID}, events, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		barrier()

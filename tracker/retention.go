@@ -70,6 +70,10 @@ type RetentionReport struct {
 	InboxPurged     int `json:"inbox_purged"`
 	RepliesRedacted int `json:"replies_redacted"`
 	AuditPurged     int `json:"audit_purged"`
+	// UnmatchedTrimmed counts events deleted from the unmatched journal,
+	// RepliesDeleted unmatched replies deleted (both after DeleteAfter).
+	UnmatchedTrimmed int `json:"unmatched_trimmed"`
+	RepliesDeleted   int `json:"replies_deleted"`
 	// Skipped counts groups not yet final (still sending or awaiting
 	// receipts): retention waits for them.
 	Skipped int `json:"skipped"`
@@ -135,6 +139,17 @@ func (t *Tracker) RunRetention(ctx context.Context, p RetentionPolicy) (Retentio
 				break
 			}
 		}
+	}
+	if p.DeleteAfter >= 0 {
+		n, err := t.unmatched.trim(ctx, now.Add(-p.DeleteAfter))
+		if err != nil {
+			return rep, err
+		}
+		rep.UnmatchedTrimmed = n
+		if n, err = t.st.DeleteUnmatchedReplies(ctx, now.Add(-p.DeleteAfter)); err != nil {
+			return rep, fmt.Errorf("delete unmatched replies: %w", err)
+		}
+		rep.RepliesDeleted = n
 	}
 	if p.InboxAfter >= 0 {
 		n, err := t.st.PurgeInbox(ctx, now.Add(-p.InboxAfter))

@@ -16,6 +16,27 @@ import (
 	"github.com/crewcast/crewcast/webhookout"
 )
 
+// Parked receipts expire: a receipt whose message id has no route waits
+// for its send result to commit (seconds) or for reconciliation with an
+// unconfirmed recipient (within the group's claim window, 1 h by default).
+// Past Config.ParkedTTL neither can happen any more, so the sweep
+// acknowledges it as expired (target "expired"), which drops its payload
+// — the number and text it carried — and leaves the row to the retention
+// purge of processed inbox entries. Without this, receipts for messages
+// crewcast never sent were routed again by every sweep for good.
+const (
+	DefaultParkedTTL = 2 * time.Hour
+	MaxParkedTTL     = 7 * 24 * time.Hour
+	// expiredTarget is the inbox target of an expired parked receipt.
+	expiredTarget = "expired"
+)
+
+// ParkedMetrics is implemented by Metrics that count expired parked
+// receipts (package metrics does); others are not told.
+type ParkedMetrics interface {
+	ParkedExpired(provider string)
+}
+
 // routeReq is an inbox entry to route to its group.
 type routeReq struct {
 	ref    store.InboxRef
@@ -31,7 +52,7 @@ func (t *Tracker) router() {
 			return
 		case r := <-t.route:
 			ctx, cancel := context.WithTimeout(t.bg, 10*time.Second)
-			if err := t.routeEntry(ctx, r.ref, r.events); err != nil {
+			if err := t.routeEntry(ctx, r.ref, r.events, time.Time{}); err != nil {
 				// The entry is durable and unprocessed: the sweep retries it.
 				t.log.Warn("route webhook", "provider", r.ref.Provider, "err", err)
 			}
@@ -106,6 +127,10 @@ func (t *Tracker) sweepSoon() {
 // Sweep routes every unprocessed inbox entry not already on its way to a
 // group. It runs periodically; tests call it directly.
 func (t *Tracker) Sweep(ctx context.Context) error {
+	// Passes do not overlap, so an entry one pass expires is not read as
+	// pending by another.
+	t.sweepMu.Lock()
+	defer t.sweepMu.Unlock()
 	var after store.InboxRef
 	for {
 		entries, err := t.st.PendingInbox(ctx, after, 500)
@@ -129,7 +154,7 @@ func (t *Tracker) Sweep(ctx context.Context) error {
 				}
 				continue
 			}
-			if err := t.routeEntry(ctx, after, events); err != nil {
+			if err := t.routeEntry(ctx, after, events, e.ReceivedAt); err != nil {
 				return err
 			}
 		}
@@ -141,8 +166,10 @@ func (t *Tracker) Sweep(ctx context.Context) error {
 
 // routeEntry finds the group an entry belongs to and hands it over; an
 // inbound message for no group is kept as unmatched; a status event for an
-// unknown message id is parked (and offered for reconciliation).
-func (t *Tracker) routeEntry(ctx context.Context, ref store.InboxRef, events []crewcast.Event) error {
+// unknown message id is parked (and offered for reconciliation), or
+// expired when it was received (receivedAt; zero: just now) more than
+// ParkedTTL ago.
+func (t *Tracker) routeEntry(ctx context.Context, ref store.InboxRef, events []crewcast.Event, receivedAt time.Time) error {
 	ev := events[0]
 	if ev.Kind == crewcast.KindInbound {
 		var keys []string
@@ -194,6 +221,9 @@ func (t *Tracker) routeEntry(ctx context.Context, ref store.InboxRef, events []c
 		t.deliver(id, routed{ref: ref, events: events})
 		return nil
 	}
+	if !receivedAt.IsZero() && t.cfg.Clock.Now().Sub(receivedAt) >= t.cfg.ParkedTTL {
+		return t.expireParked(ctx, ref, keys[0])
+	}
 	// Parked: the send result that writes the route may not be committed
 	// yet (the webhook beat it), or the send's outcome was lost. Offer it
 	// for reconciliation to the group last sent to that recipient.
@@ -202,6 +232,24 @@ func (t *Tracker) routeEntry(ctx context.Context, ref store.InboxRef, events []c
 		return err
 	}
 	t.deliver(id, routed{ref: ref, events: events, orphan: true})
+	return nil
+}
+
+// expireParked acknowledges a parked receipt past ParkedTTL (see
+// DefaultParkedTTL): the store drops its payload with the acknowledgement.
+func (t *Tracker) expireParked(ctx context.Context, ref store.InboxRef, key string) error {
+	if err := t.st.AckInbox(ctx, []store.InboxRef{{Provider: ref.Provider, EventID: ref.EventID, Target: expiredTarget}}); err != nil {
+		return fmt.Errorf("expire parked webhook: %w", err)
+	}
+	// Other receipts for the same message id still parked set the mark
+	// again at their next sweep.
+	t.mu.Lock()
+	delete(t.parked, key)
+	t.mu.Unlock()
+	if m, ok := t.cfg.Metrics.(ParkedMetrics); ok {
+		m.ParkedExpired(ref.Provider)
+	}
+	t.log.Info("parked webhook expired", "provider", ref.Provider, "after", t.cfg.ParkedTTL)
 	return nil
 }
 
@@ -265,6 +313,41 @@ func (c *routeCache) put(key, value string) {
 	c.m[key] = value
 }
 
+// webhookLinger is how long a routed webhook waits for others to the same
+// group before the group is told: providers post each receipt on its own,
+// and a commit per receipt costs a write transaction — about 16 database
+// pages of WAL (journal, deliveries and their indexes, inbox
+// acknowledgement) — where one commit for the receipts of a few
+// milliseconds costs barely more. See docs/performance.md (write
+// amplification).
+const webhookLinger = 10 * time.Millisecond
+
+// lingerSet holds the groups with a webhook waiting out webhookLinger.
+type lingerSet struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+// add reports whether id was not lingering yet (the caller starts the wait).
+func (l *lingerSet) add(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.m[id]; ok {
+		return false
+	}
+	if l.m == nil {
+		l.m = make(map[string]struct{})
+	}
+	l.m[id] = struct{}{}
+	return true
+}
+
+func (l *lingerSet) done(id string) {
+	l.mu.Lock()
+	delete(l.m, id)
+	l.mu.Unlock()
+}
+
 func (t *Tracker) deliver(id string, r routed) {
 	k := inboxKey{r.ref.Provider, r.ref.EventID}
 	t.mu.Lock()
@@ -273,8 +356,18 @@ func (t *Tracker) deliver(id string, r routed) {
 		return
 	}
 	t.routing[k] = struct{}{}
+	w := t.workFor(id)
+	w.entries = append(w.entries, r)
+	signaled := w.signaled
 	t.mu.Unlock()
-	t.post(id, func(w *groupWork) { w.entries = append(w.entries, r) })
+	if signaled || !t.linger.add(id) {
+		return // the group was told already; it takes this entry too
+	}
+	// A real-time wait: it batches writes, it does not model time.
+	time.AfterFunc(webhookLinger, func() {
+		t.linger.done(id)
+		t.post(id, func(*groupWork) {})
+	})
 }
 
 // adoptParked routes again the parked webhooks of message ids a commit just
@@ -319,7 +412,7 @@ func (t *Tracker) adoptParked(messageIDs []string) {
 				if err := json.Unmarshal(e.Payload, &events); err != nil || len(events) == 0 {
 					continue
 				}
-				if err := t.routeEntry(ctx, store.InboxRef{Provider: e.Provider, EventID: e.EventID}, events); err != nil {
+				if err := t.routeEntry(ctx, store.InboxRef{Provider: e.Provider, EventID: e.EventID}, events, e.ReceivedAt); err != nil {
 					t.log.Warn("adopt parked webhook; the sweep will retry", "err", err)
 				}
 			}
@@ -352,10 +445,21 @@ func (t *Tracker) notifyIdle() {
 // unmatchedLog records inbound messages that match no group, so that
 // nothing a person sends is dropped: a journal of its own (key
 // "unmatched"), the replies projection, and STOP/START suppressions.
+//
+// The journal's events carry no number or text (only the inbox event's
+// name), so they are kept, like a group's audit trail, until retention's
+// DeleteAfter. Start-up needs only the journal's head: the log snapshots
+// its position every Config.SnapshotEvery events and reads only what
+// follows the snapshot; retention trims what a snapshot covers (trim).
 type unmatchedLog struct {
-	t   *Tracker
-	mu  sync.Mutex
-	seq uint64
+	t *Tracker
+	// sem serializes recording (sequence numbers follow each other); it is
+	// taken honouring the caller's context, so a commit that hangs does not
+	// hold every other recorder past its deadline.
+	semOnce sync.Once
+	sem     chan struct{}
+	// seq and snapSeq are guarded by sem, as are done, ring and next.
+	seq, snapSeq uint64
 	// done remembers the latest entries this process recorded (ring holds
 	// them in order; ring[next] is the oldest once full). The sweep reads
 	// the inbox outside the commit that records and acknowledges an entry,
@@ -381,10 +485,41 @@ type unmatchedReply struct {
 	Keyword  string `json:"keyword,omitempty"`
 }
 
+func (u *unmatchedLog) lock(ctx context.Context) error {
+	u.semOnce.Do(func() { u.sem = make(chan struct{}, 1) })
+	select {
+	case u.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (u *unmatchedLog) unlock() { <-u.sem }
+
 func (u *unmatchedLog) load(ctx context.Context) error {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.t.st.Load(ctx, unmatchedKey, 0, func(e actor.Event) error {
+	if err := u.lock(ctx); err != nil {
+		return err
+	}
+	defer u.unlock()
+	return u.readHead(ctx)
+}
+
+// readHead finds the journal's head from the latest snapshot and the
+// events after it. A snapshot that cannot be read is skipped: the journal
+// then reads from the start (what retention left of it).
+func (u *unmatchedLog) readHead(ctx context.Context) error {
+	st := u.t.st
+	u.seq, u.snapSeq = 0, 0
+	snap, err := st.LoadSnapshot(ctx, unmatchedKey)
+	switch {
+	case err == nil:
+		u.seq, u.snapSeq = snap.Seq, snap.Seq
+	case errors.Is(err, actor.ErrNotFound), errors.Is(err, actor.ErrCorruptSnapshot):
+	default:
+		return fmt.Errorf("load unmatched snapshot: %w", err)
+	}
+	return st.Load(ctx, unmatchedKey, u.seq, func(e actor.Event) error {
 		u.seq = e.Seq
 		return nil
 	})
@@ -393,8 +528,10 @@ func (u *unmatchedLog) load(ctx context.Context) error {
 func (u *unmatchedLog) record(ctx context.Context, ref store.InboxRef, events []crewcast.Event) error {
 	t := u.t
 	now := t.cfg.Clock.Now()
-	u.mu.Lock()
-	defer u.mu.Unlock()
+	if err := u.lock(ctx); err != nil {
+		return fmt.Errorf("record unmatched reply: %w", err)
+	}
+	defer u.unlock()
 	key := inboxKey{ref.Provider, ref.EventID}
 	if _, ok := u.done[key]; ok {
 		return nil // recorded and acknowledged by an earlier commit
@@ -427,8 +564,7 @@ func (u *unmatchedLog) record(ctx context.Context, ref store.InboxRef, events []
 	if err := t.committer.Commit(ctx, unit); err != nil {
 		if errors.Is(err, actor.ErrConflict) {
 			// Someone else appended (another node): catch up, let the sweep retry.
-			u.seq = 0
-			if lerr := t.st.Load(ctx, unmatchedKey, 0, func(e actor.Event) error { u.seq = e.Seq; return nil }); lerr != nil {
+			if lerr := u.readHead(ctx); lerr != nil {
 				err = errors.Join(err, lerr)
 			}
 		}
@@ -440,7 +576,34 @@ func (u *unmatchedLog) record(ctx context.Context, ref store.InboxRef, events []
 		t.cfg.Webhooks.Kick()
 	}
 	t.hub.Publish(Change{GroupID: unmatchedKey, Seq: u.seq})
+	if u.seq-u.snapSeq >= uint64(t.cfg.SnapshotEvery) {
+		// The snapshot is only a start-up shortcut: failing to save it
+		// costs a longer read at the next start, nothing else.
+		if err := t.st.SaveSnapshot(ctx, actor.Snapshot{Key: unmatchedKey, Seq: u.seq, State: []byte("{}"), Time: now}); err != nil {
+			t.log.Warn("snapshot unmatched journal", "err", err)
+		} else {
+			u.snapSeq = u.seq
+		}
+	}
 	return nil
+}
+
+// trim deletes the journal events recorded before t that the latest
+// snapshot covers (the snapshot's own event stays, so the head is always
+// there for the next commit's sequence check). Retention calls it.
+func (u *unmatchedLog) trim(ctx context.Context, before time.Time) (int, error) {
+	snap, err := u.t.st.LoadSnapshot(ctx, unmatchedKey)
+	if errors.Is(err, actor.ErrNotFound) || errors.Is(err, actor.ErrCorruptSnapshot) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("trim unmatched journal: %w", err)
+	}
+	n, err := u.t.st.TrimJournal(ctx, unmatchedKey, snap.Seq, before)
+	if err != nil {
+		return 0, fmt.Errorf("trim unmatched journal: %w", err)
+	}
+	return n, nil
 }
 
 func (u *unmatchedLog) remember(key inboxKey) {

@@ -92,6 +92,12 @@ type Config struct {
 	SweepInterval time.Duration
 	// ReminderPoll is the durable-reminder poll interval. Default 1s.
 	ReminderPoll time.Duration
+	// ParkedTTL is how long a receipt for a message id with no route
+	// stays parked (its send result may still be committing, or it may
+	// prove an unconfirmed send went out) before it is acknowledged as
+	// expired and its payload dropped. Default 2h (twice the default
+	// claim window); at most MaxParkedTTL. See route.go.
+	ParkedTTL time.Duration
 	// NewID generates group ids; default random, time-ordered.
 	NewID func() string
 	// HashKey keys the hash that replaces an erased person's number and
@@ -165,6 +171,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ReminderPoll <= 0 {
 		c.ReminderPoll = time.Second
 	}
+	if c.ParkedTTL <= 0 {
+		c.ParkedTTL = DefaultParkedTTL
+	}
+	if c.ParkedTTL > MaxParkedTTL {
+		return c, fmt.Errorf("tracker: ParkedTTL %s is longer than %s", c.ParkedTTL, MaxParkedTTL)
+	}
 	if c.NewID == nil {
 		c.NewID = newGroupID
 	}
@@ -192,6 +204,8 @@ type Tracker struct {
 	routing map[inboxKey]struct{} // entries handed to a group and not yet acknowledged
 	parked  map[string]struct{}   // provider message ids with parked events (this process)
 	routes  routeCache
+	linger  lingerSet  // groups whose routed webhooks wait to be committed together
+	sweepMu sync.Mutex // one Sweep pass at a time (the sweeper's and tests')
 	idle    chan struct{}
 
 	unmatched unmatchedLog

@@ -20,7 +20,7 @@ import (
 	"github.com/crewcast/crewcast/store/sqlite"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(printingM{m}) }
 
 const from = "+15550100000"
 

@@ -42,6 +42,7 @@ type serverFlags struct {
 	logFormat                                       string // json or text (logging.go)
 	webhookAllowPrivate                             bool
 	webhookSecretKey                                string
+	parkedTTL                                       time.Duration
 }
 
 // serverFlagDocs lists serve's flags by section for -h, each with the
@@ -65,6 +66,7 @@ var serverFlagDocs = []flagSection{
 		{"send-rate", "CREWCAST_SEND_RATE"}, {"send-rates", "CREWCAST_SEND_RATES"}, {"send-workers", "CREWCAST_SEND_WORKERS"},
 		{"check-after", "CREWCAST_CHECK_AFTER"}, {"check-deadline", "CREWCAST_CHECK_DEADLINE"},
 		{"quiet-hours", "CREWCAST_QUIET_HOURS"}, {"default-timezone", "CREWCAST_DEFAULT_TIMEZONE"},
+		{"parked-ttl", "CREWCAST_PARKED_TTL"},
 	}},
 	{"Retention", []envBinding{
 		{"redact-after", "CREWCAST_REDACT_AFTER"}, {"hash-after", "CREWCAST_HASH_AFTER"},
@@ -102,6 +104,7 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.DurationVar(&f.checkAfter, "check-after", d.CheckAfter, "first provider status check of a sent recipient without a receipt")
 	fs.DurationVar(&f.deadline, "check-deadline", d.Deadline, "mark a sent recipient unknown after this long without a final receipt")
 	fs.DurationVar(&f.providerTimeout, "provider-timeout", 30*time.Second, "bound on one provider call (a timed-out send is unconfirmed)")
+	fs.DurationVar(&f.parkedTTL, "parked-ttl", tracker.DefaultParkedTTL, "acknowledge receipts for message ids crewcast never sent as expired after this long")
 	r := tracker.DefaultRetention()
 	fs.DurationVar(&f.redactAfter, "redact-after", r.RedactAfter, "empty message and reply bodies after this long; negative: never")
 	fs.DurationVar(&f.hashAfter, "hash-after", r.HashAfter, "replace phone numbers by a keyed hash after this long (needs --hash-key)")
@@ -139,6 +142,7 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 		Settings: group.Settings{CheckAfter: f.checkAfter, Deadline: f.deadline},
 		Retention: tracker.RetentionPolicy{RedactAfter: f.redactAfter, HashAfter: f.hashAfter, DeleteAfter: f.deleteAfter, HashKey: []byte(f.hashKey),
 			AuditAfter: f.auditAfter},
+		ParkedTTL:         f.parkedTTL,
 		RetentionInterval: retentionInterval(f.retentionInterval),
 		Logger:            logger,
 

@@ -29,9 +29,10 @@ const (
 			$8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::text[], $15::text[], $16::bigint[], $17::text[])` +
 		sqlq.OnDeliveryConflict
 	// Acknowledging keeps the first processing time, so a replayed ack
-	// does not move the entry's purge horizon.
+	// does not move the entry's purge horizon, and drops the payload
+	// (see the SQLite engine's sqlAckInbox for why).
 	sqlAckOne = `UPDATE inbox SET processed_at = CASE WHEN processed_at = 0 THEN $1 ELSE processed_at END,
-		target = CASE WHEN $2 <> '' THEN $2 ELSE target END WHERE provider = $3 AND event_id = $4`
+		target = CASE WHEN $2 <> '' THEN $2 ELSE target END, payload = ''::bytea WHERE provider = $3 AND event_id = $4`
 	sqlPutRoutes = `INSERT INTO routes (key, value, expires_at) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at`
 	sqlSuppress = `INSERT INTO suppressions (number, reason, created_at)
@@ -415,7 +416,7 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 			prov[j], ids[j], targets[j] = k[0], k[1], acks[k]
 		}
 		b.Queue(`UPDATE inbox i SET processed_at = CASE WHEN i.processed_at = 0 THEN $1 ELSE i.processed_at END,
-		target = CASE WHEN r.target <> '' THEN r.target ELSE i.target END
+		target = CASE WHEN r.target <> '' THEN r.target ELSE i.target END, payload = ''::bytea
 		FROM unnest($2::text[], $3::text[], $4::text[]) AS r(provider, event_id, target)
 		WHERE i.provider = r.provider AND i.event_id = r.event_id`, store.Nanos(now), prov, ids, targets)
 	}

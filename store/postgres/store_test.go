@@ -112,6 +112,15 @@ func newDB(t *testing.T) storetest.DB {
 				t.Fatalf("corrupt %q: %d rows, %v", key, n, err)
 			}
 		},
+		InboxPayload: func(t *testing.T, provider, eventID string) []byte {
+			t.Helper()
+			var p []byte
+			if err := adminExec(t, url, `SELECT payload FROM "`+schema+`".inbox WHERE provider = $1 AND event_id = $2`,
+				provider, eventID).Scan(&p); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		},
 	}
 }
 

@@ -75,6 +75,10 @@ func (s *Store) write(ctx context.Context, req *writeReq) {
 		}
 		close(r.done)
 	}
+	// Still leading, so no other round uses the writer: keep the WAL
+	// bounded. A failed checkpoint costs nothing committed; the next
+	// round past the bound tries again.
+	_ = s.maybeCheckpoint(context.WithoutCancel(ctx))
 	g.mu.Lock()
 	if len(g.queue) > 0 {
 		g.queue[0].lead <- struct{}{}

@@ -29,9 +29,12 @@ type stmts struct {
 
 const (
 	// Acknowledging keeps the first processing time, so a replayed ack
-	// does not move the entry's purge horizon.
+	// does not move the entry's purge horizon, and drops the payload:
+	// nothing reads a processed entry's events again (the journal holds
+	// what they changed), and the numbers and texts in it would otherwise
+	// outlive retention's redaction until the inbox purge.
 	sqlAckInbox = `UPDATE inbox SET processed_at = CASE WHEN processed_at = 0 THEN ? ELSE processed_at END,
-		target = CASE WHEN ? <> '' THEN ? ELSE target END WHERE provider = ? AND event_id = ?`
+		target = CASE WHEN ? <> '' THEN ? ELSE target END, payload = X'' WHERE provider = ? AND event_id = ?`
 	sqlSuppress = `INSERT INTO suppressions (number, reason, created_at) VALUES (?, ?, ?)
 		ON CONFLICT (number) DO UPDATE SET reason = excluded.reason, created_at = excluded.created_at
 		WHERE ` + sqlq.SuppressionReplaceable

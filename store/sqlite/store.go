@@ -51,6 +51,12 @@ type Config struct {
 	BusyTimeout time.Duration
 	// Logger receives migration progress (default: discard).
 	Logger *slog.Logger
+	// CheckpointBytes bounds the write-ahead log: once it is larger after
+	// a write round, the writer runs a TRUNCATE checkpoint (default 16
+	// MiB). A negative value turns every checkpoint off, automatic ones
+	// included, so that the log keeps every byte written (for write
+	// amplification measurements only).
+	CheckpointBytes int64
 }
 
 func (c Config) withDefaults() Config {
@@ -68,6 +74,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.CheckpointBytes == 0 {
+		c.CheckpointBytes = defaultCheckpointBytes
 	}
 	return c
 }
@@ -98,6 +107,7 @@ type Store struct {
 	now func() time.Time
 
 	writes writeGroup // group commit of concurrent InsertInbox and Commit calls
+	wal    walState   // explicit checkpoints (see checkpoint.go)
 
 	epochs sqlq.Epochs // the shard epochs this instance holds
 
@@ -127,9 +137,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	// journal costs a write syscall per page touched by every unit.
 	wq.Add("_pragma", "temp_store(MEMORY)")
 	wq.Add("_pragma", "cache_size(-32768)") // 32 MiB of page cache for the writer
-	// After a checkpoint the WAL file is truncated back to this size, so a
-	// burst does not leave a large WAL behind for good.
-	wq.Add("_pragma", "journal_size_limit(67108864)")
+	// After a checkpoint that restarts the WAL, the file is truncated back
+	// to this size, so a burst does not leave a large WAL behind for good
+	// (the explicit checkpoints of checkpoint.go truncate it to zero).
+	wq.Add("_pragma", "journal_size_limit(16777216)")
+	if cfg.CheckpointBytes < 0 {
+		wq.Add("_pragma", "wal_autocheckpoint(0)")
+	}
 	// Deleted and overwritten content is zeroed, so an erasure or a
 	// retention pass leaves nothing readable in free space (erasure.go).
 	wq.Add("_pragma", "secure_delete(1)")

@@ -73,6 +73,19 @@ func newDB(t *testing.T) storetest.DB {
 				t.Fatalf("corrupt %q: %d rows", key, n)
 			}
 		},
+		InboxPayload: func(t *testing.T, provider, eventID string) []byte {
+			t.Helper()
+			db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var p []byte
+			if err := db.QueryRow(`SELECT payload FROM inbox WHERE provider = ? AND event_id = ?`, provider, eventID).Scan(&p); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		},
 	}
 }
 
@@ -125,6 +138,12 @@ func TestPragmas(t *testing.T) {
 	}
 	if v := pragma(s.w, "busy_timeout"); v != "5000" {
 		t.Errorf("busy_timeout = %s", v)
+	}
+	if v := pragma(s.w, "journal_size_limit"); v != "16777216" {
+		t.Errorf("journal_size_limit = %s, want 16 MiB", v)
+	}
+	if v := pragma(s.w, "wal_autocheckpoint"); v != "1000" {
+		t.Errorf("wal_autocheckpoint = %s, want 1000 pages", v)
 	}
 	if v := pragma(s.r, "query_only"); v != "1" {
 		t.Errorf("reader query_only = %s", v)

@@ -33,14 +33,20 @@ func (d DB) PendingInbox(ctx context.Context, after store.InboxRef, limit int) (
 	return out, nil
 }
 
+// SelectInboxByMessageID is InboxByMessageID's statement. Its
+// non-empty message_id test repeats the partial index inbox_message's condition
+// so that the planner may use the index (it cannot prove "message_id = ?"
+// implies it); without it SQLite read every inbox row of the provider.
+const SelectInboxByMessageID = `SELECT ` + inboxCols + ` FROM inbox
+		WHERE provider = ? AND message_id = ? AND message_id <> '' AND processed_at = 0 ORDER BY id`
+
 // InboxByMessageID returns the unprocessed entries for a provider message
 // id, in arrival order.
 func (d DB) InboxByMessageID(ctx context.Context, provider, messageID string) ([]store.InboxEntry, error) {
 	if messageID == "" {
 		return nil, nil
 	}
-	out, err := queryAll(ctx, d.c.Read, scanInbox, `SELECT `+inboxCols+` FROM inbox
-		WHERE provider = ? AND message_id = ? AND processed_at = 0 ORDER BY id`, provider, messageID)
+	out, err := queryAll(ctx, d.c.Read, scanInbox, SelectInboxByMessageID, provider, messageID)
 	if err != nil {
 		return nil, d.errorf("inbox by message id: %w", err)
 	}

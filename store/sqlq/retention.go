@@ -191,6 +191,25 @@ func (d DB) DeleteGroup(ctx context.Context, id string) error {
 	return nil
 }
 
+// TrimJournal deletes key's events with seq < beforeSeq recorded before t.
+func (d DB) TrimJournal(ctx context.Context, key string, beforeSeq uint64, before time.Time) (int, error) {
+	n, err := d.c.Write.Exec(ctx, `DELETE FROM journal WHERE key = ? AND seq < ? AND time < ?`,
+		key, int64(beforeSeq), store.Nanos(before))
+	if err != nil {
+		return 0, d.errorf("trim journal: %w", err)
+	}
+	return int(n), nil
+}
+
+// DeleteUnmatchedReplies deletes the unmatched replies received before t.
+func (d DB) DeleteUnmatchedReplies(ctx context.Context, before time.Time) (int, error) {
+	n, err := d.c.Write.Exec(ctx, `DELETE FROM replies WHERE group_id = '' AND received_at < ?`, store.Nanos(before))
+	if err != nil {
+		return 0, d.errorf("delete unmatched replies: %w", err)
+	}
+	return int(n), nil
+}
+
 // RedactUnmatchedReplies empties the text and media of unmatched replies
 // received before t and maps their numbers; each row is processed once.
 func (d DB) RedactUnmatchedReplies(ctx context.Context, before time.Time, number func(string) string) (int, error) {

@@ -81,7 +81,7 @@ func testInboxBatchMixed(t *testing.T, o Options) {
 }
 
 func testInboxPendingAckPurge(t *testing.T, o Options) {
-	s, clock, _ := open(t, o)
+	s, clock, db := open(t, o)
 	ctx := context.Background()
 	var entries []store.InboxEntry
 	for i := range 6 {
@@ -134,6 +134,16 @@ func testInboxPendingAckPurge(t *testing.T, o Options) {
 	parked, err = s.InboxByMessageID(ctx, "telnyx", "m-parked")
 	if err != nil || !reflect.DeepEqual(ids(parked), []string{"e4"}) {
 		t.Fatalf("parked after acks = %v, %v (processed entries are no longer parked)", ids(parked), err)
+	}
+	// An acknowledged entry keeps no payload (numbers, texts): nothing
+	// reads it again, and retention would otherwise have to reach it.
+	for _, id := range []string{"e0", "e1", "e2"} {
+		if p := db.InboxPayload(t, "telnyx", id); len(p) != 0 {
+			t.Fatalf("acknowledged %s keeps its payload %q", id, p)
+		}
+	}
+	if p := db.InboxPayload(t, "telnyx", "e3"); string(p) != `{"i":3}` {
+		t.Fatalf("pending e3 payload = %q", p)
 	}
 	// Paging after an entry that has since been processed still works.
 	page, err = s.PendingInbox(ctx, store.InboxRef{Provider: "telnyx", EventID: "e2"}, 10)

@@ -236,3 +236,75 @@ func testRedactUnmatched(t *testing.T, o Options) {
 		t.Fatalf("after second redaction = %+v", got)
 	}
 }
+
+// testTrimJournal: TrimJournal deletes only the key's events below the
+// given sequence that are older than the given time, and appending goes on
+// from the head.
+func testTrimJournal(t *testing.T, o Options) {
+	s, clock, _ := open(t, o)
+	ctx := context.Background()
+	for _, key := range []string{"unmatched", "other"} {
+		for seq := uint64(1); seq <= 5; seq++ {
+			at := t0.Add(time.Duration(seq) * time.Minute)
+			commitOK(t, s, actor.Unit{Key: key, ExpectSeq: seq - 1,
+				Events: []actor.Event{{Seq: seq, Type: "t", Data: []byte(`{}`), Time: at}}})
+		}
+	}
+	seqs := func(key string) []uint64 {
+		var out []uint64
+		if err := s.Load(ctx, key, 0, func(e actor.Event) error { out = append(out, e.Seq); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	// Below seq 4 and before minute 2.5: seqs 1 and 2.
+	n, err := s.TrimJournal(ctx, "unmatched", 4, t0.Add(150*time.Second))
+	if err != nil || n != 2 {
+		t.Fatalf("TrimJournal = %d, %v; want 2", n, err)
+	}
+	if got := seqs("unmatched"); !reflect.DeepEqual(got, []uint64{3, 4, 5}) {
+		t.Fatalf("after trim: %v", got)
+	}
+	if got := seqs("other"); len(got) != 5 {
+		t.Fatalf("another key lost events: %v", got)
+	}
+	// Never at or past beforeSeq, however old.
+	clock.Advance(time.Hour)
+	if n, err := s.TrimJournal(ctx, "unmatched", 5, t0.Add(time.Hour)); err != nil || n != 2 {
+		t.Fatalf("second TrimJournal = %d, %v; want 2", n, err)
+	}
+	if got := seqs("unmatched"); !reflect.DeepEqual(got, []uint64{5}) {
+		t.Fatalf("after second trim: %v", got)
+	}
+	commitOK(t, s, actor.Unit{Key: "unmatched", ExpectSeq: 5, Events: []actor.Event{{Seq: 6, Type: "t", Data: []byte(`{}`)}}})
+	if got := seqs("unmatched"); !reflect.DeepEqual(got, []uint64{5, 6}) {
+		t.Fatalf("after appending: %v", got)
+	}
+}
+
+// testDeleteUnmatchedReplies: only unmatched replies older than the
+// horizon go; replies of groups stay (they go with their group).
+func testDeleteUnmatchedReplies(t *testing.T, o Options) {
+	s, _, _ := open(t, o)
+	ctx := context.Background()
+	commitOK(t, s, actor.Unit{Key: "r", Effects: []any{store.Effects{Replies: []store.Reply{
+		{Provider: "telnyx", EventID: "u-old", Number: "+15550600001", To: "+15550100000", Text: "who", ReceivedAt: t0.Add(-48 * time.Hour)},
+		{Provider: "telnyx", EventID: "u-new", Number: "+15550600002", To: "+15550100000", Text: "hello", ReceivedAt: t0},
+		{Provider: "telnyx", EventID: "m-old", GroupID: "g", Number: "+15550600003", To: "+15550100000", Text: "yes", ReceivedAt: t0.Add(-48 * time.Hour)},
+	}}}})
+	if n, err := s.DeleteUnmatchedReplies(ctx, t0.Add(-24*time.Hour)); err != nil || n != 1 {
+		t.Fatalf("DeleteUnmatchedReplies = %d, %v; want 1", n, err)
+	}
+	if n, err := s.DeleteUnmatchedReplies(ctx, t0.Add(-24*time.Hour)); err != nil || n != 0 {
+		t.Fatalf("second run = %d, %v; want 0", n, err)
+	}
+	got, _, err := s.ListReplies(ctx, store.ReplyQuery{})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("replies left = %+v, %v", got, err)
+	}
+	for _, r := range got {
+		if r.EventID == "u-old" {
+			t.Fatalf("old unmatched reply kept: %+v", r)
+		}
+	}
+}

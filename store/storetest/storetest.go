@@ -34,6 +34,9 @@ type DB struct {
 	// table and returns the database's answer (the log is append-only,
 	// so it must be an error).
 	TamperAudit func(t *testing.T) error
+	// InboxPayload reads an inbox row's payload directly from the table
+	// (the API never returns processed entries).
+	InboxPayload func(t *testing.T, provider, eventID string) []byte
 }
 
 // Options plugs an engine into the suite.
@@ -103,6 +106,8 @@ func Run(t *testing.T, o Options) {
 		{"Retention", testRetention},
 		{"RedactUnmatchedReplies", testRedactUnmatched},
 		{"Erasure", testErasure},
+		{"TrimJournal", testTrimJournal},
+		{"DeleteUnmatchedReplies", testDeleteUnmatchedReplies},
 		{"InvalidCursor", testInvalidCursor},
 		{"Users", testUsers},
 		{"Audit", testAudit},

@@ -253,6 +253,7 @@ func TestJudgeSoak(t *testing.T) {
 		{"fd leak", func(s *soakSample) { s.fds = 100 }, "file descriptors grew"},
 		{"memory leak", func(s *soakSample) { s.rssKB = 400 << 10 }, "RSS grew"},
 		{"wal growth", func(s *soakSample) { s.walBytes = 100 << 20 }, "WAL reached"},
+		{"database growth", func(s *soakSample) { s.dbBytes, s.recipients = 1<<30, 100000 }, "database reached"},
 		{"slow acks", func(s *soakSample) { s.p99MS = 2000 }, "p99 acknowledgement latency"},
 	}
 	for _, c := range cases {

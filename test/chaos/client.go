@@ -42,9 +42,16 @@ func doJSON(ctx context.Context, method, u, bearer string, in, out any) (int, er
 		return 0, err
 	}
 	defer resp.Body.Close()
-	rb, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	// The simulator's ledger of a 30-minute soak at 200 recipients/s is
+	// about 65 MB; a body past the cap is an error, never a truncated read
+	// (which failed the soak's final check as "unexpected end of JSON").
+	const maxBody = 512 << 20
+	rb, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
 		return resp.StatusCode, err
+	}
+	if len(rb) > maxBody {
+		return resp.StatusCode, fmt.Errorf("%s %s: response larger than %d MB", method, u, maxBody>>20)
 	}
 	if resp.StatusCode/100 != 2 {
 		return resp.StatusCode, fmt.Errorf("%s %s: %d %s", method, u, resp.StatusCode, strings.TrimSpace(string(rb)))

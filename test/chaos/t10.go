@@ -20,6 +20,8 @@ type soakSample struct {
 	fds        int
 	goroutines int64
 	walBytes   int64
+	dbBytes    int64   // the database file (without the WAL)
+	recipients int     // recipients created so far (for dbBytes per recipient)
 	acked      int     // webhooks acknowledged in the window
 	p99MS      int64   // their p99 acknowledgement latency
 	load1      float64 // the machine's 1-minute load average (context for latency)
@@ -31,16 +33,22 @@ type soakSample struct {
 // of another order. Goroutines (idle actors hold none), descriptors and
 // the write-ahead log must stay flat.
 var soakBounds = struct {
-	windowP99MS      int64
-	p99MS            int64
-	rssFactor        float64
-	rssSlackKB       int64
-	goroutineFactor  float64
-	goroutineSlack   int64
-	fdSlack          int
-	walBytes         int64
-	minWindowSamples int
-}{windowP99MS: 2000, p99MS: 1000, rssFactor: 2, rssSlackKB: 96 << 10, goroutineFactor: 1.5, goroutineSlack: 50, fdSlack: 30, walBytes: 64 << 20, minWindowSamples: 3}
+	windowP99MS     int64
+	p99MS           int64
+	rssFactor       float64
+	rssSlackKB      int64
+	goroutineFactor float64
+	goroutineSlack  int64
+	fdSlack         int
+	walBytes        int64
+	// dbBytesPerRecipient bounds the database file's size over the
+	// recipients sent: each costs its journal events, delivery row, routes,
+	// two inbox rows and its share of a snapshot (about 2.5 KB measured by
+	// BenchmarkWriteAmplification, docs/performance.md).
+	dbBytesPerRecipient int64
+	minWindowSamples    int
+}{windowP99MS: 2000, p99MS: 1000, rssFactor: 2, rssSlackKB: 96 << 10, goroutineFactor: 1.5, goroutineSlack: 50, fdSlack: 30, walBytes: 64 << 20,
+	dbBytesPerRecipient: 4096, minWindowSamples: 3}
 
 // runT10 is testing.md T10: measure peak throughput with one unpaced
 // group, then for the soak duration send groups at half that rate,
@@ -80,6 +88,7 @@ func runT10(ctx context.Context, h *harness) (res scenarioResult) {
 	h.logf("T10: peak %.0f recipients/s; soaking at %d/s for %s", peak, perSec, h.cfg.soak)
 
 	ids := []string{gp.ID}
+	recipients := peakN
 	var samples []soakSample
 	var soakLat []time.Duration
 	begin := time.Now()
@@ -103,12 +112,13 @@ loop:
 				return res.fail("create group during soak: %v", err)
 			}
 			ids = append(ids, g.ID)
+			recipients += perSec
 		case now := <-sample.C:
 			s, err := measure(ctx, srv, db)
 			if err != nil {
 				return res.fail("measure: %v", err)
 			}
-			s.at = now.Sub(begin)
+			s.at, s.recipients = now.Sub(begin), recipients
 			var lat []time.Duration
 			for _, r := range h.proxy.records() {
 				if r.acked() && !r.At.Before(lastSample) && r.At.Before(now) {
@@ -119,8 +129,8 @@ loop:
 			soakLat = append(soakLat, lat...)
 			lastSample = now
 			samples = append(samples, s)
-			h.logf("T10 %5.0fs rss=%dMB threads=%d fds=%d goroutines=%d wal=%dKB acked=%d p99=%dms load=%.1f",
-				s.at.Seconds(), s.rssKB>>10, s.threads, s.fds, s.goroutines, s.walBytes>>10, s.acked, s.p99MS, s.load1)
+			h.logf("T10 %5.0fs rss=%dMB threads=%d fds=%d goroutines=%d wal=%dKB db=%dMB acked=%d p99=%dms load=%.1f",
+				s.at.Seconds(), s.rssKB>>10, s.threads, s.fds, s.goroutines, s.walBytes>>10, s.dbBytes>>20, s.acked, s.p99MS, s.load1)
 		}
 	}
 	res.notes = append(res.notes, soakTable(samples)...)
@@ -172,6 +182,9 @@ func measure(ctx context.Context, srv *server, db string) (soakSample, error) {
 	if fi, err := os.Stat(db + "-wal"); err == nil {
 		s.walBytes = fi.Size()
 	}
+	if fi, err := os.Stat(db); err == nil {
+		s.dbBytes = fi.Size()
+	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		if f := strings.Fields(string(b)); len(f) > 0 {
 			s.load1, _ = strconv.ParseFloat(f[0], 64)
@@ -214,6 +227,10 @@ func judgeSoak(ss []soakSample) []string {
 			break
 		}
 	}
+	if z := ss[len(ss)-1]; z.recipients > 0 && z.dbBytes/int64(z.recipients) > b.dbBytesPerRecipient {
+		problems = append(problems, fmt.Sprintf("database reached %d MB for %d recipients, %d bytes each (bound %d)",
+			z.dbBytes>>20, z.recipients, z.dbBytes/int64(z.recipients), b.dbBytesPerRecipient))
+	}
 	for _, x := range ss {
 		if x.p99MS >= b.windowP99MS {
 			problems = append(problems, fmt.Sprintf("p99 acknowledgement latency %d ms at %.0fs (bound < %d ms in every window)", x.p99MS, x.at.Seconds(), b.windowP99MS))
@@ -224,10 +241,10 @@ func judgeSoak(ss []soakSample) []string {
 
 // soakTable renders the samples for the report.
 func soakTable(ss []soakSample) []string {
-	out := []string{"   t(s)  rss(MB)  threads  fds  goroutines  wal(KB)  acked  p99(ms)  load"}
+	out := []string{"   t(s)  rss(MB)  threads  fds  goroutines  wal(KB)  db(MB)  recipients  acked  p99(ms)  load"}
 	for _, s := range ss {
-		out = append(out, fmt.Sprintf("  %5.0f  %7d  %7d  %3d  %10d  %7d  %5d  %7d  %4.1f",
-			s.at.Seconds(), s.rssKB>>10, s.threads, s.fds, s.goroutines, s.walBytes>>10, s.acked, s.p99MS, s.load1))
+		out = append(out, fmt.Sprintf("  %5.0f  %7d  %7d  %3d  %10d  %7d  %6d  %10d  %5d  %7d  %4.1f",
+			s.at.Seconds(), s.rssKB>>10, s.threads, s.fds, s.goroutines, s.walBytes>>10, s.dbBytes>>20, s.recipients, s.acked, s.p99MS, s.load1))
 	}
 	return out
 }
