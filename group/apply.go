@@ -234,7 +234,7 @@ func (g *Group) applyCreated(v Created) error {
 	g.Status = crewcast.GroupSending
 	g.Recipients = make([]*Recipient, len(v.Recipients))
 	for i, e := range v.Recipients {
-		r := &Recipient{Index: i, Number: e.Number, Name: e.Name, Status: crewcast.StatusPending, Text: e.Text}
+		r := &Recipient{Index: i, Number: e.Number, Name: e.Name, Status: crewcast.StatusPending, Text: e.Text, ContactID: e.ContactID}
 		if e.Suppressed {
 			r.Status = crewcast.StatusOptedOut
 			r.Reason = "on the suppression list"

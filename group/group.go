@@ -130,6 +130,9 @@ type Recipient struct {
 	SendID string `json:"send_id,omitempty"`
 	// Text is this recipient's own rendered text; "" means the group's.
 	Text string `json:"text,omitempty"`
+	// ContactID is the contact this recipient was chosen as ("" for a raw
+	// number), as the roster froze it.
+	ContactID string `json:"contact_id,omitempty"`
 	// Response is the key of the response option of the latest reply that
 	// chose one ("" = none yet).
 	Response string `json:"response,omitempty"`

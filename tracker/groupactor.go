@@ -904,6 +904,21 @@ func (a *groupActor) outboxChange(events []actor.Event, dirty []int, now time.Ti
 				return store.DeliveryRow{}, false
 			}
 			return deliveryRow(a.g, a.g.Recipients[i]), true
+		},
+		Extra: func(number string) webhookout.RecipientExtra {
+			r := a.g.Recipient(number)
+			if r == nil {
+				return webhookout.RecipientExtra{}
+			}
+			x := webhookout.RecipientExtra{ContactID: r.ContactID, Text: a.g.Text, FollowupsSent: r.FollowupsSent,
+				NextFollowupAt: a.g.NextFollowupAt(r)}
+			if r.Text != "" {
+				x.Text = r.Text
+			}
+			if r.Status == crewcast.StatusScheduled {
+				x.HeldUntil = r.HeldUntil
+			}
+			return x
 		}}
 	for k, i := range dirty {
 		c.Dirty = append(c.Dirty, webhookout.RecipientChange{Row: a.eff.Deliveries[len(a.eff.Deliveries)-len(dirty)+k],

@@ -10,6 +10,7 @@ import (
 
 	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/store"
 	"github.com/crewcast/crewcast/webhookout"
 )
@@ -148,5 +149,46 @@ func TestNoOutboxWithoutEndpoints(t *testing.T) {
 	e.waitGroup(id, "all sent", allStatus(crewcast.StatusSent))
 	if n, _, err := e.st.WebhookQueue(context.Background()); err != nil || n != 0 {
 		t.Fatalf("outbox rows without endpoints: %d %v", n, err)
+	}
+}
+
+// A webhook shows a recipient as the API does: the contact they were
+// chosen as and the text they were sent (design §11 in §13's payloads).
+func TestOutboxRecipientCarriesContactAndText(t *testing.T) {
+	hooks := &fakeOutbox{}
+	hooks.enabled.Store(true)
+	e := newEnv(t, func(c *Config) { c.Webhooks = hooks })
+	ctx := context.Background()
+	if err := e.st.CreateWebhookEndpoint(ctx, store.WebhookEndpoint{ID: "all", URL: "https://x.example/", Events: []string{"*"},
+		Signing: store.SigningHMAC, Secret: []byte("clear:whsec_x"), CreatedAt: e.clk.Now(), UpdatedAt: e.clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	n := nums(1)[0]
+	id, _, err := e.tr.Create(ctx, group.Request{From: from, Text: "Hi {{first_name}}", Crews: []string{"All"},
+		Resolved: []group.RecipientInput{{Number: n, Name: "Ada King", ContactID: "ct_ada"}}}, CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitGroup(id, "sent", allStatus(crewcast.StatusSent))
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		for _, r := range outboxRows(t, e.st) {
+			if r.Type != webhookout.RecipientUpdated {
+				continue
+			}
+			var b struct {
+				Data struct{ Recipient webhookout.RecipientJSON } `json:"data"`
+			}
+			if err := json.Unmarshal(r.Payload, &b); err != nil {
+				t.Fatal(err)
+			}
+			if b.Data.Recipient.ContactID != "ct_ada" || b.Data.Recipient.Text != "Hi Ada" {
+				t.Fatalf("webhook recipient %+v, want contact ct_ada and text %q", b.Data.Recipient, "Hi Ada")
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no recipient.updated row")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

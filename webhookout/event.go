@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/crewcast/crewcast"
@@ -111,7 +112,10 @@ type Change struct {
 	Dirty      []RecipientChange    // recipients the commit wrote
 	// Recipient returns the row of recipient i as of the commit.
 	Recipient func(i int) (store.DeliveryRow, bool)
-	Time      time.Time
+	// Extra, when set, gives what the API shows of a recipient beyond its
+	// row (contact, own text, follow-ups), by number.
+	Extra func(number string) RecipientExtra
+	Time  time.Time
 }
 
 // Derive returns the outbox rows that report a commit: one per mapped
@@ -137,9 +141,9 @@ func Derive(c Change) []store.OutboxRow {
 				continue
 			}
 			if d, ok := c.Recipient(*ix.I); ok {
-				out = append(out, recipientRow(r.Type, gid, d, ev.Seq, c.Time))
+				out = append(out, recipientRow(r.Type, gid, c.recipient(d), ev.Seq, c.Time))
 				if respondedOf(ev) {
-					out = append(out, recipientRow(RecipientResponded, gid, d, ev.Seq, c.Time))
+					out = append(out, recipientRow(RecipientResponded, gid, c.recipient(d), ev.Seq, c.Time))
 				}
 			}
 		}
@@ -152,7 +156,7 @@ func Derive(c Change) []store.OutboxRow {
 		// A recipient's first status comes with its group's creation
 		// (group.created's counts), not as a change.
 		if d.Row.Status != d.PrevStatus && d.PrevStatus != "" {
-			out = append(out, recipientRow(RecipientUpdated, gid, d.Row, seq, c.Time))
+			out = append(out, recipientRow(RecipientUpdated, gid, c.recipient(d.Row), seq, c.Time))
 		}
 	}
 	return out
@@ -198,9 +202,18 @@ func groupRow(typ string, g store.GroupRow, seq uint64, at time.Time) store.Outb
 		Payload: encode(typ, at, groupData{GroupID: g.ID, Seq: seq, Group: GroupOf(g)})}
 }
 
-func recipientRow(typ, gid string, d store.DeliveryRow, seq uint64, at time.Time) store.OutboxRow {
-	return store.OutboxRow{MsgID: MsgID(gid, seq, typ, d.Number), Type: typ, GroupID: gid, Seq: seq, CreatedAt: at,
-		Payload: encode(typ, at, recipientData{GroupID: gid, Seq: seq, Recipient: RecipientOf(d)})}
+// recipient is d as the API shows it, with the commit's extras.
+func (c Change) recipient(d store.DeliveryRow) RecipientJSON {
+	rj := RecipientOf(d)
+	if c.Extra != nil {
+		rj.add(c.Extra(d.Number))
+	}
+	return rj
+}
+
+func recipientRow(typ, gid string, rj RecipientJSON, seq uint64, at time.Time) store.OutboxRow {
+	return store.OutboxRow{MsgID: MsgID(gid, seq, typ, rj.Number), Type: typ, GroupID: gid, Seq: seq, CreatedAt: at,
+		Payload: encode(typ, at, recipientData{GroupID: gid, Seq: seq, Recipient: rj})}
 }
 
 // ReplyJSON is an inbound message as GET /v1/replies shows it.
@@ -275,7 +288,7 @@ type GroupJSON struct {
 	CreatedAt   *time.Time     `json:"created_at"`
 	UpdatedAt   *time.Time     `json:"updated_at"`
 	Seq         uint64         `json:"seq"`
-	Counts      map[string]int `json:"counts"`
+	Counts      map[string]any `json:"counts"`
 }
 
 // RecipientJSON is a recipient as GET /v1/groups/{id}/recipients shows it.
@@ -297,6 +310,28 @@ type RecipientJSON struct {
 	ReplyText         string     `json:"reply_text"`
 	Ack               string     `json:"ack"`
 	UpdatedAt         *time.Time `json:"updated_at"`
+	// Design §11 and §12, as the API shows them (see RecipientExtra).
+	ContactID      string     `json:"contact_id"`
+	Text           string     `json:"text"`
+	Response       string     `json:"response"`
+	FollowupsSent  int        `json:"followups_sent"`
+	NextFollowupAt *time.Time `json:"next_followup_at"`
+	HeldUntil      *time.Time `json:"held_until"`
+}
+
+// RecipientExtra is what the API shows of a recipient beyond its delivery
+// row: the contact, the text they were sent, their follow-ups.
+type RecipientExtra struct {
+	ContactID      string
+	Text           string
+	FollowupsSent  int
+	NextFollowupAt time.Time
+	HeldUntil      time.Time
+}
+
+func (r *RecipientJSON) add(x RecipientExtra) {
+	r.ContactID, r.Text, r.FollowupsSent = x.ContactID, x.Text, x.FollowupsSent
+	r.NextFollowupAt, r.HeldUntil = tsOrNil(x.NextFollowupAt), tsOrNil(x.HeldUntil)
 }
 
 func tsOrNil(t time.Time) *time.Time {
@@ -309,10 +344,19 @@ func tsOrNil(t time.Time) *time.Time {
 
 // GroupOf renders a group row as the API does.
 func GroupOf(g store.GroupRow) GroupJSON {
-	counts := make(map[string]int, len(group.CountKeys))
+	counts := make(map[string]any, len(group.CountKeys)+1)
 	for _, k := range group.CountKeys {
 		counts[k] = g.Counts[k]
 	}
+	// The tally per response option, nested as the API shows it (design
+	// §11: counts.responses {"<key>":n}).
+	responses := map[string]int{}
+	for k, n := range g.Counts {
+		if key, ok := strings.CutPrefix(k, group.CountResponsePrefix); ok {
+			responses[key] = n
+		}
+	}
+	counts["responses"] = responses
 	return GroupJSON{ID: g.ID, Status: string(g.Status), PauseReason: g.PauseReason, Mode: string(g.Mode), From: g.From,
 		Text: g.Text, CreatedAt: tsOrNil(g.CreatedAt), UpdatedAt: tsOrNil(g.UpdatedAt), Seq: g.Seq, Counts: counts}
 }
@@ -324,5 +368,5 @@ func RecipientOf(d store.DeliveryRow) RecipientJSON {
 		ErrorDetail: errcode.Detail(d.ErrorCode, d.ErrorClass), ErrorURL: errcode.URL(d.ErrorCode),
 		ClaimedAt: tsOrNil(d.ClaimedAt), SentAt: tsOrNil(d.SentAt), DeliveredAt: tsOrNil(d.DeliveredAt),
 		FailedAt: tsOrNil(d.FailedAt), RepliedAt: tsOrNil(d.RepliedAt), ReplyText: d.LastReply, Ack: string(d.Ack),
-		UpdatedAt: tsOrNil(d.UpdatedAt)}
+		UpdatedAt: tsOrNil(d.UpdatedAt), Response: d.Response}
 }
