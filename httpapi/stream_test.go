@@ -206,11 +206,14 @@ func TestStreamGroupLagged(t *testing.T) {
 	if _, ch := c.nextChange(); ch.Seq != 1 {
 		t.Fatalf("first seq %d", ch.Seq)
 	}
-	// 300 events in one commit, published one change each and at once:
-	// more than the hub buffers for a subscriber whose handler is still
-	// writing the first ones, so it falls behind.
+	// 300 events in one commit, published one change each and at once,
+	// while this client reads nothing: 300 × 32 KiB is more than the
+	// loopback socket buffers hold, so the handler blocks writing and the
+	// hub's buffer (256) overflows — it falls behind whatever the
+	// scheduling (with 512-byte events the socket absorbed them all and
+	// the test depended on the handler being slow).
 	const n = 300
-	blob := `{"pad":"` + strings.Repeat("x", 512) + `"}`
+	blob := `{"pad":"` + strings.Repeat("x", 32<<10) + `"}`
 	unit := actor.Unit{Key: id, ExpectSeq: 1}
 	for i := range n {
 		unit.Events = append(unit.Events, actor.Event{Seq: uint64(i + 2), Type: "test.padding", Data: []byte(blob), Time: e.clock.Now()})
