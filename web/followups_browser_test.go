@@ -17,6 +17,7 @@ import (
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/provider/sim"
 	"github.com/crewcast/crewcast/server"
+	"github.com/crewcast/crewcast/store"
 	"github.com/crewcast/crewcast/web/webtest"
 )
 
@@ -68,6 +69,16 @@ func TestBoardFollowups(t *testing.T) {
 		}
 		return g.ID
 	}
+	// Escalation crews come from the directory (a 422 names an unknown one).
+	now := time.Now()
+	if err := srv.Store().CreateContact(context.Background(), store.Contact{ID: "ct_sup", Number: "+15550100309", Name: "Sue",
+		CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Store().CreateCrew(context.Background(), store.Crew{ID: "cr_sup", Name: "Supervisors", Members: []string{"ct_sup"},
+		CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
 	g := struct{ ID string }{create(map[string]any{"from": "+15550100000", "to": crew, "text": "Crew call 6am",
 		"followup": map[string]any{"after": "1h", "max": 1},
 		"escalate": map[string]any{"after": "2h", "crews": []string{"Supervisors"}}})}
@@ -83,7 +94,7 @@ func TestBoardFollowups(t *testing.T) {
 	do("sign in", chromedp.Click(chromedp.CSS("#signin-submit")))
 	wait("signed in", `!document.querySelector("#signin-form")`)
 	do("open the group", chromedp.Navigate(srv.URL()+"/#/groups/"+g.ID))
-	wait("the policy", `(document.querySelector("#policy")||{}).textContent === "Reminder every 1 h, once; escalate to Supervisors at 2 h"`)
+	wait("the policy", `(document.querySelector("#policy")||{}).textContent === "Reminder every 1 h, once; escalate to Supervisors, +15550100309 at 2 h"`)
 	// The one who has not answered waits for a reminder; the one who
 	// answered YES does not; the failed one gets "Retry all failed".
 	wait("a next reminder", `[...document.querySelectorAll("#roster-body tr.recipient")].some(tr => tr.dataset.number === "`+crew[0]+`" && /Next reminder/.test(tr.textContent))`)
