@@ -164,6 +164,7 @@ type Server struct {
 	ln      net.Listener
 	url     string
 	st      store.Store
+	dbLock  *sqlite.ServeLock // a SQLite database's one-server hold (nil on PostgreSQL)
 	sim     *sim.Sim
 	client  *http.Client // provider API calls
 	tr      *tracker.Tracker
@@ -193,10 +194,14 @@ func New(cfg Config) (*Server, error) {
 // OpenStore opens the store a DB setting names: a postgres:// URL or a
 // SQLite path. Opening applies pending migrations.
 func OpenStore(ctx context.Context, db, schema string, now func() time.Time, log *slog.Logger) (store.Store, error) {
-	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
+	if isPostgresURL(db) {
 		return postgres.Open(ctx, postgres.Config{URL: db, Schema: schema, Now: now, Logger: log})
 	}
 	return sqlite.Open(ctx, sqlite.Config{Path: db, Now: now, Logger: log})
+}
+
+func isPostgresURL(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
 // Start listens, opens the store, starts the provider, the tracker and the
@@ -218,6 +223,12 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	public := strings.TrimRight(cfg.PublicURL, "/")
 	if public == "" {
 		public = s.url
+	}
+	if !isPostgresURL(cfg.DB) {
+		// SQLite means one node: a second server on the file refuses here.
+		if s.dbLock, err = sqlite.LockServe(cfg.DB); err != nil {
+			return err
+		}
 	}
 	s.st, err = OpenStore(ctx, cfg.DB, cfg.DBSchema, cfg.Clock.Now, cfg.Logger)
 	if err != nil {
@@ -438,6 +449,9 @@ func (s *Server) Stop(ctx context.Context) error {
 		if err := s.st.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
 		}
+	}
+	if err := s.dbLock.Release(); err != nil {
+		errs = append(errs, fmt.Errorf("release database lock: %w", err))
 	}
 	return errors.Join(errs...)
 }
