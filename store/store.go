@@ -374,6 +374,33 @@ type Lease struct {
 	Shard int
 	Owner string
 	Epoch uint64
+	// ExpiresAt is when the lease lapses on the database's clock; zero
+	// for a lease held without expiry (one node alone).
+	ExpiresAt time.Time
+}
+
+// ExpiringLeases are the leases of several nodes on one database (design
+// §9): each expires unless renewed, and every expiry is judged by the
+// database's clock, never a node's. A commit checks, inside its
+// transaction and serialised against these calls, that the lease of its
+// key's shard is still at the epoch this store instance holds and has not
+// expired; anything else fails the unit with actor.ErrFenced.
+type ExpiringLeases interface {
+	// AcquireShards takes, for owner, each of shards that nobody holds,
+	// whose lease has expired, or that is held without expiry, at the next
+	// epoch and until ttl from now; it returns the leases it took, which
+	// this store instance holds from then on. A shard whose lease is live
+	// (even owner's own) is left alone.
+	AcquireShards(ctx context.Context, owner string, shards []int, ttl time.Duration) ([]Lease, error)
+	// RenewShards extends, to ttl from now, every lease this instance holds
+	// for owner that has not expired, and returns them. A lease that
+	// expired or was taken is no longer held: commits on its shard fail
+	// from then on.
+	RenewShards(ctx context.Context, owner string, ttl time.Duration) ([]Lease, error)
+	// ReleaseShards gives up the listed leases this instance holds (it
+	// stops holding them first, then sets their expiry to now, so another
+	// node may take them at once).
+	ReleaseShards(ctx context.Context, owner string, shards []int) error
 }
 
 // Leases are shard ownership records with an epoch (fencing token). A

@@ -55,6 +55,10 @@ const (
 
 var sqlUpGroup = sqlq.Rebind(sqlq.UpsertGroup)
 
+// leaseLive is the commit's expiry check: a lease with an expiry must not
+// have lapsed on the database clock (cluster.go's leases; design §9).
+var leaseLive = sqlq.LeaseLive("postgres", "l.")
+
 // Constraint names (see migrations) that turn a unique violation into a
 // unit's own failure instead of a batch failure.
 const (
@@ -505,6 +509,7 @@ func (s *Store) prefetch(ctx context.Context, tx pgx.Tx, units []actor.Unit, eff
 	}
 	b.Queue(`SELECT l.shard FROM shard_leases l
 		JOIN unnest($1::bigint[], $2::bigint[]) AS m(shard, epoch) ON l.shard = m.shard AND l.epoch = m.epoch
+		WHERE `+leaseLive+`
 		ORDER BY l.shard FOR SHARE OF l`, shards, epochs).Query(func(rows pgx.Rows) error {
 		return forEach(rows, func() error {
 			var sh int64

@@ -47,7 +47,7 @@ func (st *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		dst **sql.Stmt
 		q   string
 	}{
-		{&st.fence, `SELECT epoch FROM shard_leases WHERE shard = ?`},
+		{&st.fence, `SELECT epoch FROM shard_leases WHERE shard = ? AND ` + sqlq.LeaseLive("sqlite", "")},
 		{&st.headSeq, `SELECT COALESCE(MAX(seq), 0) FROM journal WHERE key = ?`},
 		{&st.delReminder, `DELETE FROM reminders WHERE key = ? AND name = ?`},
 		{&st.upGroup, sqlq.UpsertGroup},

@@ -1,0 +1,16 @@
+-- Several nodes on one PostgreSQL (design §9).
+-- A lease may expire: expires_at is Unix nanoseconds on the DATABASE clock
+-- (never a node's); NULL is a lease held without expiry (one node alone,
+-- which is how every lease was held before). Every journal event records
+-- the epoch and the node that committed it, so an audit can prove that no
+-- stale owner wrote (0 and '' for events written before this migration).
+
+-- +goose Up
+ALTER TABLE shard_leases ADD COLUMN expires_at BIGINT;
+ALTER TABLE journal ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE journal ADD COLUMN node TEXT COLLATE "C" NOT NULL DEFAULT '';
+
+-- +goose Down
+ALTER TABLE journal DROP COLUMN node;
+ALTER TABLE journal DROP COLUMN epoch;
+ALTER TABLE shard_leases DROP COLUMN expires_at;
