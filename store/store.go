@@ -415,6 +415,23 @@ type Leases interface {
 	ListLeases(ctx context.Context) ([]Lease, error)
 }
 
+// JournalStamp is who committed one journal event: its lease epoch and
+// node (design §9). Events written before the stamps existed carry 0 and "".
+type JournalStamp struct {
+	Seq   uint64
+	Type  string
+	Epoch uint64
+	Node  string
+	At    time.Time
+}
+
+// JournalAudit reads the stamps of a key's journal, for the audit that no
+// stale owner ever wrote (GET /debug/groups/{id}/journal).
+type JournalAudit interface {
+	// JournalStamps returns the stamps of key's events in seq order.
+	JournalStamps(ctx context.Context, key string) ([]JournalStamp, error)
+}
+
 // ---- Retention ----
 
 // RetentionStage is one step of the retention policy (design.md §6).

@@ -121,6 +121,7 @@ type Store struct {
 var (
 	_ store.Store          = (*Store)(nil)
 	_ store.ExpiringLeases = (*Store)(nil)
+	_ store.JournalAudit   = (*Store)(nil)
 )
 
 // Open connects, creates cfg.Schema if needed, applies pending migrations

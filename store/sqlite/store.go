@@ -112,6 +112,7 @@ type Store struct {
 var (
 	_ store.Store          = (*Store)(nil)
 	_ store.ExpiringLeases = (*Store)(nil)
+	_ store.JournalAudit   = (*Store)(nil)
 )
 
 // Open opens (creating if needed) the database at cfg.Path, applies pending

@@ -173,3 +173,19 @@ func scanLease(r Rows) (store.Lease, error) {
 func sortLeases(ls []store.Lease) {
 	slices.SortFunc(ls, func(a, b store.Lease) int { return a.Shard - b.Shard })
 }
+
+// JournalStamps returns the epoch and node that committed each of key's
+// events, in seq order. See store.JournalAudit.
+func (d DB) JournalStamps(ctx context.Context, key string) ([]store.JournalStamp, error) {
+	out, err := queryAll(ctx, d.c.Read, func(r Rows) (store.JournalStamp, error) {
+		var js store.JournalStamp
+		var seq, epoch, at int64
+		err := r.Scan(&seq, &js.Type, &epoch, &js.Node, &at)
+		js.Seq, js.Epoch, js.At = uint64(seq), uint64(epoch), time.Unix(0, at)
+		return js, err
+	}, `SELECT seq, type, epoch, node, time FROM journal WHERE key = ? ORDER BY seq`, key)
+	if err != nil {
+		return nil, d.errorf("journal stamps: %w", err)
+	}
+	return out, nil
+}

@@ -136,7 +136,7 @@ func TestOrNowAndNonNil(t *testing.T) {
 
 // An engine embeds DB, so every exported method of DB becomes part of the
 // engine's API: each must be a store.Store method (or, for the leases of
-// several nodes, a store.ExpiringLeases one) with the same signature.
+// several nodes, a store.ExpiringLeases or store.JournalAudit one) with the same signature.
 func TestDBMethodsAreStoreMethods(t *testing.T) {
 	t.Parallel()
 	iface := reflect.TypeFor[store.Store]()
@@ -151,7 +151,10 @@ func TestDBMethodsAreStoreMethods(t *testing.T) {
 			im, ok = reflect.TypeFor[store.ExpiringLeases]().MethodByName(m.Name)
 		}
 		if !ok {
-			t.Errorf("DB.%s is not a store.Store (or store.ExpiringLeases) method", m.Name)
+			im, ok = reflect.TypeFor[store.JournalAudit]().MethodByName(m.Name)
+		}
+		if !ok {
+			t.Errorf("DB.%s is not a store.Store (or store.ExpiringLeases, store.JournalAudit) method", m.Name)
 			continue
 		}
 		// m.Type has the receiver as its first input; im.Type does not.

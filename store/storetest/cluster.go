@@ -228,3 +228,40 @@ func testLeaseCommitVersusTakeover(t *testing.T, o Options) {
 		wantSeqs(t, b, key, int(ok.Load()))
 	}
 }
+
+// Every event records the epoch and node that committed it, on both
+// commit paths (one unit, and a batch), and a takeover shows as a higher
+// epoch by the new node: the audit of design §9.
+func testJournalStamps(t *testing.T, o Options) {
+	db := o.NewDB(t)
+	ctx := context.Background()
+	a := db.Open(t, Config{Owner: "node-a"})
+	b := db.Open(t, Config{Owner: "node-b"})
+	keys := keysOnDistinctShards("stamp", 2)
+	k1, k2 := keys[0], keys[1]
+	commitOK(t, a, actor.Unit{Key: k1, Events: events("a", 2)})
+	commitOK(t, a, actor.Unit{Key: k1, ExpectSeq: 2, Events: events("a", 1)}, actor.Unit{Key: k2, Events: events("a", 1)})
+	if _, err := b.TakeShard(ctx, store.ShardOf(k1), "node-b"); err != nil {
+		t.Fatal(err)
+	}
+	commitOK(t, b, actor.Unit{Key: k1, ExpectSeq: 3, Events: events("b", 2)}, actor.Unit{Key: k1, ExpectSeq: 5, Events: events("b", 1)})
+	stamps, err := a.(store.JournalAudit).JournalStamps(ctx, k1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		epoch uint64
+		node  string
+	}{{1, "node-a"}, {1, "node-a"}, {1, "node-a"}, {2, "node-b"}, {2, "node-b"}, {2, "node-b"}}
+	if len(stamps) != len(want) {
+		t.Fatalf("%d stamps, want %d: %+v", len(stamps), len(want), stamps)
+	}
+	for i, s := range stamps {
+		if s.Seq != uint64(i+1) || s.Epoch != want[i].epoch || s.Node != want[i].node || s.Type != "test.event" || s.At.IsZero() {
+			t.Fatalf("stamp %d = %+v, want seq %d epoch %d node %s", i, s, i+1, want[i].epoch, want[i].node)
+		}
+	}
+	if s2, err := b.(store.JournalAudit).JournalStamps(ctx, k2); err != nil || len(s2) != 1 || s2[0].Epoch != 1 || s2[0].Node != "node-a" {
+		t.Fatalf("stamps of %s = %+v, %v", k2, s2, err)
+	}
+}

@@ -90,6 +90,7 @@ func Run(t *testing.T, o Options) {
 		{"LeaseExpiryTakeover", testLeaseExpiryTakeover},
 		{"LeaseRenewal", testLeaseRenewal},
 		{"LeaseCommitVersusTakeover", testLeaseCommitVersusTakeover},
+		{"JournalStamps", testJournalStamps},
 		{"Reminders", testReminders},
 		{"Routes", testRoutes},
 		{"Groups", testGroups},
