@@ -98,6 +98,9 @@ type Config struct {
 	// snapshots for /debug/actors and /debug/deadletters (admin only);
 	// nil answers 404.
 	DebugActors, DebugDeadLetters func() any
+	// Node and AdvertiseURL name this node in GET /debug/cluster (several
+	// nodes on one PostgreSQL, design §9).
+	Node, AdvertiseURL string
 	// Board is the web board, mounted at "/"; nil answers 404 there.
 	Board http.Handler
 	// Done, when closed, ends every open event stream (close it before
