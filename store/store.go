@@ -415,6 +415,25 @@ type Leases interface {
 	ListLeases(ctx context.Context) ([]Lease, error)
 }
 
+// Node is one member of a cluster (design §9).
+type Node struct {
+	ID           string
+	AdvertiseURL string
+	// Alive: its last heartbeat is younger than the TTL given, on the
+	// database clock.
+	Alive bool
+}
+
+// Membership is the nodes table of several nodes on one database.
+type Membership interface {
+	// Heartbeat records that node id (reachable at advertiseURL) is alive
+	// now on the database clock, and returns every node by id, alive when
+	// its last heartbeat is younger than ttl.
+	Heartbeat(ctx context.Context, id, advertiseURL string, ttl time.Duration) ([]Node, error)
+	// Leave removes node id (a graceful exit).
+	Leave(ctx context.Context, id string) error
+}
+
 // JournalStamp is who committed one journal event: its lease epoch and
 // node (design §9). Events written before the stamps existed carry 0 and "".
 type JournalStamp struct {

@@ -122,6 +122,7 @@ var (
 	_ store.Store          = (*Store)(nil)
 	_ store.ExpiringLeases = (*Store)(nil)
 	_ store.JournalAudit   = (*Store)(nil)
+	_ store.Membership     = (*Store)(nil)
 )
 
 // Open connects, creates cfg.Schema if needed, applies pending migrations

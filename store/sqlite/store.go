@@ -113,6 +113,7 @@ var (
 	_ store.Store          = (*Store)(nil)
 	_ store.ExpiringLeases = (*Store)(nil)
 	_ store.JournalAudit   = (*Store)(nil)
+	_ store.Membership     = (*Store)(nil)
 )
 
 // Open opens (creating if needed) the database at cfg.Path, applies pending

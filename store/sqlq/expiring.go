@@ -189,3 +189,40 @@ func (d DB) JournalStamps(ctx context.Context, key string) ([]store.JournalStamp
 	}
 	return out, nil
 }
+
+// Heartbeat records node id alive now (database clock) and returns every
+// node by id with its liveness. See store.Membership.
+func (d DB) Heartbeat(ctx context.Context, id, advertiseURL string, ttl time.Duration) ([]store.Node, error) {
+	if ttl <= 0 {
+		return nil, d.errorf("heartbeat: ttl %s must be positive", ttl)
+	}
+	var out []store.Node
+	err := d.c.WriteTx(ctx, func(tx Querier) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO nodes (id, advertise_url, heartbeat_at) VALUES (?, ?, `+d.now()+`)
+			ON CONFLICT (id) DO UPDATE SET advertise_url = excluded.advertise_url, heartbeat_at = excluded.heartbeat_at`,
+			id, advertiseURL); err != nil {
+			return err
+		}
+		var err error
+		out, err = queryAll(ctx, tx, func(r Rows) (store.Node, error) {
+			var n store.Node
+			var alive int64
+			err := r.Scan(&n.ID, &n.AdvertiseURL, &alive)
+			n.Alive = alive != 0
+			return n, err
+		}, `SELECT id, advertise_url, CASE WHEN heartbeat_at > `+d.now()+` - ? THEN 1 ELSE 0 END FROM nodes ORDER BY id`, int64(ttl))
+		return err
+	})
+	if err != nil {
+		return nil, d.errorf("heartbeat: %w", err)
+	}
+	return out, nil
+}
+
+// Leave removes node id from the nodes table. See store.Membership.
+func (d DB) Leave(ctx context.Context, id string) error {
+	if _, err := d.c.Write.Exec(ctx, `DELETE FROM nodes WHERE id = ?`, id); err != nil {
+		return d.errorf("leave: %w", err)
+	}
+	return nil
+}

@@ -265,3 +265,39 @@ func testJournalStamps(t *testing.T, o Options) {
 		t.Fatalf("stamps of %s = %+v, %v", k2, s2, err)
 	}
 }
+
+// Membership: heartbeats on the database clock (node clocks skewed), a
+// node that stops heartbeating is dead after the TTL, Leave removes it.
+func testMembership(t *testing.T, o Options) {
+	db := o.NewDB(t)
+	ctx := context.Background()
+	a := db.Open(t, Config{Owner: "n-a", Leased: true, Now: skewed(time.Hour)}).(store.Membership)
+	b := db.Open(t, Config{Owner: "n-b", Leased: true, Now: skewed(-time.Hour)}).(store.Membership)
+	if _, err := a.Heartbeat(ctx, "n-a", "http://a", leaseTTL); err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := b.Heartbeat(ctx, "n-b", "http://b", leaseTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.Node{{ID: "n-a", AdvertiseURL: "http://a", Alive: true}, {ID: "n-b", AdvertiseURL: "http://b", Alive: true}}
+	if len(nodes) != 2 || nodes[0] != want[0] || nodes[1] != want[1] {
+		t.Fatalf("nodes %+v, want %+v", nodes, want)
+	}
+	time.Sleep(leaseTTL + 200*time.Millisecond)
+	nodes, err = b.Heartbeat(ctx, "n-b", "http://b2", leaseTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []store.Node{{ID: "n-a", AdvertiseURL: "http://a", Alive: false}, {ID: "n-b", AdvertiseURL: "http://b2", Alive: true}}
+	if len(nodes) != 2 || nodes[0] != want[0] || nodes[1] != want[1] {
+		t.Fatalf("after a's silence: %+v, want %+v", nodes, want)
+	}
+	if err := a.Leave(ctx, "n-a"); err != nil {
+		t.Fatal(err)
+	}
+	nodes, err = b.Heartbeat(ctx, "n-b", "http://b2", leaseTTL)
+	if err != nil || len(nodes) != 1 || nodes[0].ID != "n-b" {
+		t.Fatalf("after leave: %+v, %v", nodes, err)
+	}
+}

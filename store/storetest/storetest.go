@@ -91,6 +91,7 @@ func Run(t *testing.T, o Options) {
 		{"LeaseRenewal", testLeaseRenewal},
 		{"LeaseCommitVersusTakeover", testLeaseCommitVersusTakeover},
 		{"JournalStamps", testJournalStamps},
+		{"Membership", testMembership},
 		{"Reminders", testReminders},
 		{"Routes", testRoutes},
 		{"Groups", testGroups},

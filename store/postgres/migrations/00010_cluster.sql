@@ -9,8 +9,16 @@
 ALTER TABLE shard_leases ADD COLUMN expires_at BIGINT;
 ALTER TABLE journal ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE journal ADD COLUMN node TEXT COLLATE "C" NOT NULL DEFAULT '';
+-- Members: each node heartbeats its row on the database clock; live
+-- nodes share the shards evenly.
+CREATE TABLE nodes (
+    id            TEXT COLLATE "C" PRIMARY KEY,
+    advertise_url TEXT COLLATE "C" NOT NULL,
+    heartbeat_at  BIGINT NOT NULL
+);
 
 -- +goose Down
+DROP TABLE nodes;
 ALTER TABLE journal DROP COLUMN node;
 ALTER TABLE journal DROP COLUMN epoch;
 ALTER TABLE shard_leases DROP COLUMN expires_at;
