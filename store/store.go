@@ -401,6 +401,10 @@ type ExpiringLeases interface {
 	// stops holding them first, then sets their expiry to now, so another
 	// node may take them at once).
 	ReleaseShards(ctx context.Context, owner string, shards []int) error
+	// DropShards stops holding the listed shards in this instance only,
+	// writing nothing (self-fencing when the database cannot be reached):
+	// commits on them fail from then on and the leases expire on their own.
+	DropShards(shards []int)
 }
 
 // Leases are shard ownership records with an epoch (fencing token). A

@@ -159,6 +159,16 @@ func (d DB) ReleaseShards(ctx context.Context, owner string, shards []int) error
 	return nil
 }
 
+// DropShards stops holding the listed shards locally, writing nothing.
+// See store.ExpiringLeases.
+func (d DB) DropShards(shards []int) {
+	for _, sh := range shards {
+		if sh >= 0 && sh < store.NumShards {
+			d.c.Epochs.Set(sh, 0)
+		}
+	}
+}
+
 func scanLease(r Rows) (store.Lease, error) {
 	var l store.Lease
 	var shard, epoch, exp int64

@@ -155,6 +155,20 @@ func testLeaseRenewal(t *testing.T, o Options) {
 		commitOK(t, a, actor.Unit{Key: key, ExpectSeq: seq, Events: events("a", 1)})
 		seq++
 	}
+	// Dropping locally fences this instance's commits without a write.
+	expiring(t, a).DropShards([]int{sh})
+	if res := commit(t, a, actor.Unit{Key: key, ExpectSeq: seq, Events: events("dropped", 1)}); !errors.Is(res[0], actor.ErrFenced) {
+		t.Fatalf("commit after DropShards: %v", res[0])
+	}
+	if got := acquire(t, b, "node-b", []int{sh}); len(got) != 0 {
+		t.Fatalf("a dropped lease is still live in the database, b took it: %+v", got)
+	}
+	// The release writes the held epoch back, so re-acquire first (the
+	// lease is a's and live: a takes it back only after expiry).
+	time.Sleep(leaseTTL + 200*time.Millisecond)
+	if got := acquire(t, a, "node-a", []int{sh}); len(got) != 1 || got[0].Epoch != 2 {
+		t.Fatalf("re-acquire after expiry = %+v, want epoch 2", got)
+	}
 	// A graceful release: the lease is free at once, at the next epoch.
 	if err := expiring(t, a).ReleaseShards(context.Background(), "node-a", []int{sh}); err != nil {
 		t.Fatal(err)
@@ -163,8 +177,8 @@ func testLeaseRenewal(t *testing.T, o Options) {
 		t.Fatalf("commit after release: %v", res[0])
 	}
 	got := acquire(t, b, "node-b", []int{sh})
-	if len(got) != 1 || got[0].Epoch != 2 {
-		t.Fatalf("acquire after release = %+v, want epoch 2", got)
+	if len(got) != 1 || got[0].Epoch != 3 {
+		t.Fatalf("acquire after release = %+v, want epoch 3", got)
 	}
 	commitOK(t, b, actor.Unit{Key: key, ExpectSeq: seq, Events: events("b", 1)})
 	if _, err := expiring(t, a).AcquireShards(context.Background(), "node-a", []int{store.NumShards}, leaseTTL); err == nil {
