@@ -47,6 +47,9 @@ type Config struct {
 	DB string
 	// DBSchema, for PostgreSQL, is the schema to use (tests isolate with it).
 	DBSchema string
+	// Cluster makes this server one of several nodes on one PostgreSQL
+	// (cluster.go); its zero value is a single node.
+	Cluster ClusterConfig
 	// Provider is demo, telnyx or twilio. Default demo.
 	Provider string
 	// PublicURL is the origin providers post webhooks to, when crewcast is
@@ -230,7 +233,11 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	s.st, err = OpenStore(ctx, cfg.DB, cfg.DBSchema, cfg.Clock.Now, cfg.Logger)
+	if cfg.Cluster.enabled() {
+		s.st, err = s.openClusterStore(ctx)
+	} else {
+		s.st, err = OpenStore(ctx, cfg.DB, cfg.DBSchema, cfg.Clock.Now, cfg.Logger)
+	}
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
@@ -257,6 +264,11 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err := s.tr.Start(ctx); err != nil {
 		return err
 	}
+	if cfg.Cluster.enabled() {
+		if err := s.startCluster(); err != nil {
+			return err
+		}
+	}
 	if cfg.AdminKey != "" {
 		if _, err := apikey.EnsureBootstrap(ctx, s.st, cfg.AdminKey, cfg.Clock.Now()); err != nil {
 			return fmt.Errorf("bootstrap admin key: %w", err)
@@ -266,6 +278,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Store: s.st, Service: s.tr, Providers: providers, PublicURL: cfg.PublicURL, Logger: cfg.Logger,
 		Metrics: s.reg, Board: web.Handler(), Done: s.done, Heartbeat: cfg.Heartbeat,
 		DebugActors:      func() any { return s.tr.System().Actors() },
+		Node: s.cfg.Cluster.NodeID, AdvertiseURL: s.cfg.Cluster.AdvertiseURL,
 		DebugDeadLetters: func() any { return s.tr.System().DeadLetters() },
 	})
 	if err != nil {
@@ -433,6 +446,10 @@ func (s *Server) Stop(ctx context.Context) error {
 	if s.tr != nil {
 		if err := s.tr.Stop(ctx); err != nil {
 			errs = append(errs, err)
+		}
+		// Everything is committed: hand every lease off at once.
+		if err := s.tr.StopCluster(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("leave cluster: %w", err))
 		}
 	}
 	if s.client != nil {

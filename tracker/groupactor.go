@@ -204,7 +204,7 @@ func (a *groupActor) busy() bool {
 	a.t.mu.Lock()
 	defer a.t.mu.Unlock()
 	w := a.t.work[a.key]
-	if w == nil {
+	if w == nil || !a.t.ownsKey(a.key) { // another node owns the group now (cluster.go)
 		return false
 	}
 	if w.empty() && !w.signaled {
@@ -381,7 +381,7 @@ func (a *groupActor) kickSoon(c *actor.Context[groupMsg]) {
 // commits the claims; flush then queues the provider calls.
 func (a *groupActor) kick(c *actor.Context[groupMsg]) {
 	t := a.t
-	if t.closing.Load() || a.g == nil {
+	if t.closing.Load() || a.g == nil || t.draining(a.key) { // draining: cluster.go hands the shard off
 		return
 	}
 	now := t.cfg.Clock.Now()

@@ -37,6 +37,8 @@ type serverFlags struct {
 	redactAfter, hashAfter, deleteAfter             time.Duration
 	hashKey                                         string
 	logFormat                                       string // json or text (logging.go)
+	nodeID, advertiseURL                            string // several nodes (server/cluster.go)
+	leaseTTL                                        time.Duration
 }
 
 // serverFlagDocs lists serve's flags by section for -h, each with the
@@ -48,6 +50,9 @@ var serverFlagDocs = []flagSection{
 		{"log-level", "CREWCAST_LOG_LEVEL"}, {"log-format", "CREWCAST_LOG_FORMAT"},
 	}},
 	{"Storage", []envBinding{{"db", "CREWCAST_DB"}}},
+	{"Several nodes (PostgreSQL)", []envBinding{
+		{"node-id", "CREWCAST_NODE_ID"}, {"advertise-url", "CREWCAST_ADVERTISE_URL"}, {"lease-ttl", "CREWCAST_LEASE_TTL"},
+	}},
 	{"Provider", []envBinding{
 		{"provider", "CREWCAST_PROVIDER"}, {"provider-timeout", "CREWCAST_PROVIDER_TIMEOUT"},
 		{"telnyx-api-key", "CREWCAST_TELNYX_API_KEY"}, {"telnyx-public-key", "CREWCAST_TELNYX_PUBLIC_KEY"},
@@ -95,6 +100,9 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.DurationVar(&f.deleteAfter, "delete-after", r.DeleteAfter, "delete whole groups after this long; negative: never")
 	fs.StringVar(&f.hashKey, "hash-key", "", "secret key for hashing numbers")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: json (one object per line) or text")
+	fs.StringVar(&f.nodeID, "node-id", "", "this node's id; set it (or --advertise-url) to run as one of several nodes on PostgreSQL")
+	fs.StringVar(&f.advertiseURL, "advertise-url", "", "how the other nodes reach this one (http://10.0.0.5:8080)")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", 10*time.Second, "shard lease time to live; a node that cannot renew stops before it ends")
 	fs.Usage = func() { serveUsage(fs) }
 	return f
 }
@@ -121,6 +129,7 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 		Settings:  group.Settings{CheckAfter: f.checkAfter, Deadline: f.deadline},
 		Retention: tracker.RetentionPolicy{RedactAfter: f.redactAfter, HashAfter: f.hashAfter, DeleteAfter: f.deleteAfter, HashKey: []byte(f.hashKey)},
 		Logger:    logger,
+		Cluster:   server.ClusterConfig{NodeID: f.nodeID, AdvertiseURL: f.advertiseURL, LeaseTTL: f.leaseTTL},
 	}, nil
 }
 
