@@ -1,9 +1,15 @@
 package httpapi
 
 import (
+	"context"
+	"crypto/subtle"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/http/httputil"
+	neturl "net/url"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/crewcast/crewcast/actor"
@@ -131,4 +137,78 @@ func (a *api) debugGroupJournal(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// GroupRouter says where a group's commands run when crewcast is one of
+// several nodes (tracker.Tracker implements it).
+type GroupRouter interface {
+	// GroupOwner returns local when this node holds the group's shard, else
+	// the advertise URL of the node that does ("" while it is moving).
+	GroupOwner(ctx context.Context, id string) (url string, local bool, err error)
+}
+
+// forwardedHeader carries the cluster secret on a command forwarded from
+// another node, so that the owner never forwards it again.
+const forwardedHeader = "X-Crewcast-Forwarded"
+
+// movingRetryAfter is the Retry-After (seconds) while a group's shard moves.
+const movingRetryAfter = "1"
+
+// isGroupCommand reports whether a route changes one existing group: those
+// run on the node that owns the group (design §9).
+func isGroupCommand(rt route) bool {
+	return rt.Method == http.MethodPost && strings.HasPrefix(rt.Pattern, "/v1/groups/{id}/")
+}
+
+// forwardToOwner runs a group command on its owner: it answers true when it
+// answered the request (forwarded, or 503 while the shard moves) and false
+// when the command runs here. The forwarded request keeps its credentials
+// (the owner authorizes it again) and carries the cluster secret.
+func (a *api) forwardToOwner(w http.ResponseWriter, r *http.Request) (bool, error) {
+	id := r.PathValue("id")
+	url, local, err := a.cfg.Router.GroupOwner(r.Context(), id)
+	if err != nil {
+		return true, err
+	}
+	if local {
+		return false, nil
+	}
+	moving := func() error {
+		e := newError(http.StatusServiceUnavailable, codeUnavailable, "the group is moving between nodes, try again")
+		e.Header = http.Header{"Retry-After": {movingRetryAfter}}
+		return e
+	}
+	if url == "" || a.cfg.ClusterSecret == "" {
+		return true, moving()
+	}
+	if a.trustedForward(r) {
+		// Forwarded here by a node that thought we own it: never bounce.
+		return true, moving()
+	}
+	target, err := neturl.Parse(url)
+	if err != nil {
+		return true, fmt.Errorf("owner's advertise URL %q: %w", url, err)
+	}
+	var proxyErr error
+	p := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host
+			pr.Out.Header.Set(forwardedHeader, a.cfg.ClusterSecret)
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) { proxyErr = err },
+	}
+	p.ServeHTTP(w, r)
+	if proxyErr != nil {
+		a.log.Warn("forward to owner failed", "err", proxyErr)
+		return true, moving()
+	}
+	return true, nil
+}
+
+// trustedForward reports whether r was forwarded by a node of this
+// cluster (constant-time compare of the secret).
+func (a *api) trustedForward(r *http.Request) bool {
+	got := r.Header.Get(forwardedHeader)
+	return got != "" && a.cfg.ClusterSecret != "" && subtle.ConstantTimeCompare([]byte(got), []byte(a.cfg.ClusterSecret)) == 1
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/crewcast/crewcast/httpapi"
 	"github.com/crewcast/crewcast/store"
 	"github.com/crewcast/crewcast/store/postgres"
 	"github.com/crewcast/crewcast/tracker"
@@ -28,6 +29,10 @@ type ClusterConfig struct {
 	AdvertiseURL string
 	// LeaseTTL is the shard lease time to live (default 10 s).
 	LeaseTTL time.Duration
+	// Secret authenticates node-to-node calls (CREWCAST_CLUSTER_SECRET):
+	// group commands forwarded to their owner. Without it, a command for a
+	// group owned by another node is answered 503 instead of forwarded.
+	Secret string
 }
 
 func (c ClusterConfig) enabled() bool { return c.NodeID != "" || c.AdvertiseURL != "" }
@@ -61,6 +66,9 @@ func (s *Server) openClusterStore(ctx context.Context) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cc.AdvertiseURL == "" {
+		cc.AdvertiseURL = s.url // the listen address: right on one machine
+	}
 	s.cfg.Cluster = cc
 	return postgres.Open(ctx, postgres.Config{URL: cfg.DB, Schema: cfg.DBSchema, Now: cfg.Clock.Now, Logger: cfg.Logger,
 		Owner: cc.NodeID, Leased: true})
@@ -76,4 +84,13 @@ func (s *Server) startCluster() error {
 	}
 	return s.tr.StartCluster(tracker.ClusterConfig{Node: cc.NodeID, AdvertiseURL: cc.AdvertiseURL, TTL: cc.LeaseTTL,
 		Leases: leases, Members: members})
+}
+
+// groupRouter is the tracker when this server is a cluster node: group
+// commands then run on their owner (nil for a single node).
+func (s *Server) groupRouter() httpapi.GroupRouter {
+	if !s.cfg.Cluster.enabled() {
+		return nil
+	}
+	return s.tr
 }

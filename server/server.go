@@ -278,8 +278,10 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Store: s.st, Service: s.tr, Providers: providers, PublicURL: cfg.PublicURL, Logger: cfg.Logger,
 		Metrics: s.reg, Board: web.Handler(), Done: s.done, Heartbeat: cfg.Heartbeat,
 		DebugActors:      func() any { return s.tr.System().Actors() },
-		Node: s.cfg.Cluster.NodeID, AdvertiseURL: s.cfg.Cluster.AdvertiseURL,
 		DebugDeadLetters: func() any { return s.tr.System().DeadLetters() },
+		// Several nodes (cluster.go); empty for a single node.
+		Node: s.cfg.Cluster.NodeID, AdvertiseURL: s.cfg.Cluster.AdvertiseURL,
+		Router: s.groupRouter(), ClusterSecret: s.cfg.Cluster.Secret,
 	})
 	if err != nil {
 		return err

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crewcast/crewcast/server"
 	"github.com/crewcast/crewcast/provider/sim"
+	"github.com/crewcast/crewcast/server"
 	"github.com/crewcast/crewcast/store/sqlite"
 )
 

@@ -94,6 +94,8 @@ func (t *Tracker) StartCluster(cfg ClusterConfig) error {
 	c := &cluster{cfg: cfg, t: t, held: map[int]bool{}, draining: map[int]bool{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	t.cluster.Store(c)
+	// Before any request is served (the server starts HTTP after this).
+	t.cfg.NewID = t.ownedID(t.cfg.NewID)
 	// Reminders of shards held elsewhere are theirs to fire.
 	t.groups.EnableReminders(heldReminders{t.st, c}, func(r actor.Reminder) groupMsg { return msgReminder{r: r} },
 		actor.ReminderOptions{PollInterval: t.cfg.ReminderPoll})
@@ -170,6 +172,25 @@ func (t *Tracker) draining(key string) bool {
 func (t *Tracker) ownsKey(key string) bool {
 	c := t.cluster.Load()
 	return c == nil || c.holds(store.ShardOf(key))
+}
+
+// forgetGroupWork drops the uncommitted work of a group whose shard moved
+// to another node (taken is what the failed commit had taken out of it):
+// its webhooks stay in the shared inbox for the owner, and its send results
+// are recovered there (claimed without an outcome: unconfirmed).
+func (t *Tracker) forgetGroupWork(key string, taken []routed) {
+	t.mu.Lock()
+	for _, e := range taken {
+		delete(t.routing, inboxKey{e.ref.Provider, e.ref.EventID})
+	}
+	if w := t.work[key]; w != nil {
+		for _, e := range w.entries {
+			delete(t.routing, inboxKey{e.ref.Provider, e.ref.EventID})
+		}
+		delete(t.work, key)
+	}
+	t.mu.Unlock()
+	t.notifyIdle()
 }
 
 func (c *cluster) holds(shard int) bool {
@@ -452,4 +473,49 @@ func (h heldReminders) DueReminders(ctx context.Context, before time.Time, limit
 		}
 	}
 	return out, nil
+}
+
+// GroupOwner tells the API where group id's commands must run: local when
+// this node holds its shard (or is a single node), else the advertise URL
+// of the node whose live lease holds it ("" while the shard is moving or
+// its holder is unknown: answer 503 and let the client retry).
+func (t *Tracker) GroupOwner(ctx context.Context, id string) (url string, local bool, err error) {
+	c := t.cluster.Load()
+	if c == nil || c.holds(store.ShardOf(id)) {
+		return "", true, nil
+	}
+	leases, err := t.st.ListLeases(ctx)
+	if err != nil {
+		return "", false, fmt.Errorf("%w: list leases: %w", ErrUnavailable, err)
+	}
+	sh := store.ShardOf(id)
+	now := time.Now()
+	for _, l := range leases {
+		if l.Shard != sh || l.Owner == c.cfg.Node || l.ExpiresAt.IsZero() || !l.ExpiresAt.After(now) {
+			continue
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, n := range c.nodes {
+			if n.ID == l.Owner && n.Alive {
+				return n.AdvertiseURL, false, nil
+			}
+		}
+	}
+	return "", false, nil
+}
+
+// ownedID wraps an id generator so that a new group lands on a shard this
+// node holds: its creation commits here instead of being fenced (any node
+// can create a group without forwarding). A node holding nothing gets an
+// ordinary id, and the creation fails as unavailable.
+func (t *Tracker) ownedID(next func() string) func() string {
+	return func() string {
+		for range 4 * store.NumShards {
+			if id := next(); t.ownsKey(id) {
+				return id
+			}
+		}
+		return next()
+	}
 }

@@ -483,6 +483,10 @@ func (a *groupActor) doWork(c *actor.Context[groupMsg]) {
 		handled = append(handled, inboxKey{e.ref.Provider, e.ref.EventID})
 	}
 	if err := a.flush(c); err != nil {
+		if !t.ownsKey(a.key) {
+			t.forgetGroupWork(a.key, entries) // the shard moved: the new owner recovers it (cluster.go)
+			return
+		}
 		// Put everything back for the next instance; sends stay in flight.
 		t.mu.Lock()
 		w := t.workFor(a.key)

@@ -265,6 +265,9 @@ func (c *routeCache) put(key, value string) {
 }
 
 func (t *Tracker) deliver(id string, r routed) {
+	if !t.ownsKey(id) {
+		return // held by another node: it applies the entry from the shared inbox (cluster.go)
+	}
 	k := inboxKey{r.ref.Provider, r.ref.EventID}
 	t.mu.Lock()
 	if _, busy := t.routing[k]; busy {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -129,7 +130,8 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 		Settings:  group.Settings{CheckAfter: f.checkAfter, Deadline: f.deadline},
 		Retention: tracker.RetentionPolicy{RedactAfter: f.redactAfter, HashAfter: f.hashAfter, DeleteAfter: f.deleteAfter, HashKey: []byte(f.hashKey)},
 		Logger:    logger,
-		Cluster:   server.ClusterConfig{NodeID: f.nodeID, AdvertiseURL: f.advertiseURL, LeaseTTL: f.leaseTTL},
+		Cluster: server.ClusterConfig{NodeID: f.nodeID, AdvertiseURL: f.advertiseURL, LeaseTTL: f.leaseTTL,
+			Secret: os.Getenv("CREWCAST_CLUSTER_SECRET")}, // environment only: a secret has no flag
 	}, nil
 }
 
