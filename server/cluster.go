@@ -82,8 +82,12 @@ func (s *Server) startCluster() error {
 	if !ok1 || !ok2 {
 		return fmt.Errorf("store %s cannot hold expiring leases", s.st.Engine())
 	}
+	notifier, _ := s.st.(store.Notifier) // webhooks for another node's group wake it at once
+	if cc.Secret == "" {
+		s.cfg.Logger.Warn("CREWCAST_CLUSTER_SECRET is not set: commands for groups another node owns are answered 503 instead of forwarded")
+	}
 	return s.tr.StartCluster(tracker.ClusterConfig{Node: cc.NodeID, AdvertiseURL: cc.AdvertiseURL, TTL: cc.LeaseTTL,
-		Leases: leases, Members: members})
+		Leases: leases, Members: members, Notifier: notifier})
 }
 
 // groupRouter is the tracker when this server is a cluster node: group

@@ -438,6 +438,17 @@ type Membership interface {
 	Leave(ctx context.Context, id string) error
 }
 
+// Notifier wakes other nodes (PostgreSQL LISTEN/NOTIFY). A notification
+// is only a wake-up: it may be lost, so whatever it announces must also be
+// found by a periodic sweep.
+type Notifier interface {
+	// Notify sends payload to every listener of channel.
+	Notify(ctx context.Context, channel, payload string) error
+	// Listen calls fn with each payload sent on channel until ctx ends
+	// (nil) or the connection fails (the error; listen again).
+	Listen(ctx context.Context, channel string, fn func(payload string)) error
+}
+
 // JournalStamp is who committed one journal event: its lease epoch and
 // node (design §9). Events written before the stamps existed carry 0 and "".
 type JournalStamp struct {

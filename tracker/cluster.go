@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -48,7 +49,15 @@ type ClusterConfig struct {
 	// DrainTimeout bounds a hand-off's wait for the shard's in-flight
 	// sends (default: the send timeout plus 5 s).
 	DrainTimeout time.Duration
+	// Notifier, when set, wakes the owner of a group at once when another
+	// node made one of its webhooks durable (LISTEN/NOTIFY); the owner's
+	// inbox sweep (SweepInterval) remains the safety net.
+	Notifier store.Notifier
 }
+
+// inboxChannel is the NOTIFY channel of webhooks made durable for a group
+// another node owns; the payload is the group's shard.
+const inboxChannel = "crewcast_inbox"
 
 // cluster is the keeper's state.
 type cluster struct {
@@ -66,6 +75,7 @@ type cluster struct {
 
 	stop chan struct{}
 	done chan struct{}
+	wake chan int // shards whose owner to notify (wakeOwner)
 }
 
 // safetyMargin is how long before a lease could expire the node stops
@@ -92,7 +102,7 @@ func (t *Tracker) StartCluster(cfg ClusterConfig) error {
 		cfg.DrainTimeout = t.cfg.SendTimeout + 5*time.Second
 	}
 	c := &cluster{cfg: cfg, t: t, held: map[int]bool{}, draining: map[int]bool{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), wake: make(chan int, 256)}
 	t.cluster.Store(c)
 	// Before any request is served (the server starts HTTP after this).
 	t.cfg.NewID = t.ownedID(t.cfg.NewID)
@@ -101,6 +111,69 @@ func (t *Tracker) StartCluster(cfg ClusterConfig) error {
 		actor.ReminderOptions{PollInterval: t.cfg.ReminderPoll})
 	go c.run()
 	return nil
+}
+
+// wakeOwner asks the owner of shard to sweep its inbox now (a webhook of
+// one of its groups was made durable here). It never blocks: a dropped
+// wake-up is covered by the owner's periodic sweep.
+func (t *Tracker) wakeOwner(shard int) {
+	c := t.cluster.Load()
+	if c == nil || c.cfg.Notifier == nil {
+		return
+	}
+	select {
+	case c.wake <- shard:
+	default:
+	}
+}
+
+// notify sends the wake-ups, one NOTIFY per shard and batch.
+func (c *cluster) notify() {
+	for {
+		var first int
+		select {
+		case <-c.stop:
+			return
+		case first = <-c.wake:
+		}
+		shards := map[int]bool{first: true}
+		for more := true; more; {
+			select {
+			case sh := <-c.wake:
+				shards[sh] = true
+			default:
+				more = false
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
+		for sh := range shards {
+			if err := c.cfg.Notifier.Notify(ctx, inboxChannel, strconv.Itoa(sh)); err != nil {
+				c.t.log.Warn("notify owner", "err", err)
+			}
+		}
+		cancel()
+	}
+}
+
+// listen sweeps the inbox when another node announces a webhook for a
+// shard this node holds.
+func (c *cluster) listen() {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-c.stop; cancel() }()
+	for ctx.Err() == nil {
+		err := c.cfg.Notifier.Listen(ctx, inboxChannel, func(payload string) {
+			if sh, err := strconv.Atoi(payload); err == nil && c.holds(sh) {
+				c.t.sweepSoon()
+			}
+		})
+		if err != nil {
+			c.t.log.Warn("listen for webhooks of other nodes; listening again", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
 }
 
 // StopCluster ends the keeper, releases every lease this node holds (so
@@ -201,6 +274,13 @@ func (c *cluster) holds(shard int) bool {
 
 func (c *cluster) run() {
 	defer close(c.done)
+	if c.cfg.Notifier != nil {
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); c.notify() }()
+		go func() { defer wg.Done(); c.listen() }()
+		defer wg.Wait()
+	}
 	lastRenew := time.Time{}
 	timer := time.NewTimer(0)
 	defer timer.Stop()

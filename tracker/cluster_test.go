@@ -56,12 +56,17 @@ type clusterNode struct {
 
 func startNode(t *testing.T, h *itHarness, url, schema, id string) *clusterNode {
 	t.Helper()
+	return startNodeWith(t, h, url, schema, id, 300*time.Millisecond)
+}
+
+func startNodeWith(t *testing.T, h *itHarness, url, schema, id string, sweep time.Duration) *clusterNode {
+	t.Helper()
 	st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Schema: schema, Owner: id, Leased: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	tr, err := New(Config{Store: st, Provider: h.provider, SweepInterval: 300 * time.Millisecond, SendRate: 40, SendBurst: 1})
+	tr, err := New(Config{Store: st, Provider: h.provider, SweepInterval: sweep, SendRate: 40, SendBurst: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +74,8 @@ func startNode(t *testing.T, h *itHarness, url, schema, id string) *clusterNode 
 		t.Fatal(err)
 	}
 	link := &partitionable{ExpiringLeases: st, Membership: st}
-	if err := tr.StartCluster(ClusterConfig{Node: id, TTL: clusterTTL, Leases: link, Members: link, Tick: 50 * time.Millisecond}); err != nil {
+	if err := tr.StartCluster(ClusterConfig{Node: id, TTL: clusterTTL, Leases: link, Members: link, Tick: 50 * time.Millisecond,
+		Notifier: st}); err != nil {
 		t.Fatal(err)
 	}
 	n := &clusterNode{id: id, st: st, tr: tr, link: link}
@@ -264,4 +270,33 @@ func TestClusterGracefulHandOffOnStop(t *testing.T) {
 		}
 		last = s.Epoch
 	}
+}
+
+// Webhooks all land on the node that does not own the group; the owner's
+// periodic sweep is an hour away, so only the NOTIFY wake-up can bring
+// them to it: every recipient must still be delivered, promptly.
+func TestClusterWebhooksReachTheOwner(t *testing.T) {
+	url := os.Getenv("CREWCAST_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("cluster tests need CREWCAST_TEST_POSTGRES (e.g. postgres://root@127.0.0.1:5432/test?sslmode=disable); CI sets it")
+	}
+	schema := itSchema(t, url)
+	h := newHarness(t, sim.DefaultFaults(), nil)
+	a := startNodeWith(t, h, url, schema, "node-a", time.Hour)
+	b := startNodeWith(t, h, url, schema, "node-b", time.Hour)
+	awaitShards(t, 15*time.Second, "an even split", func() bool {
+		return len(a.tr.ClusterShards()) == store.NumShards/2 && len(b.tr.ClusterShards()) == store.NumShards/2
+	})
+	const n = 40
+	id, owner := createOnOwner(t, []*clusterNode{a, b}, itNumbers(n))
+	other := a
+	if owner == a {
+		other = b
+	}
+	h.target.Store(other.tr)
+	began := time.Now()
+	awaitGroup(t, owner.tr, owner.st, id, 30*time.Second, "every recipient delivered through the other node's webhooks",
+		func(g store.GroupRow) bool { return g.Counts["delivered"] == n })
+	t.Logf("%d recipients delivered through webhooks received by %s in %s", n, other.id, time.Since(began))
+	checkLedger(t, h.sim)
 }

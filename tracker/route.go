@@ -266,7 +266,8 @@ func (c *routeCache) put(key, value string) {
 
 func (t *Tracker) deliver(id string, r routed) {
 	if !t.ownsKey(id) {
-		return // held by another node: it applies the entry from the shared inbox (cluster.go)
+		t.wakeOwner(store.ShardOf(id)) // held by another node: it applies the entry from the shared inbox (cluster.go)
+		return
 	}
 	k := inboxKey{r.ref.Provider, r.ref.EventID}
 	t.mu.Lock()
