@@ -1,7 +1,7 @@
 # crewcast — make targets. `make test` is what CI (.ci/run) runs.
 GO ?= go
 
-.PHONY: demo test unit fuzz bench chaos build vet
+.PHONY: demo test unit fuzz bench chaos build vet cluster
 
 demo:
 	$(GO) run ./cmd/crewcast demo
@@ -40,3 +40,8 @@ chaos:
 
 build:
 	$(GO) build -o bin/crewcast ./cmd/crewcast
+
+# Three nodes on loopback against the local PostgreSQL, plus the simulator
+# (scripts/cluster.sh; docs/deploy.md). Prints the URLs and an admin key.
+cluster:
+	@./scripts/cluster.sh

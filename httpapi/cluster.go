@@ -45,9 +45,11 @@ type clusterJSON struct {
 	Group  *clusterGroupJSON `json:"group,omitempty"`
 }
 
-// debugCluster answers GET /debug/cluster: this node, the nodes that hold
-// leases (alive while a lease of theirs has not expired, or held without
-// expiry), and every lease; ?group=ID adds where that group's actor lives.
+// debugCluster answers GET /debug/cluster: this node, the members (alive
+// by their heartbeats) and the nodes that hold leases, each with its count
+// of live leases, and every lease; ?group=ID adds where that group's actor
+// lives. A single node has no members table: a node holding a live lease
+// (or one without expiry) counts as alive.
 func (a *api) debugCluster(w http.ResponseWriter, r *http.Request) error {
 	leases, err := a.store.ListLeases(r.Context())
 	if err != nil {
@@ -64,6 +66,12 @@ func (a *api) debugCluster(w http.ResponseWriter, r *http.Request) error {
 		}
 		return n
 	}
+	if a.cfg.ClusterNodes != nil {
+		for _, m := range a.cfg.ClusterNodes() {
+			n := node(m.ID)
+			n.AdvertiseURL, n.Alive = m.AdvertiseURL, m.Alive
+		}
+	}
 	if a.cfg.Node != "" {
 		self := node(a.cfg.Node)
 		self.Alive, self.AdvertiseURL = true, a.cfg.AdvertiseURL
@@ -78,8 +86,10 @@ func (a *api) debugCluster(w http.ResponseWriter, r *http.Request) error {
 		out.Leases = append(out.Leases, lj)
 		n := node(l.Owner)
 		if live {
-			n.Alive = true
 			n.Shards++
+			if a.cfg.ClusterNodes == nil {
+				n.Alive = true // no members table: a live lease is the sign of life
+			}
 		}
 	}
 	for _, n := range nodes {

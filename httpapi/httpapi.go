@@ -107,6 +107,9 @@ type Config struct {
 	// group owned elsewhere is answered 503 with Retry-After.
 	Router        GroupRouter
 	ClusterSecret string
+	// ClusterNodes, when set, lists the members (nodes table, as of this
+	// node's last heartbeat) for GET /debug/cluster.
+	ClusterNodes func() []store.Node
 	// Board is the web board, mounted at "/"; nil answers 404 there.
 	Board http.Handler
 	// Done, when closed, ends every open event stream (close it before

@@ -98,3 +98,11 @@ func (s *Server) groupRouter() httpapi.GroupRouter {
 	}
 	return s.tr
 }
+
+// clusterNodes lists the members for /debug/cluster (nil for a single node).
+func (s *Server) clusterNodes() func() []store.Node {
+	if !s.cfg.Cluster.enabled() {
+		return nil
+	}
+	return s.tr.ClusterNodes
+}

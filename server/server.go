@@ -281,7 +281,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		DebugDeadLetters: func() any { return s.tr.System().DeadLetters() },
 		// Several nodes (cluster.go); empty for a single node.
 		Node: s.cfg.Cluster.NodeID, AdvertiseURL: s.cfg.Cluster.AdvertiseURL,
-		Router: s.groupRouter(), ClusterSecret: s.cfg.Cluster.Secret,
+		Router: s.groupRouter(), ClusterSecret: s.cfg.Cluster.Secret, ClusterNodes: s.clusterNodes(),
 	})
 	if err != nil {
 		return err

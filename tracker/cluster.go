@@ -216,6 +216,18 @@ func (t *Tracker) ClusterShards() []int {
 	return heldList(c.held)
 }
 
+// ClusterNodes returns the nodes this node saw at its last heartbeat (nil
+// when not in a cluster): id, advertise URL and liveness.
+func (t *Tracker) ClusterNodes() []store.Node {
+	c := t.cluster.Load()
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.nodes)
+}
+
 func heldList(m map[int]bool) []int {
 	out := make([]int, 0, len(m))
 	for sh := range m {
