@@ -57,6 +57,7 @@ var scenarios = []struct {
 	{"T6", runT6},
 	{"T7", runT7},
 	{"T10", runT10},
+	{"T8", runT8},
 }
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
