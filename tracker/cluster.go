@@ -72,6 +72,7 @@ type cluster struct {
 	// lease is surely still live on the database clock: the start of the
 	// last successful renewal plus the TTL, less a safety margin.
 	validUntil time.Time
+	watchdog   *time.Timer // fires fenceIfLate at validUntil
 
 	stop chan struct{}
 	done chan struct{}
@@ -191,6 +192,9 @@ func (t *Tracker) StopCluster(ctx context.Context) error {
 	}
 	<-c.done
 	c.mu.Lock()
+	if c.watchdog != nil {
+		c.watchdog.Stop()
+	}
 	shards := heldList(c.held)
 	clear(c.held)
 	c.mu.Unlock()
@@ -344,6 +348,14 @@ func (c *cluster) renew() bool {
 		}
 	}
 	c.validUntil = began.Add(c.cfg.TTL - c.safetyMargin())
+	// The watchdog fences at validUntil even while the keeper's loop is
+	// stuck in a renewal that hangs (a partition holds a statement until
+	// its timeout).
+	if c.watchdog == nil {
+		c.watchdog = time.AfterFunc(time.Until(c.validUntil), c.fenceIfLate)
+	} else {
+		c.watchdog.Reset(time.Until(c.validUntil))
+	}
 	return true
 }
 

@@ -58,6 +58,7 @@ var scenarios = []struct {
 	{"T7", runT7},
 	{"T10", runT10},
 	{"T8", runT8},
+	{"T12", runT12},
 }
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {

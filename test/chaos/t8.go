@@ -82,67 +82,15 @@ func runT8(ctx context.Context, h *harness) (res scenarioResult) {
 	if err := h.stopMain(); err != nil {
 		res.notes = append(res.notes, "stopping the shared server: "+err.Error())
 	}
-	admin, err := pgx.Connect(ctx, h.cfg.pgURL)
+	cl, err := startCluster(ctx, h, &res, "t8", false)
 	if err != nil {
-		return scenarioResult{notes: []string{"no PostgreSQL at CREWCAST_TEST_POSTGRES: " + err.Error()}}
+		if cl == nil {
+			return scenarioResult{notes: []string{err.Error()}}
+		}
+		return res.fail("%v", err)
 	}
-	defer admin.Close(context.Background())
-	dbName := fmt.Sprintf("chaos_t8_%d_%d", os.Getpid(), time.Now().Unix())
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+dbName); err != nil {
-		return res.fail("create database: %v", err)
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if _, err := admin.Exec(dctx, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)"); err != nil {
-			res.notes = append(res.notes, "drop database "+dbName+": "+err.Error())
-		}
-	}()
-	u, err := url.Parse(h.cfg.pgURL)
-	if err != nil {
-		return res.fail("parse %s: %v", h.cfg.pgURL, err)
-	}
-	u.Path = "/" + dbName
-	var nodes []*server
-	byID := map[string]*server{}
-	for i := range 3 {
-		id := fmt.Sprintf("t8-node-%d", i+1)
-		s := h.newServer(id, u.String(), "--send-rate", "50", "--node-id", id, "--lease-ttl", t8TTL.String())
-		s.env = []string{"CREWCAST_CLUSTER_SECRET=chaos-cluster-secret"}
-		if err := s.start(ctx); err != nil {
-			return res.fail("start %s: %v", id, err)
-		}
-		nodes = append(nodes, s)
-		byID[id] = s
-	}
-	defer func() {
-		for _, s := range nodes {
-			if s.p != nil {
-				_ = syscall.Kill(s.p.Pid(), syscall.SIGCONT)
-			}
-			if err := s.stop(); err != nil {
-				res.problems = append(res.problems, "stop "+s.name+": "+err.Error())
-			}
-		}
-	}()
-	// Even split before the faults.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		v, err := nodes[0].api.cluster(ctx, "")
-		even := err == nil && len(v.Nodes) == 3
-		for _, n := range v.Nodes {
-			even = even && n.Alive && n.Shards >= 21 && n.Shards <= 22
-		}
-		if even {
-			break
-		}
-		if time.Now().After(deadline) {
-			return res.fail("no even split of the shards within 30 s: %+v %v", v.Nodes, err)
-		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
-			return res.fail("%v", err)
-		}
-	}
+	defer cl.teardown()
+	nodes, byID := cl.nodes, cl.byID
 	iterations := int(envInt64("CREWCAST_CHAOS_CLUSTER_ITERATIONS", 2))
 	var ids []string
 	var failovers, handoffs []time.Duration
@@ -166,25 +114,6 @@ func runT8(ctx context.Context, h *harness) (res scenarioResult) {
 		}
 		return g.ID, byID[v.Group.Owner], nil
 	}
-	// firstCommitBy waits for the first event of id committed by a node
-	// other than old, and returns when it was committed.
-	firstCommitBy := func(reader *server, id, old string, since time.Time, limit time.Duration) (time.Time, error) {
-		end := time.Now().Add(limit)
-		for time.Now().Before(end) {
-			evs, err := reader.api.stamps(ctx, id)
-			if err == nil {
-				for _, e := range evs {
-					if e.Node != old && e.Node != "" && e.At.After(since) {
-						return e.At, nil
-					}
-				}
-			}
-			if err := sleep(ctx, 50*time.Millisecond); err != nil {
-				return time.Time{}, err
-			}
-		}
-		return time.Time{}, fmt.Errorf("no commit by another node within %s", limit)
-	}
 	for it := range iterations {
 		via := nodes[it%len(nodes)]
 		id, owner, err := newPaced(via, "t8")
@@ -201,11 +130,12 @@ func runT8(ctx context.Context, h *harness) (res scenarioResult) {
 			return res.fail("SIGSTOP %s: %v", owner.name, err)
 		}
 		stopped := time.Now()
-		at, err := firstCommitBy(other, id, owner.name, stopped, 2*t8TTL+5*time.Second)
+		head := headSeq(ctx, other, id)
+		took, err := firstCommitBy(ctx, other, id, owner.name, head, stopped, 2*t8TTL+5*time.Second)
 		if err != nil {
 			res.problems = append(res.problems, fmt.Sprintf("iteration %d: %s paused: %v", it, owner.name, err))
 		} else {
-			failovers = append(failovers, at.Sub(stopped))
+			failovers = append(failovers, took)
 		}
 		_ = sleep(ctx, time.Until(stopped.Add(2*t8TTL)))
 		if err := syscall.Kill(owner.p.Pid(), syscall.SIGCONT); err != nil {
@@ -223,15 +153,17 @@ func runT8(ctx context.Context, h *harness) (res scenarioResult) {
 		_ = sleep(ctx, 1500*time.Millisecond)
 		other := live(owner)
 		h.proxy.setUpstream(other.p.url)
+		head := headSeq(ctx, other, id)
 		began := time.Now()
-		if err := owner.p.Stop(40 * time.Second); err != nil {
-			res.problems = append(res.problems, fmt.Sprintf("SIGTERM %s: %v", owner.name, err))
-		}
-		h.proxy.setUpstream(other.p.url)
-		if at, err := firstCommitBy(other, id, owner.name, began, 2*t8TTL+5*time.Second); err != nil {
+		stopErr := make(chan error, 1)
+		go func() { stopErr <- owner.p.Stop(40 * time.Second) }()
+		if took, err := firstCommitBy(ctx, other, id, owner.name, head, began, 2*t8TTL+5*time.Second); err != nil {
 			res.problems = append(res.problems, "hand-off: "+err.Error())
 		} else {
-			handoffs = append(handoffs, at.Sub(began))
+			handoffs = append(handoffs, took)
+		}
+		if err := <-stopErr; err != nil {
+			res.problems = append(res.problems, fmt.Sprintf("SIGTERM %s: %v", owner.name, err))
 		}
 	}
 	reader := live(nil)
@@ -262,7 +194,123 @@ func runT8(ctx context.Context, h *harness) (res scenarioResult) {
 	line := fmt.Sprintf("CLUSTER iterations=%d pauses=%d stale_writes=%d duplicate_sends=%d lost=%d failover_p99_ms=%d handoff_p99_ms=%d",
 		iterations, len(failovers), stale, dups, fin.lost, percentileMS(failovers, 99), percentileMS(handoffs, 99))
 	fmt.Fprintln(h.out, line)
-	res.notes = append(res.notes, line, fmt.Sprintf("%d acknowledged webhooks, %d unconfirmed [%s], lease TTL %s, database %s",
-		fin.acked, fin.unconfirmed, statusCounts(views), t8TTL, dbName))
+	res.notes = append(res.notes, line, fmt.Sprintf("%d acknowledged webhooks, %d unconfirmed [%s], lease TTL %s",
+		fin.acked, fin.unconfirmed, statusCounts(views), t8TTL))
 	return res
+}
+
+// headSeq returns the journal head of group id, read through reader.
+func headSeq(ctx context.Context, reader *server, id string) uint64 {
+	evs, err := reader.api.stamps(ctx, id)
+	if err != nil || len(evs) == 0 {
+		return 0
+	}
+	return evs[len(evs)-1].Seq
+}
+
+// firstCommitBy waits until reader sees an event of group id after seq
+// after committed by a node other than old, and returns how long after
+// since it saw it (polling every 20 ms).
+func firstCommitBy(ctx context.Context, reader *server, id, old string, after uint64, since time.Time, limit time.Duration) (time.Duration, error) {
+	end := time.Now().Add(limit)
+	for time.Now().Before(end) {
+		evs, err := reader.api.stamps(ctx, id)
+		if err == nil {
+			for _, e := range evs {
+				if e.Seq > after && e.Node != old && e.Node != "" {
+					return time.Since(since), nil
+				}
+			}
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+	return 0, fmt.Errorf("no commit by another node within %s", limit)
+}
+
+// testCluster is three nodes on a fresh PostgreSQL database.
+type testCluster struct {
+	nodes    []*server
+	byID     map[string]*server
+	proxy    *tcpProxy // node 1's link to PostgreSQL, when proxied
+	teardown func()
+}
+
+// startCluster creates a database, starts three nodes (the first one's
+// PostgreSQL connections through a TCP proxy when proxied) and waits for
+// an even split. A nil cluster with an error means PostgreSQL is missing.
+func startCluster(ctx context.Context, h *harness, res *scenarioResult, prefix string, proxied bool) (*testCluster, error) {
+	admin, err := pgx.Connect(ctx, h.cfg.pgURL)
+	if err != nil {
+		return nil, fmt.Errorf("no PostgreSQL at CREWCAST_TEST_POSTGRES: %w", err)
+	}
+	cl := &testCluster{byID: map[string]*server{}}
+	dbName := fmt.Sprintf("chaos_%s_%d_%d", prefix, os.Getpid(), time.Now().Unix())
+	cl.teardown = func() {
+		for _, s := range cl.nodes {
+			if s.p != nil {
+				_ = syscall.Kill(s.p.Pid(), syscall.SIGCONT)
+			}
+		}
+		if cl.proxy != nil {
+			cl.proxy.setBlackhole(false)
+		}
+		for _, s := range cl.nodes {
+			if err := s.stop(); err != nil {
+				res.problems = append(res.problems, "stop "+s.name+": "+err.Error())
+			}
+		}
+		if cl.proxy != nil {
+			cl.proxy.close()
+		}
+		dctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if _, err := admin.Exec(dctx, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)"); err != nil {
+			res.notes = append(res.notes, "drop database "+dbName+": "+err.Error())
+		}
+		admin.Close(context.Background())
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+dbName); err != nil {
+		return cl, fmt.Errorf("create database: %w", err)
+	}
+	u, err := url.Parse(h.cfg.pgURL)
+	if err != nil {
+		return cl, fmt.Errorf("parse %s: %w", h.cfg.pgURL, err)
+	}
+	u.Path = "/" + dbName
+	for i := range 3 {
+		id := fmt.Sprintf("%s-node-%d", prefix, i+1)
+		db := *u
+		if i == 0 && proxied {
+			if cl.proxy, err = newTCPProxy(u.Host); err != nil {
+				return cl, err
+			}
+			db.Host = cl.proxy.addr()
+		}
+		s := h.newServer(id, db.String(), "--send-rate", "50", "--node-id", id, "--lease-ttl", t8TTL.String())
+		s.env = []string{"CREWCAST_CLUSTER_SECRET=chaos-cluster-secret"}
+		if err := s.start(ctx); err != nil {
+			return cl, fmt.Errorf("start %s: %w", id, err)
+		}
+		cl.nodes = append(cl.nodes, s)
+		cl.byID[id] = s
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := cl.nodes[0].api.cluster(ctx, "")
+		even := err == nil && len(v.Nodes) == 3
+		for _, n := range v.Nodes {
+			even = even && n.Alive && n.Shards >= 21 && n.Shards <= 22
+		}
+		if even {
+			return cl, nil
+		}
+		if time.Now().After(deadline) {
+			return cl, fmt.Errorf("no even split of the shards within 30 s: %+v %v", v.Nodes, err)
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return cl, err
+		}
+	}
 }
