@@ -1,8 +1,11 @@
 package server_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"net/http"
+	"strconv"
+	"strings"
 		"testing"
 	"time"
 
@@ -124,4 +127,94 @@ func testClusterCommands(t *testing.T, eng engine) {
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("cancel through a node without the secret: %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
+}
+
+// An event stream opened on a node that does not own the group shows the
+// owner's commits live (NOTIFY crewcast_changes), and resumes with
+// Last-Event-ID on yet another node without a gap.
+func TestClusterStreamOnAnyNode(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng engine) {
+		if eng.name != "postgres" {
+			t.Skip("several nodes need PostgreSQL; SQLite is one node (TestSecondServerOnOneSQLiteFileRefuses)")
+		}
+		node := func(id string) *server.Server {
+			return start(t, eng, sim.Faults{}, func(c *server.Config) {
+				c.Cluster = server.ClusterConfig{NodeID: id, LeaseTTL: 2 * time.Second, Secret: "s3cret"}
+				c.SendRate = 0.1 // the group stays cancelable
+			})
+		}
+		a, b := node("node-a"), node("node-b")
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			v := clusterView(t, a, "")
+			if len(v.Nodes) == 2 && v.Nodes[0].Shards == 32 && v.Nodes[1].Shards == 32 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no even split: %+v", v.Nodes)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		id := createGroup(t, a, []string{"+15550100001", "+15550100002", "+15550100003"})
+		req, _ := http.NewRequest("GET", b.URL()+"/v1/groups/"+id+"/stream", nil)
+		req.Header.Set("Authorization", "Bearer "+adminKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		lines := make(chan string, 100)
+		go func() {
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		await := func(want string) string {
+			t.Helper()
+			lastID := ""
+			timeout := time.After(10 * time.Second)
+			for {
+				select {
+				case l, ok := <-lines:
+					if !ok {
+						t.Fatalf("stream ended before %q", want)
+					}
+					if strings.HasPrefix(l, "id: ") {
+						lastID = strings.TrimPrefix(l, "id: ")
+					}
+					if strings.Contains(l, want) {
+						return lastID
+					}
+				case <-timeout:
+					t.Fatalf("no %q on node-b's stream within 10 s", want)
+				}
+			}
+		}
+		await(`"group.created"`)
+		if code, body := apiDo(t, a, "POST", "/v1/groups/"+id+"/cancel", nil); code != http.StatusOK {
+			t.Fatalf("cancel: %d %s", code, body)
+		}
+		canceledID := await(`"group.canceled"`)
+		// Resume on the owner from before the cancel: it is replayed.
+		seq, _ := strconv.Atoi(canceledID)
+		req2, _ := http.NewRequest("GET", a.URL()+"/v1/groups/"+id+"/stream", nil)
+		req2.Header.Set("Authorization", "Bearer "+adminKey)
+		req2.Header.Set("Last-Event-ID", strconv.Itoa(seq-1))
+		resp2, err := http.DefaultClient.Do(req2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp2.Body.Close()
+		sc := bufio.NewScanner(resp2.Body)
+		for sc.Scan() {
+			if l := sc.Text(); strings.HasPrefix(l, "id: ") {
+				if l != "id: "+canceledID {
+					t.Fatalf("resume after %d began at %q, want id %s", seq-1, l, canceledID)
+				}
+				break
+			}
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,6 +55,10 @@ type ClusterConfig struct {
 	// inbox sweep (SweepInterval) remains the safety net.
 	Notifier store.Notifier
 }
+
+// changesChannel carries the groups whose journal this node committed to
+// ("id:seq,id:seq…"), so that event streams on every node see them.
+const changesChannel = "crewcast_changes"
 
 // inboxChannel is the NOTIFY channel of webhooks made durable for a group
 // another node owns; the payload is the group's shard.
@@ -292,9 +297,11 @@ func (c *cluster) run() {
 	defer close(c.done)
 	if c.cfg.Notifier != nil {
 		var wg sync.WaitGroup
-		wg.Add(2)
+		wg.Add(4)
 		go func() { defer wg.Done(); c.notify() }()
 		go func() { defer wg.Done(); c.listen() }()
+		go func() { defer wg.Done(); c.shareChanges() }()
+		go func() { defer wg.Done(); c.listenChanges() }()
 		defer wg.Wait()
 	}
 	lastRenew := time.Time{}
@@ -621,5 +628,87 @@ func (t *Tracker) ownedID(next func() string) func() string {
 			}
 		}
 		return next()
+	}
+}
+
+// shareChanges tells the other nodes about this node's commits (those the
+// local hub carries with their events; changes heard from other nodes
+// carry none and are not repeated), a batch per NOTIFY.
+func (c *cluster) shareChanges() {
+	sub := c.t.hub.Subscribe("")
+	defer sub.Close()
+	const maxPayload = 7000 // NOTIFY payloads must stay under 8000 bytes
+	for {
+		latest := map[string]uint64{}
+		add := func(ch Change) {
+			if len(ch.Events) > 0 && ch.Seq > latest[ch.GroupID] {
+				latest[ch.GroupID] = ch.Seq
+			}
+		}
+		select {
+		case <-c.stop:
+			return
+		case ch := <-sub.C:
+			add(ch)
+		}
+		for more := true; more; {
+			select {
+			case ch := <-sub.C:
+				add(ch)
+			default:
+				more = false
+			}
+		}
+		if len(latest) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
+		var b strings.Builder
+		flush := func() {
+			if b.Len() > 0 {
+				if err := c.cfg.Notifier.Notify(ctx, changesChannel, b.String()); err != nil {
+					c.t.log.Warn("share changes", "err", err)
+				}
+				b.Reset()
+			}
+		}
+		for id, seq := range latest {
+			item := id + ":" + strconv.FormatUint(seq, 10)
+			if b.Len()+len(item)+1 > maxPayload {
+				flush()
+			}
+			if b.Len() > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(item)
+		}
+		flush()
+		cancel()
+	}
+}
+
+// listenChanges publishes other nodes' commits on the local hub (with
+// their seq only: a stream reads the events from the journal).
+func (c *cluster) listenChanges() {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-c.stop; cancel() }()
+	for ctx.Err() == nil {
+		err := c.cfg.Notifier.Listen(ctx, changesChannel, func(payload string) {
+			for _, item := range strings.Split(payload, ",") {
+				id, seqText, ok := strings.Cut(item, ":")
+				seq, err := strconv.ParseUint(seqText, 10, 64)
+				if !ok || err != nil || id == "" || c.t.ownsKey(id) {
+					continue // our own commits are on the hub already
+				}
+				c.t.hub.Publish(Change{GroupID: id, Seq: seq})
+			}
+		})
+		if err != nil {
+			c.t.log.Warn("listen for other nodes' changes; listening again", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
 	}
 }
