@@ -59,6 +59,7 @@ var scenarios = []struct {
 	{"T10", runT10},
 	{"T8", runT8},
 	{"T12", runT12},
+	{"T13", runT13},
 }
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
