@@ -3,6 +3,7 @@ package tracker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -299,4 +300,28 @@ func TestClusterWebhooksReachTheOwner(t *testing.T) {
 		func(g store.GroupRow) bool { return g.Counts["delivered"] == n })
 	t.Logf("%d recipients delivered through webhooks received by %s in %s", n, other.id, time.Since(began))
 	checkLedger(t, h.sim)
+
+	// An inbound text from nobody's recipient belongs to the unmatched
+	// journal, on whichever node holds its shard: both nodes get it in turn.
+	for i, via := range []*clusterNode{a, b} {
+		h.target.Store(via.tr)
+		from := fmt.Sprintf("+1555099000%d", i)
+		if _, err := h.sim.Inbound(context.Background(), from, itFrom, "who is this"); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			rs, _, err := via.st.ListReplies(context.Background(), store.ReplyQuery{Number: from, Unmatched: true, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the unmatched text received by %s was not recorded: %+v", via.id, rs)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }

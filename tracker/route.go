@@ -160,6 +160,10 @@ func (t *Tracker) routeEntry(ctx context.Context, ref store.InboxRef, events []c
 			return err
 		}
 		if id == "" {
+			if !t.ownsKey(unmatchedKey) {
+				t.wakeOwner(store.ShardOf(unmatchedKey)) // the unmatched journal lives on another node (cluster.go)
+				return nil
+			}
 			return t.unmatched.record(ctx, ref, events)
 		}
 		t.deliver(id, routed{ref: ref, events: events})
