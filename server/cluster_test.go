@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-		"testing"
+	"testing"
 	"time"
 
 	"github.com/crewcast/crewcast/provider/sim"
