@@ -60,6 +60,11 @@ type ClusterConfig struct {
 // ("id:seq,id:seq…"), so that event streams on every node see them.
 const changesChannel = "crewcast_changes"
 
+// errNotOwner answers a queued send whose group's shard moved to another
+// node; its result is never committed here (the commit would be fenced).
+var errNotOwner = &crewcast.SendError{Provider: "crewcast", Class: crewcast.ClassNotSent,
+	Detail: "not sent: the group moved to another node before the provider call", RetryAfter: time.Millisecond}
+
 // inboxChannel is the NOTIFY channel of webhooks made durable for a group
 // another node owns; the payload is the group's shard.
 const inboxChannel = "crewcast_inbox"
@@ -112,6 +117,20 @@ func (t *Tracker) StartCluster(cfg ClusterConfig) error {
 	t.cluster.Store(c)
 	// Before any request is served (the server starts HTTP after this).
 	t.cfg.NewID = t.ownedID(t.cfg.NewID)
+	// A claimed send still queued when its shard moved away is not sent
+	// late: the new owner counts it unconfirmed (claimed, no outcome) and
+	// never resends it; calling the provider now would only make that
+	// guess wrong. (No send is queued yet: nothing is owned before this.)
+	guard := t.pool.guard
+	t.pool.guard = func(ctx context.Context, j sendJob) (func(), error) {
+		if !t.ownsKey(j.groupID) {
+			return nil, errNotOwner
+		}
+		if guard == nil {
+			return func() {}, nil
+		}
+		return guard(ctx, j)
+	}
 	// Reminders of shards held elsewhere are theirs to fire.
 	t.groups.EnableReminders(heldReminders{t.st, c}, func(r actor.Reminder) groupMsg { return msgReminder{r: r} },
 		actor.ReminderOptions{PollInterval: t.cfg.ReminderPoll})

@@ -325,3 +325,35 @@ func TestClusterWebhooksReachTheOwner(t *testing.T) {
 		}
 	}
 }
+
+// A node that no longer holds a group's shard does not make a queued send
+// of it late: the provider is not called.
+func TestClusterQueuedSendOfAMovedGroupIsNotMade(t *testing.T) {
+	url := os.Getenv("CREWCAST_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("cluster tests need CREWCAST_TEST_POSTGRES (e.g. postgres://root@127.0.0.1:5432/test?sslmode=disable); CI sets it")
+	}
+	schema := itSchema(t, url)
+	h := newHarness(t, sim.DefaultFaults(), nil)
+	a := startNode(t, h, url, schema, "node-a")
+	awaitShards(t, 10*time.Second, "node-a to hold every shard", func() bool { return len(a.tr.ClusterShards()) == store.NumShards })
+	job := func(id string) sendJob {
+		return sendJob{groupID: id, send: group.Send{ID: "s1", Indices: []int{0}},
+			req: crewcast.SendRequest{From: itFrom, To: []string{"+15550100001"}, Text: itText}}
+	}
+	// Held: the call goes through.
+	if r := a.tr.pool.call(job("grp_held")); r.err != nil {
+		t.Fatalf("send of a held group: %v", r.err)
+	}
+	a.link.cut.Store(true)
+	awaitShards(t, clusterTTL, "node-a to fence itself", func() bool { return len(a.tr.ClusterShards()) == 0 })
+	before := len(h.sim.Ledger())
+	r := a.tr.pool.call(job("grp_moved"))
+	if !errors.Is(r.err, errNotOwner) && r.err != errNotOwner {
+		t.Fatalf("send of a group held elsewhere: %v, want errNotOwner", r.err)
+	}
+	if after := len(h.sim.Ledger()); after != before {
+		t.Fatalf("the provider was called: ledger %d → %d", before, after)
+	}
+	a.link.cut.Store(false)
+}
