@@ -12,7 +12,9 @@
 // fanout (a 10,000-recipient group against the simulator, pacing off),
 // scale (hibernated groups seeded through the store API; routing latency
 // and memory at a small and a large group count; the database steps run
-// in child processes of this program so each one's memory is its own).
+// in child processes of this program so each one's memory is its own),
+// cluster (webhook ingest through three nodes on one PostgreSQL ÷ through
+// one, issue 15).
 package main
 
 import (
@@ -70,7 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	runList := fs.String("run", "ingest,e2e,fanout,scale", "scenarios to run, comma-separated")
+	runList := fs.String("run", "ingest,e2e,fanout,scale,cluster", "scenarios to run, comma-separated (cluster needs PostgreSQL: CREWCAST_TEST_POSTGRES)")
 	fs.StringVar(&c.profile, "profile", "", "write CPU profiles of the measured windows to this directory")
 	fs.StringVar(&c.tmp, "tmp", "", "directory for databases (default: a new temporary directory)")
 	fs.IntVar(&c.ingestClients, "ingest-clients", 128, "concurrent keep-alive webhook clients")
@@ -95,7 +97,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, err
 	}
 	var err error
-	c.run, err = harness.Scenarios(*runList, "scenario", []string{"ingest", "e2e", "fanout", "scale"})
+	c.run, err = harness.Scenarios(*runList, "scenario", []string{"ingest", "e2e", "fanout", "scale", "cluster"})
 	return c, err
 }
 
@@ -138,6 +140,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	steps := map[string]func(context.Context, config, harness.Reporter) error{
 		"ingest": benchIngest, "e2e": benchE2E, "fanout": benchFanout, "scale": benchScale,
+		"cluster": benchCluster,
 	}
 	return rep.RunEach(c.run, func(s string) error { return steps[s](ctx, c, rep) })
 }
