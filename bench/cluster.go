@@ -58,7 +58,7 @@ func benchCluster(ctx context.Context, c config, rep harness.Reporter) error {
 		if err := waitEvenSplit(ctx, ccs); err != nil {
 			return 0, err
 		}
-		targets, err := ccs[0].SentGroups(ctx, c.ingestGroups/2, c.ingestSize, 3_000_000)
+		targets, err := ccs[0].SentGroups(ctx, max(1, c.ingestGroups/2), c.ingestSize, 3_000_000)
 		if err != nil {
 			return 0, err
 		}
