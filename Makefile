@@ -1,7 +1,7 @@
 # crewcast — make targets. `make test` is what CI (.ci/run) runs.
 GO ?= go
 
-.PHONY: demo test unit fuzz bench chaos build vet lint
+.PHONY: demo test unit fuzz bench chaos build vet lint cluster
 
 demo:
 	$(GO) run ./cmd/crewcast demo
@@ -32,11 +32,15 @@ fuzz:
 # CREWCAST_BENCH_SCALE_N=100000 for a quicker run), and the comparisons
 # with protoactor-go and River (bench/peers, its own module, which follows
 # crewcast's go.mod through a replace: hence -mod=mod), which need
-# PostgreSQL. About 10 minutes on 2 cores.
+# PostgreSQL, and the cluster figures (chaos T8, ~2 minutes). About 12
+# minutes on 2 cores.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./actor/
 	$(GO) run ./bench
 	cd bench/peers && CREWCAST_TEST_POSTGRES="$${CREWCAST_TEST_POSTGRES:-postgres://root@127.0.0.1:5432/test?sslmode=disable}" $(GO) run -mod=mod .
+	# Several nodes (issue 15): cluster_failover_p99 and cluster_handoff_p99
+	# come from the chaos scenario T8 (real processes, SIGSTOP / SIGTERM).
+	CREWCAST_CHAOS_CLUSTER_ITERATIONS=10 $(GO) run ./test/chaos -only T8
 
 # Reliability harness (docs/reliability.md): kill -9, duplicate webhooks,
 # corrupt snapshots, disk full, PostgreSQL backend loss, soak. This is the
@@ -46,3 +50,8 @@ chaos:
 
 build:
 	$(GO) build -o bin/crewcast ./cmd/crewcast
+
+# Three nodes on loopback against the local PostgreSQL, plus the simulator
+# (scripts/cluster.sh; docs/deploy.md). Prints the URLs and an admin key.
+cluster:
+	@./scripts/cluster.sh

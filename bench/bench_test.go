@@ -67,6 +67,7 @@ func TestEveryScenarioPrintsItsResults(t *testing.T) {
 		// -scale-n 60 stands in for the million: the names carry the size.
 		"scale_rss_60": "MB", "scale_route_ratio_60_20": "ratio",
 		"contacts_import": "rows/s", "group_create_50": "ms",
+		"cluster_ingest_ratio_3v1": "ratio",
 	} {
 		if got[name] != unit {
 			t.Errorf("RESULT %s: unit %q, want %q\n%s", name, got[name], unit, out.String())

@@ -16,6 +16,8 @@
 // in child processes of this program so each one's memory is its own),
 // crews (a 50,000-row contacts import and a 100,000-person group created
 // from one crew).
+// cluster (webhook ingest through three nodes on one PostgreSQL ÷ through
+// one, issue 15).
 package main
 
 import (
@@ -80,7 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	runList := fs.String("run", "ingest,e2e,fanout,scale,webhookout,crews", "scenarios to run, comma-separated")
+	runList := fs.String("run", "ingest,e2e,fanout,scale,webhookout,crews,cluster", "scenarios to run, comma-separated (cluster needs PostgreSQL: CREWCAST_TEST_POSTGRES)")
 	fs.StringVar(&c.profile, "profile", "", "write CPU profiles of the measured windows to this directory")
 	fs.StringVar(&c.tmp, "tmp", "", "directory for databases (default: a new temporary directory)")
 	fs.IntVar(&c.ingestClients, "ingest-clients", 128, "concurrent keep-alive webhook clients")
@@ -110,7 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, err
 	}
 	var err error
-	c.run, err = harness.Scenarios(*runList, "scenario", []string{"ingest", "e2e", "fanout", "scale", "webhookout", "crews"})
+	c.run, err = harness.Scenarios(*runList, "scenario", []string{"ingest", "e2e", "fanout", "scale", "webhookout", "crews", "cluster"})
 	return c, err
 }
 
@@ -153,7 +155,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	steps := map[string]func(context.Context, config, harness.Reporter) error{
 		"ingest": benchIngest, "e2e": benchE2E, "fanout": benchFanout, "scale": benchScale,
-		"webhookout": benchWebhookOut, "crews": benchCrews,
+		"webhookout": benchWebhookOut, "crews": benchCrews, "cluster": benchCluster,
 	}
 	return rep.RunEach(c.run, func(s string) error { return steps[s](ctx, c, rep) })
 }

@@ -104,6 +104,18 @@ type Config struct {
 	// Privacy serves /v1/retention and /v1/erasure (privacy.go); nil
 	// answers 404 there.
 	Privacy Privacy
+	// Node and AdvertiseURL name this node in GET /debug/cluster (several
+	// nodes on one PostgreSQL, design §9).
+	Node, AdvertiseURL string
+	// Router, when set (several nodes), sends each group command to the
+	// node that owns the group; ClusterSecret authenticates the forwarded
+	// request (CREWCAST_CLUSTER_SECRET). Without a secret, a command for a
+	// group owned elsewhere is answered 503 with Retry-After.
+	Router        GroupRouter
+	ClusterSecret string
+	// ClusterNodes, when set, lists the members (nodes table, as of this
+	// node's last heartbeat) for GET /debug/cluster.
+	ClusterNodes func() []store.Node
 	// Board is the web board, mounted at "/"; nil answers 404 there.
 	Board http.Handler
 	// Done, when closed, ends every open event stream (close it before
@@ -384,6 +396,13 @@ func (a *api) wrapAs(rt route, label string) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		r, err := a.authorize(r, rt)
+		if err == nil && a.cfg.Router != nil && isGroupCommand(rt) {
+			var done bool
+			if done, err = a.forwardToOwner(sw, r); done && err == nil {
+				a.metrics.ObserveRequest(label, r.Method, sw.status, time.Since(start))
+				return
+			}
+		}
 		if err == nil {
 			err = rt.Handler(a, sw, r)
 		}

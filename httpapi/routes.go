@@ -34,6 +34,8 @@ var routeTable = []route{
 	{http.MethodGet, "/openapi.yaml", public, (*api).openapi},
 	{http.MethodGet, "/debug/actors", needAdmin, (*api).debugActors},
 	{http.MethodGet, "/debug/deadletters", needAdmin, (*api).debugDeadLetters},
+	{http.MethodGet, "/debug/cluster", needAdmin, (*api).debugCluster},
+	{http.MethodGet, "/debug/groups/{id}/journal", needAdmin, (*api).debugGroupJournal},
 
 	{http.MethodPost, "/webhooks/telnyx", public, (*api).webhookTelnyx},
 	{http.MethodPost, "/webhooks/twilio", public, (*api).webhookTwilio},

@@ -130,6 +130,9 @@ func (a *api) streamGroup(w http.ResponseWriter, r *http.Request) error {
 	}
 	replay := func() error { return a.store.Load(ctx, id, last, send) }
 	return a.streamLoop(r, s, sub, replay, func(c tracker.Change) (bool, error) {
+		if len(c.Events) == 0 {
+			return c.Seq > last, nil // committed on another node: only its seq is known, read the journal
+		}
 		for _, ev := range c.Events {
 			if ev.Seq <= last {
 				continue // already sent by the replay

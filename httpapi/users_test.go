@@ -364,6 +364,7 @@ func must(_ *http.Response, b []byte) []byte { return b }
 var routeRoles = map[string]string{
 	"GET /healthz": "public", "GET /readyz": "public", "GET /metrics": "public", "GET /openapi.yaml": "public",
 	"GET /debug/actors": "admin", "GET /debug/deadletters": "admin",
+	"GET /debug/cluster": "admin", "GET /debug/groups/{id}/journal": "admin",
 	"POST /webhooks/telnyx": "public", "POST /webhooks/twilio": "public",
 	"POST /v1/groups": "dispatcher", "GET /v1/groups": "viewer", "GET /v1/groups/{id}": "viewer",
 	"GET /v1/groups/{id}/recipients": "viewer", "GET /v1/groups/{id}/events": "viewer",

@@ -48,6 +48,9 @@ type Config struct {
 	DB string
 	// DBSchema, for PostgreSQL, is the schema to use (tests isolate with it).
 	DBSchema string
+	// Cluster makes this server one of several nodes on one PostgreSQL
+	// (cluster.go); its zero value is a single node.
+	Cluster ClusterConfig
 	// Provider is demo, telnyx or twilio. Default demo.
 	Provider string
 	// PublicURL is the origin providers post webhooks to, when crewcast is
@@ -198,6 +201,7 @@ type Server struct {
 	ln      net.Listener
 	url     string
 	st      store.Store
+	dbLock  *sqlite.ServeLock // a SQLite database's one-server hold (nil on PostgreSQL)
 	sim     *sim.Sim
 	client  *http.Client // provider API calls
 	tr      *tracker.Tracker
@@ -234,10 +238,14 @@ func New(cfg Config) (*Server, error) {
 // OpenStore opens the store a DB setting names: a postgres:// URL or a
 // SQLite path. Opening applies pending migrations.
 func OpenStore(ctx context.Context, db, schema string, now func() time.Time, log *slog.Logger) (store.Store, error) {
-	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
+	if isPostgresURL(db) {
 		return postgres.Open(ctx, postgres.Config{URL: db, Schema: schema, Now: now, Logger: log})
 	}
 	return sqlite.Open(ctx, sqlite.Config{Path: db, Now: now, Logger: log})
+}
+
+func isPostgresURL(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
 // Start listens, opens the store, starts the provider, the tracker and the
@@ -260,7 +268,17 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if public == "" {
 		public = s.url
 	}
-	s.st, err = OpenStore(ctx, cfg.DB, cfg.DBSchema, cfg.Clock.Now, cfg.Logger)
+	if !isPostgresURL(cfg.DB) {
+		// SQLite means one node: a second server on the file refuses here.
+		if s.dbLock, err = sqlite.LockServe(cfg.DB); err != nil {
+			return err
+		}
+	}
+	if cfg.Cluster.enabled() {
+		s.st, err = s.openClusterStore(ctx)
+	} else {
+		s.st, err = OpenStore(ctx, cfg.DB, cfg.DBSchema, cfg.Clock.Now, cfg.Logger)
+	}
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
@@ -309,6 +327,11 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err := s.tr.Start(ctx); err != nil {
 		return err
 	}
+	if cfg.Cluster.enabled() {
+		if err := s.startCluster(); err != nil {
+			return err
+		}
+	}
 	if cfg.AdminKey != "" {
 		if _, err := apikey.EnsureBootstrap(ctx, s.st, cfg.AdminKey, cfg.Clock.Now()); err != nil {
 			return fmt.Errorf("bootstrap admin key: %w", err)
@@ -321,6 +344,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		DebugActors:      func() any { return s.tr.System().Actors() },
 		DebugDeadLetters: func() any { return s.tr.System().DeadLetters() },
 		Privacy:          privacy{s},
+		// Several nodes (cluster.go); empty for a single node.
+		Node: s.cfg.Cluster.NodeID, AdvertiseURL: s.cfg.Cluster.AdvertiseURL,
+		Router: s.groupRouter(), ClusterSecret: s.cfg.Cluster.Secret, ClusterNodes: s.clusterNodes(),
 	})
 	if err != nil {
 		return err
@@ -497,6 +523,10 @@ func (s *Server) Stop(ctx context.Context) error {
 		if err := s.tr.Stop(ctx); err != nil {
 			errs = append(errs, err)
 		}
+		// Everything is committed: hand every lease off at once.
+		if err := s.tr.StopCluster(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("leave cluster: %w", err))
+		}
 	}
 	if s.client != nil {
 		// Idle keep-alive connections would hold the simulator's
@@ -512,6 +542,9 @@ func (s *Server) Stop(ctx context.Context) error {
 		if err := s.st.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
 		}
+	}
+	if err := s.dbLock.Release(); err != nil {
+		errs = append(errs, fmt.Errorf("release database lock: %w", err))
 	}
 	return errors.Join(errs...)
 }

@@ -389,6 +389,37 @@ type Lease struct {
 	Shard int
 	Owner string
 	Epoch uint64
+	// ExpiresAt is when the lease lapses on the database's clock; zero
+	// for a lease held without expiry (one node alone).
+	ExpiresAt time.Time
+}
+
+// ExpiringLeases are the leases of several nodes on one database (design
+// §9): each expires unless renewed, and every expiry is judged by the
+// database's clock, never a node's. A commit checks, inside its
+// transaction and serialised against these calls, that the lease of its
+// key's shard is still at the epoch this store instance holds and has not
+// expired; anything else fails the unit with actor.ErrFenced.
+type ExpiringLeases interface {
+	// AcquireShards takes, for owner, each of shards that nobody holds,
+	// whose lease has expired, or that is held without expiry, at the next
+	// epoch and until ttl from now; it returns the leases it took, which
+	// this store instance holds from then on. A shard whose lease is live
+	// (even owner's own) is left alone.
+	AcquireShards(ctx context.Context, owner string, shards []int, ttl time.Duration) ([]Lease, error)
+	// RenewShards extends, to ttl from now, every lease this instance holds
+	// for owner that has not expired, and returns them. A lease that
+	// expired or was taken is no longer held: commits on its shard fail
+	// from then on.
+	RenewShards(ctx context.Context, owner string, ttl time.Duration) ([]Lease, error)
+	// ReleaseShards gives up the listed leases this instance holds (it
+	// stops holding them first, then sets their expiry to now, so another
+	// node may take them at once).
+	ReleaseShards(ctx context.Context, owner string, shards []int) error
+	// DropShards stops holding the listed shards in this instance only,
+	// writing nothing (self-fencing when the database cannot be reached):
+	// commits on them fail from then on and the leases expire on their own.
+	DropShards(shards []int)
 }
 
 // Leases are shard ownership records with an epoch (fencing token). A
@@ -401,6 +432,53 @@ type Leases interface {
 	// then on. The calling store instance holds the new epoch.
 	TakeShard(ctx context.Context, shard int, owner string) (uint64, error)
 	ListLeases(ctx context.Context) ([]Lease, error)
+}
+
+// Node is one member of a cluster (design §9).
+type Node struct {
+	ID           string
+	AdvertiseURL string
+	// Alive: its last heartbeat is younger than the TTL given, on the
+	// database clock.
+	Alive bool
+}
+
+// Membership is the nodes table of several nodes on one database.
+type Membership interface {
+	// Heartbeat records that node id (reachable at advertiseURL) is alive
+	// now on the database clock, and returns every node by id, alive when
+	// its last heartbeat is younger than ttl.
+	Heartbeat(ctx context.Context, id, advertiseURL string, ttl time.Duration) ([]Node, error)
+	// Leave removes node id (a graceful exit).
+	Leave(ctx context.Context, id string) error
+}
+
+// Notifier wakes other nodes (PostgreSQL LISTEN/NOTIFY). A notification
+// is only a wake-up: it may be lost, so whatever it announces must also be
+// found by a periodic sweep.
+type Notifier interface {
+	// Notify sends payload to every listener of channel.
+	Notify(ctx context.Context, channel, payload string) error
+	// Listen calls fn with each payload sent on channel until ctx ends
+	// (nil) or the connection fails (the error; listen again).
+	Listen(ctx context.Context, channel string, fn func(payload string)) error
+}
+
+// JournalStamp is who committed one journal event: its lease epoch and
+// node (design §9). Events written before the stamps existed carry 0 and "".
+type JournalStamp struct {
+	Seq   uint64
+	Type  string
+	Epoch uint64
+	Node  string
+	At    time.Time
+}
+
+// JournalAudit reads the stamps of a key's journal, for the audit that no
+// stale owner ever wrote (GET /debug/groups/{id}/journal).
+type JournalAudit interface {
+	// JournalStamps returns the stamps of key's events in seq order.
+	JournalStamps(ctx context.Context, key string) ([]JournalStamp, error)
 }
 
 // ---- Retention ----

@@ -214,7 +214,7 @@ func (a *groupActor) busy() bool {
 	a.t.mu.Lock()
 	defer a.t.mu.Unlock()
 	w := a.t.work[a.key]
-	if w == nil {
+	if w == nil || !a.t.ownsKey(a.key) { // another node owns the group now (cluster.go)
 		return false
 	}
 	if w.empty() && !w.signaled {
@@ -410,7 +410,7 @@ func (a *groupActor) kickSoon(c *actor.Context[groupMsg]) {
 // commits the claims; flush then queues the provider calls.
 func (a *groupActor) kick(c *actor.Context[groupMsg]) {
 	t := a.t
-	if t.closing.Load() || a.g == nil {
+	if t.closing.Load() || a.g == nil || t.draining(a.key) { // draining: cluster.go hands the shard off
 		return
 	}
 	now := t.cfg.Clock.Now()
@@ -521,6 +521,10 @@ func (a *groupActor) doWork(c *actor.Context[groupMsg]) {
 		handled = append(handled, inboxKey{e.ref.Provider, e.ref.EventID})
 	}
 	if err := a.flush(c); err != nil {
+		if !t.ownsKey(a.key) {
+			t.forgetGroupWork(a.key, entries) // the shard moved: the new owner recovers it (cluster.go)
+			return
+		}
 		// Put everything back for the next instance; sends stay in flight.
 		t.mu.Lock()
 		w := t.workFor(a.key)

@@ -188,6 +188,10 @@ func (t *Tracker) routeEntry(ctx context.Context, ref store.InboxRef, events []c
 			return err
 		}
 		if id == "" {
+			if !t.ownsKey(unmatchedKey) {
+				t.wakeOwner(store.ShardOf(unmatchedKey)) // the unmatched journal lives on another node (cluster.go)
+				return nil
+			}
 			return t.unmatched.record(ctx, ref, events)
 		}
 		t.deliver(id, routed{ref: ref, events: events})
@@ -349,6 +353,10 @@ func (l *lingerSet) done(id string) {
 }
 
 func (t *Tracker) deliver(id string, r routed) {
+	if !t.ownsKey(id) {
+		t.wakeOwner(store.ShardOf(id)) // held by another node: it applies the entry from the shared inbox (cluster.go)
+		return
+	}
 	k := inboxKey{r.ref.Provider, r.ref.EventID}
 	t.mu.Lock()
 	if _, busy := t.routing[k]; busy {

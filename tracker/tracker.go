@@ -227,6 +227,9 @@ type Tracker struct {
 	// cancelCalls ends the provider calls still running when Stop's
 	// deadline passes.
 	cancelCalls context.CancelFunc
+	// cluster is the lease keeper when this tracker is one of several
+	// nodes (cluster.go); nil for a single node.
+	cluster atomic.Pointer[cluster]
 }
 
 type inboxKey struct{ provider, eventID string }
@@ -400,8 +403,8 @@ func (t *Tracker) waitIdle(ctx context.Context) error {
 	for {
 		t.mu.Lock()
 		busy := 0
-		for _, w := range t.work {
-			if !w.empty() {
+		for key, w := range t.work {
+			if !w.empty() && t.ownsKey(key) { // another node's work is theirs to recover (cluster.go)
 				busy++
 			}
 		}

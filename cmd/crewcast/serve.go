@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -43,6 +44,8 @@ type serverFlags struct {
 	webhookAllowPrivate                             bool
 	webhookSecretKey                                string
 	parkedTTL                                       time.Duration
+	nodeID, advertiseURL                            string // several nodes (server/cluster.go)
+	leaseTTL                                        time.Duration
 }
 
 // serverFlagDocs lists serve's flags by section for -h, each with the
@@ -54,6 +57,9 @@ var serverFlagDocs = []flagSection{
 		{"log-level", "CREWCAST_LOG_LEVEL"}, {"log-format", "CREWCAST_LOG_FORMAT"},
 	}},
 	{"Storage", []envBinding{{"db", "CREWCAST_DB"}}},
+	{"Several nodes (PostgreSQL)", []envBinding{
+		{"node-id", "CREWCAST_NODE_ID"}, {"advertise-url", "CREWCAST_ADVERTISE_URL"}, {"lease-ttl", "CREWCAST_LEASE_TTL"},
+	}},
 	{"Provider", []envBinding{
 		{"provider", "CREWCAST_PROVIDER"}, {"provider-timeout", "CREWCAST_PROVIDER_TIMEOUT"},
 		{"telnyx-api-key", "CREWCAST_TELNYX_API_KEY"}, {"telnyx-public-key", "CREWCAST_TELNYX_PUBLIC_KEY"},
@@ -115,6 +121,9 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: json (one object per line) or text")
 	fs.BoolVar(&f.webhookAllowPrivate, "webhook-allow-private", false, "let outbound webhooks reach loopback, private and link-local addresses")
 	fs.StringVar(&f.webhookSecretKey, "webhook-secret-key", "", "server key that seals webhook endpoint secrets in the database")
+	fs.StringVar(&f.nodeID, "node-id", "", "this node's id; set it (or --advertise-url) to run as one of several nodes on PostgreSQL")
+	fs.StringVar(&f.advertiseURL, "advertise-url", "", "how the other nodes reach this one (http://10.0.0.5:8080)")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", 10*time.Second, "shard lease time to live; a node that cannot renew stops before it ends")
 	fs.Usage = func() { serveUsage(fs) }
 	return f
 }
@@ -147,6 +156,8 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 		Logger:            logger,
 
 		WebhookAllowPrivate: f.webhookAllowPrivate, WebhookSecretKey: f.webhookSecretKey,
+		Cluster: server.ClusterConfig{NodeID: f.nodeID, AdvertiseURL: f.advertiseURL, LeaseTTL: f.leaseTTL,
+			Secret: os.Getenv("CREWCAST_CLUSTER_SECRET")}, // environment only: a secret has no flag
 	}, nil
 }
 

@@ -19,8 +19,8 @@ import (
 // Statements of the commit pipeline. Multi-row effects go through unnest so
 // that each is one statement whatever its size.
 const (
-	sqlInsEvents = `INSERT INTO journal (key, seq, type, data, time)
-		SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bytea[], $5::bigint[])`
+	sqlInsEvents = `INSERT INTO journal (key, seq, type, data, time, epoch, node)
+		SELECT $1, u.*, $6::bigint, $7::text FROM unnest($2::bigint[], $3::text[], $4::bytea[], $5::bigint[]) AS u`
 	sqlSetReminder = `INSERT INTO reminders (key, name, due) VALUES ($1, $2, $3)
 		ON CONFLICT (key, name) DO UPDATE SET due = excluded.due`
 	sqlDelReminder  = `DELETE FROM reminders WHERE key = $1 AND name = $2`
@@ -55,6 +55,22 @@ const (
 )
 
 var sqlUpGroup = sqlq.Rebind(sqlq.UpsertGroup)
+
+// stamp is what every journal event records about who committed it: the
+// epoch of its shard's lease this instance holds (the one the commit
+// checked) and the node (design §9: an audit can prove no stale owner wrote).
+type stamp struct {
+	node  string
+	epoch func(key string) int64
+}
+
+func (s *Store) stamp() stamp {
+	return stamp{node: s.cfg.Owner, epoch: func(key string) int64 { return int64(s.epochs.Of(store.ShardOf(key))) }}
+}
+
+// leaseLive is the commit's expiry check: a lease with an expiry must not
+// have lapsed on the database clock (cluster.go's leases; design §9).
+var leaseLive = sqlq.LeaseLive("postgres", "l.")
 
 // Constraint names (see migrations) that turn a unique violation into a
 // unit's own failure instead of a batch failure.
@@ -162,7 +178,7 @@ func (s *Store) Commit(ctx context.Context, units []actor.Unit) ([]error, error)
 		for k, i := range sent {
 			before := b.Len()
 			b.Queue(`SAVEPOINT unit`)
-			if err := queueUnit(b, &units[i], effs[i], now); err != nil {
+			if err := queueUnit(b, &units[i], effs[i], now, s.stamp()); err != nil {
 				return nil, err
 			}
 			b.Queue(`RELEASE SAVEPOINT unit`)
@@ -271,7 +287,7 @@ func (s *Store) commitBulk(ctx context.Context, tx pgx.Tx, units []actor.Unit, e
 	}
 	b := &pgx.Batch{}
 	b.Queue(`SAVEPOINT bulk`)
-	if err := queueMerged(b, units, effs, sent, now); err != nil {
+	if err := queueMerged(b, units, effs, sent, now, s.stamp()); err != nil {
 		return false, err
 	}
 	b.Queue(`RELEASE SAVEPOINT bulk`)
@@ -297,9 +313,9 @@ func (s *Store) commitBulk(ctx context.Context, tx pgx.Tx, units []actor.Unit, e
 // after another: for every row the last write wins (reminders, group rows,
 // deliveries, routes, suppressions), inbox acks keep the last non-empty
 // target, replies keep the first of a duplicate, events append in order.
-func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent []int, now time.Time) error {
+func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent []int, now time.Time, st stamp) error {
 	var evKeys, evTypes []string
-	var evSeqs, evTimes []int64
+	var evSeqs, evTimes, evEpochs []int64
 	var evData [][]byte
 	type remOp struct {
 		due    int64
@@ -334,6 +350,7 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 			}
 			evData = append(evData, d)
 			evTimes = append(evTimes, store.Nanos(sqlq.OrNow(ev.Time, now)))
+			evEpochs = append(evEpochs, st.epoch(u.Key))
 		}
 		for _, r := range u.Reminders {
 			k := [2]string{u.Key, r.Name}
@@ -389,9 +406,9 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 		}
 	}
 	if len(evKeys) > 0 {
-		b.Queue(`INSERT INTO journal (key, seq, type, data, time)
-			SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bytea[], $5::bigint[])`,
-			evKeys, evSeqs, evTypes, evData, evTimes)
+		b.Queue(`INSERT INTO journal (key, seq, type, data, time, epoch, node)
+			SELECT u.*, $7::text FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bytea[], $5::bigint[], $6::bigint[]) AS u`,
+			evKeys, evSeqs, evTypes, evData, evTimes, evEpochs, st.node)
 	}
 	for _, k := range remOrder {
 		if op := rems[k]; op.delete {
@@ -522,6 +539,7 @@ func (s *Store) prefetch(ctx context.Context, tx pgx.Tx, units []actor.Unit, eff
 	}
 	b.Queue(`SELECT l.shard FROM shard_leases l
 		JOIN unnest($1::bigint[], $2::bigint[]) AS m(shard, epoch) ON l.shard = m.shard AND l.epoch = m.epoch
+		WHERE `+leaseLive+`
 		ORDER BY l.shard FOR SHARE OF l`, shards, epochs).Query(func(rows pgx.Rows) error {
 		return forEach(rows, func() error {
 			var sh int64
@@ -655,7 +673,7 @@ func mergeSuppress(ss []store.Suppression) []store.Suppression {
 }
 
 // queueUnit queues the statements that write one unit.
-func queueUnit(b *pgx.Batch, u *actor.Unit, effs []*store.Effects, now time.Time) error {
+func queueUnit(b *pgx.Batch, u *actor.Unit, effs []*store.Effects, now time.Time, st stamp) error {
 	if n := len(u.Events); n > 0 {
 		seqs, times := make([]int64, n), make([]int64, n)
 		types, data := make([]string, n), make([][]byte, n)
@@ -668,7 +686,7 @@ func queueUnit(b *pgx.Batch, u *actor.Unit, effs []*store.Effects, now time.Time
 			}
 			times[j] = store.Nanos(sqlq.OrNow(ev.Time, now))
 		}
-		b.Queue(sqlInsEvents, u.Key, seqs, types, data, times)
+		b.Queue(sqlInsEvents, u.Key, seqs, types, data, times, st.epoch(u.Key), st.node)
 	}
 	for _, r := range u.Reminders {
 		if r.Delete {

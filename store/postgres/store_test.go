@@ -80,7 +80,7 @@ func adminExec(t *testing.T, url, q string, args ...any) pgx.Row {
 
 func openIn(t *testing.T, url, schema string, c storetest.Config) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), Config{URL: url, Schema: schema, Owner: c.Owner, Now: c.Now, MaxConns: 4})
+	s, err := Open(context.Background(), Config{URL: url, Schema: schema, Owner: c.Owner, Leased: c.Leased, Now: c.Now, MaxConns: 4})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -52,7 +52,7 @@ func (st *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		dst **sql.Stmt
 		q   string
 	}{
-		{&st.fence, `SELECT epoch FROM shard_leases WHERE shard = ?`},
+		{&st.fence, `SELECT epoch FROM shard_leases WHERE shard = ? AND ` + sqlq.LeaseLive("sqlite", "")},
 		{&st.headSeq, `SELECT COALESCE(MAX(seq), 0) FROM journal WHERE key = ?`},
 		{&st.delReminder, `DELETE FROM reminders WHERE key = ? AND name = ?`},
 		{&st.upGroup, sqlq.UpsertGroup},
@@ -77,7 +77,7 @@ func (st *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		*p.dst = s
 		st.all = append(st.all, s)
 	}
-	st.insEvents = newRowsStmt(`INSERT INTO journal (key, seq, type, data, time) VALUES `, `(?, ?, ?, ?, ?)`, ``)
+	st.insEvents = newRowsStmt(`INSERT INTO journal (key, seq, type, data, time, epoch, node) VALUES `, `(?, ?, ?, ?, ?, ?, ?)`, ``)
 	st.setReminders = newRowsStmt(`INSERT INTO reminders (key, name, due) VALUES `, `(?, ?, ?)`,
 		` ON CONFLICT (key, name) DO UPDATE SET due = excluded.due`)
 	st.upDeliveries = newRowsStmt(sqlq.InsertDeliveries+`VALUES `, `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -240,7 +240,10 @@ func (s *Store) checkUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects) (ue
 // applyUnit writes one checked unit.
 func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, now time.Time) (uerr, err error) {
 	wrap := func(what string, err error) error { return fmt.Errorf("sqlite: commit: %s: %w", what, err) }
-	args := make([]any, 0, 5*len(u.Events))
+	args := make([]any, 0, 7*len(u.Events))
+	// Every event records the epoch (checked by this commit) and node that
+	// wrote it (design §9).
+	epoch := int64(s.epochs.Of(store.ShardOf(u.Key)))
 	for j, ev := range u.Events {
 		t := ev.Time
 		if t.IsZero() {
@@ -250,7 +253,7 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, now
 		if data == nil {
 			data = []byte{}
 		}
-		args = append(args, u.Key, int64(u.ExpectSeq+uint64(j)+1), ev.Type, data, store.Nanos(t))
+		args = append(args, u.Key, int64(u.ExpectSeq+uint64(j)+1), ev.Type, data, store.Nanos(t), epoch, s.cfg.Owner)
 	}
 	if err := s.st.insEvents.exec(ts, args); err != nil {
 		return nil, wrap("append", err)

@@ -41,6 +41,10 @@ type Config struct {
 	Path string
 	// Owner names this store instance in shard leases (default "local").
 	Owner string
+	// Leased: Open takes no shard; the node takes and renews expiring
+	// leases through AcquireShards and RenewShards (several nodes, design
+	// §9). Otherwise Open takes every shard nobody holds, without expiry.
+	Leased bool
 	// Now is the clock for route expiry, retention and default
 	// timestamps (default time.Now).
 	Now func() time.Time
@@ -115,7 +119,12 @@ type Store struct {
 	closed bool
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store          = (*Store)(nil)
+	_ store.ExpiringLeases = (*Store)(nil)
+	_ store.JournalAudit   = (*Store)(nil)
+	_ store.Membership     = (*Store)(nil)
+)
 
 // Open opens (creating if needed) the database at cfg.Path, applies pending
 // migrations and takes every shard lease nobody holds.
@@ -180,6 +189,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := s.st.prepare(ctx, w); err != nil {
 		_ = s.Close()
 		return nil, err
+	}
+	if cfg.Leased {
+		return s, nil
 	}
 	if err := sqlq.TakeFreeShards(ctx, s.queries, cfg.Owner); err != nil {
 		_ = s.Close()

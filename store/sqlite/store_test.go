@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 
 func openAt(t *testing.T, path string, c storetest.Config) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), Config{Path: path, Owner: c.Owner, Now: c.Now})
+	s, err := Open(context.Background(), Config{Path: path, Owner: c.Owner, Leased: c.Leased, Now: c.Now})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

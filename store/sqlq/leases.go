@@ -70,13 +70,8 @@ func (d DB) TakeShard(ctx context.Context, shard int, owner string) (uint64, err
 
 // ListLeases returns every shard lease, by shard.
 func (d DB) ListLeases(ctx context.Context) ([]store.Lease, error) {
-	out, err := queryAll(ctx, d.c.Read, func(r Rows) (store.Lease, error) {
-		var l store.Lease
-		var shard, epoch int64
-		err := r.Scan(&shard, &l.Owner, &epoch)
-		l.Shard, l.Epoch = int(shard), uint64(epoch)
-		return l, err
-	}, `SELECT shard, owner, epoch FROM shard_leases ORDER BY shard`)
+	out, err := queryAll(ctx, d.c.Read, scanLease,
+		`SELECT shard, owner, epoch, COALESCE(expires_at, 0) FROM shard_leases ORDER BY shard`)
 	if err != nil {
 		return nil, d.errorf("list leases: %w", err)
 	}

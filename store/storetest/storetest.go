@@ -18,6 +18,9 @@ import (
 type Config struct {
 	// Owner is the shard lease owner name ("" = the engine default).
 	Owner string
+	// Leased opens the store taking no shard: it takes expiring leases
+	// through store.ExpiringLeases (several nodes).
+	Leased bool
 	// Now is the store's clock.
 	Now func() time.Time
 }
@@ -91,6 +94,11 @@ func Run(t *testing.T, o Options) {
 		{"CommitSharedRowsInOrder", testCommitSharedRowsInOrder},
 		{"Fencing", testFencing},
 		{"Leases", testLeases},
+		{"LeaseExpiryTakeover", testLeaseExpiryTakeover},
+		{"LeaseRenewal", testLeaseRenewal},
+		{"LeaseCommitVersusTakeover", testLeaseCommitVersusTakeover},
+		{"JournalStamps", testJournalStamps},
+		{"Membership", testMembership},
 		{"Reminders", testReminders},
 		{"Routes", testRoutes},
 		{"Groups", testGroups},

@@ -72,7 +72,7 @@ type recipientView struct {
 	ProviderMessageID string `json:"provider_message_id"`
 	ReplyText         string `json:"reply_text"`
 	Ack               string `json:"ack"`
-	// Follow-ups (T12).
+	// Follow-ups (T14).
 	RepliedAt      *time.Time `json:"replied_at"`
 	FollowupsSent  int        `json:"followups_sent"`
 	NextFollowupAt *time.Time `json:"next_followup_at"`

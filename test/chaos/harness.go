@@ -193,6 +193,7 @@ type server struct {
 	name    string
 	db      string
 	args    []string // extra flags
+	env     []string // extra environment (T8: the cluster secret)
 	p       *proc
 	api     api
 	logPath string
@@ -217,6 +218,7 @@ func (s *server) start(ctx context.Context) error {
 		"CREWCAST_TELNYX_IDEMPOTENCY_KEYS=false",
 		"CREWCAST_ADMIN_KEY=" + s.h.adminKey,
 	}
+	env = append(env, s.env...)
 	p, err := s.h.ps.start(ctx, s.name, s.h.cfg.bin, args, env, s.logPath, "crewcast serving on ", 60*time.Second)
 	if err != nil {
 		return err

@@ -1,5 +1,6 @@
 // Command chaos is crewcast's reliability harness (docs/reliability.md,
-// testing.md T1, T2, T5, T6, T7, T10, T11; T12 kills while follow-ups fire). It builds crewcast, runs the
+// testing.md T1, T2, T5, T6, T7, T10, T11, T14 (kill -9 while follow-ups fire) and, with several
+// nodes, T8, T12, T13). It builds crewcast, runs the
 // provider simulator and the server as separate processes on loopback,
 // kills, corrupts and starves the server, and checks from the outside —
 // the simulator's ledger, the webhooks the server acknowledged, the API —
@@ -54,10 +55,13 @@ var scenarios = []struct {
 	{"T2", runT2},
 	{"T5", runT5},
 	{"T11", runT11},
-	{"T12", runT12},
+	{"T14", runT14},
 	{"T6", runT6},
 	{"T7", runT7},
 	{"T10", runT10},
+	{"T8", runT8},
+	{"T12", runT12},
+	{"T13", runT13},
 }
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {

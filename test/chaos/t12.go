@@ -3,164 +3,101 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 )
 
-// t12Max and t12After are the follow-up policy of T12's groups: short, so
-// that follow-ups fire while the server is being killed.
-const (
-	t12Max   = 2
-	t12After = "1s"
-)
-
-// t12Answered is how long after the API shows an answer a follow-up may
-// still reach the simulator: its call started before the answer committed
-// (the sender's check), plus the loopback request.
-const t12AnswerSlack = time.Second
-
-// runT12 kills -9 the server while follow-ups fire (design §12): each
-// iteration creates a group with {"after":"1s","max":2}, answers for some
-// recipients through the simulator, kills the server at a random moment
-// of the first three seconds and restarts it. At the end the simulator's
-// ledger must hold, per person, at most one first message and at most
-// `max` follow-ups (so at most 1 + max, each follow-up at most once: the
-// run's duplicate check counts follow-ups under their own text), and no
-// follow-up that reached the simulator more than a second after the API
-// showed the person's answer.
+// runT12 is issue 15's T12: three nodes; node 1 reaches PostgreSQL through
+// a TCP proxy. While node 1 fans out a paced group, the harness blackholes
+// that link. Node 1 must fence itself within the lease TTL (its log says
+// so), another node must take the group over and finish it; then the link
+// heals and node 1 rejoins and takes its share again. Nobody is sent
+// twice, no event is committed at a lower epoch after a higher one, no
+// acknowledged webhook is lost.
 func runT12(ctx context.Context, h *harness) (res scenarioResult) {
 	res = scenarioResult{ran: true}
-	srv, err := h.mainServer(ctx)
-	if err != nil {
-		return res.fail("start server: %v", err)
+	if err := h.stopMain(); err != nil {
+		res.notes = append(res.notes, "stopping the shared server: "+err.Error())
 	}
-	iterations := max(h.cfg.iterations, 1)
-	var ids []string
-	answered := map[string]string{} // number → group
-	for i := 0; i < iterations && ctx.Err() == nil; i++ {
-		n := h.randInt(4, 10)
-		to := h.numbers(n)
-		from := fmt.Sprintf("+1555010%04d", h.fromSeq.Add(1))
-		text := fmt.Sprintf("chaos t12 #%d seed %d", h.textSeq.Add(1), h.cfg.seed)
-		fuText := "Again: " + text
-		body := map[string]any{"from": from, "to": to, "text": text, "mode": "individual",
-			"followup": map[string]any{"after": t12After, "max": t12Max, "text": fuText}}
-		var g groupView
-		if _, err := doJSON(ctx, http.MethodPost, srv.api.base+"/v1/groups", srv.api.key, body, &g); err != nil {
-			res.problems = append(res.problems, fmt.Sprintf("iteration %d: create group: %v", i, err))
-			continue
+	cl, err := startCluster(ctx, h, &res, "t12", true)
+	if err != nil {
+		if cl == nil {
+			return scenarioResult{notes: []string{err.Error()}}
 		}
-		h.reg.add(g, to)
-		h.reg.addFollowups(g.ID, fuText, to, t12Max)
-		srv.groups = append(srv.groups, g.ID)
-		ids = append(ids, g.ID)
-		// Some recipients answer at random moments (through the
-		// simulator, as a handset would), some of them while follow-ups
-		// are being claimed.
-		for _, num := range to {
-			if h.randInt(0, 2) != 0 {
-				continue
-			}
-			answered[num] = g.ID
-			go func(num string, d time.Duration) {
-				if sleep(ctx, d) != nil {
-					return
-				}
-				_, _ = doJSON(ctx, http.MethodPost, h.simAPI.base+"/sim/inbound", "", map[string]string{"from": num, "to": from, "text": "on my way"}, nil)
-			}(num, h.randDur(200*time.Millisecond, 2500*time.Millisecond))
-		}
-		if err := sleep(ctx, h.randDur(100*time.Millisecond, 3*time.Second)); err != nil {
+		return res.fail("%v", err)
+	}
+	defer cl.teardown()
+	n1, n2 := cl.nodes[0], cl.nodes[1]
+	h.proxy.setUpstream(n2.p.url) // webhooks keep being acknowledged
+	g, _, err := n1.newGroup(ctx, "t12", 300, "")
+	if err != nil {
+		return res.fail("create group: %v", err)
+	}
+	if v, err := n1.api.cluster(ctx, g.ID); err != nil || v.Group == nil || v.Group.Owner != n1.name {
+		return res.fail("group %s should be owned by %s: %+v %v", g.ID, n1.name, v.Group, err)
+	}
+	if err := sleep(ctx, 1500*time.Millisecond); err != nil {
+		return res.fail("%v", err)
+	}
+	logOff := n1.logSize()
+	head := headSeq(ctx, n2, g.ID)
+	cl.proxy.setBlackhole(true)
+	cut := time.Now()
+	// Node 1 fences itself, on its own, within the TTL.
+	fenced := time.Duration(0)
+	for time.Since(cut) < 2*t8TTL {
+		if strings.Contains(n1.logSince(logOff), "fencing this node's shards") {
+			fenced = time.Since(cut)
 			break
 		}
-		srv.kill9()
-		if err := srv.start(ctx); err != nil {
-			return res.fail("iteration %d: restart: %v", i, err)
-		}
+		_ = sleep(ctx, 20*time.Millisecond)
 	}
-	// Let the last follow-ups fire: every recipient's next_followup_at
-	// empty and nothing pending or sending.
-	deadline := time.Now().Add(30 * time.Second)
-	var views []groupView
-	for {
-		views = views[:0]
-		busy := 0
-		for _, id := range ids {
-			g, err := srv.api.group(ctx, id)
-			if err != nil {
-				busy++
-				continue
-			}
-			views = append(views, g)
-			for _, r := range g.Recipients {
-				if r.NextFollowupAt != nil || r.Status == "pending" || r.Status == "sending" {
-					busy++
+	switch {
+	case fenced == 0:
+		res.problems = append(res.problems, fmt.Sprintf("%s did not fence itself within %s of the partition; log %s", n1.name, 2*t8TTL, n1.logPath))
+	case fenced > t8TTL:
+		res.problems = append(res.problems, fmt.Sprintf("%s fenced itself %s after the partition, past the TTL %s", n1.name, fenced, t8TTL))
+	}
+	takeover, err := firstCommitBy(ctx, n2, g.ID, n1.name, head, cut, 2*t8TTL+5*time.Second)
+	if err != nil {
+		res.problems = append(res.problems, "takeover: "+err.Error())
+	}
+	_ = sleep(ctx, time.Until(cut.Add(2*t8TTL)))
+	cl.proxy.setBlackhole(false)
+	healed := time.Now()
+	// Node 1 rejoins and gets its share back.
+	rejoined := time.Duration(0)
+	for time.Since(healed) < 30*time.Second {
+		v, err := n2.api.cluster(ctx, "")
+		if err == nil {
+			for _, n := range v.Nodes {
+				if n.ID == n1.name && n.Alive && n.Shards >= 21 {
+					rejoined = time.Since(healed)
 				}
 			}
 		}
-		if busy == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			if busy > 0 {
-				res.problems = append(res.problems, fmt.Sprintf("%d recipients still had follow-ups due 30s after the last kill", busy))
-			}
+		if rejoined > 0 {
 			break
 		}
-		_ = sleep(ctx, 300*time.Millisecond) // polling an external process
+		_ = sleep(ctx, 100*time.Millisecond)
 	}
-	h.quiesce(ctx, 2*time.Second, 20*time.Second)
-	ledger, err := h.simAPI.ledger(ctx)
+	if rejoined == 0 {
+		res.problems = append(res.problems, fmt.Sprintf("%s did not get its share back within 30 s of the heal", n1.name))
+	}
+	views, err := n2.drain(ctx, []string{g.ID}, 120*time.Second, false)
 	if err != nil {
-		return res.fail("ledger: %v", err)
+		res.problems = append(res.problems, err.Error())
 	}
-	repliedAt := map[string]time.Time{}
-	followups, unconfirmed := 0, 0
-	for _, g := range views {
-		for _, r := range g.Recipients {
-			if r.RepliedAt != nil && r.ReplyText != "" {
-				repliedAt[r.Number] = *r.RepliedAt
-			}
-			followups += r.FollowupsSent
-			if r.Status == "unconfirmed" {
-				unconfirmed++
-			}
-		}
+	probs, fin := n2.finalCheck(ctx, []string{g.ID})
+	res.problems = append(res.problems, probs...)
+	evs, err := n2.api.stamps(ctx, g.ID)
+	stale := 0
+	if err != nil {
+		res.problems = append(res.problems, "journal stamps: "+err.Error())
+	} else if stale = staleWrites(evs); stale > 0 {
+		res.problems = append(res.problems, fmt.Sprintf("%d events committed at a lower epoch after a higher one", stale))
 	}
-	perPerson := map[string]int{}
-	inGroups := map[string]bool{}
-	for _, id := range ids {
-		inGroups[id] = true
-	}
-	byNumber, _, _ := h.reg.snapshot()
-	for _, s := range ledger {
-		if !inGroups[byNumber[s.To]] || !strings.Contains(s.Text, "chaos t12 ") {
-			continue
-		}
-		perPerson[s.To]++
-		if strings.HasPrefix(s.Text, "Again: ") {
-			if at, ok := repliedAt[s.To]; ok && s.ReceivedAt.After(at.Add(t12AnswerSlack)) {
-				res.problems = append(res.problems, fmt.Sprintf("FOLLOW-UP AFTER ANSWER: %s got a follow-up at %s, answered at %s",
-					s.To, s.ReceivedAt.Format(time.RFC3339Nano), at.Format(time.RFC3339Nano)))
-			}
-		}
-	}
-	if followups == 0 {
-		res.problems = append(res.problems, "no follow-up was sent: the scenario exercised nothing")
-	}
-	for num, c := range perPerson {
-		if c > 1+t12Max {
-			res.problems = append(res.problems, fmt.Sprintf("TOO MANY: %s got %d messages, at most %d", num, c, 1+t12Max))
-		}
-	}
-	res.notes = append(res.notes, fmt.Sprintf("%d kills, %d groups, %d people (%d answering), %d follow-ups accepted, %d unconfirmed first sends, %d ledger rows",
-		iterations, len(ids), len(perPerson), len(answered), followups, unconfirmed, len(ledgerRowsOf(ledger, "chaos t12 "))))
+	res.notes = append(res.notes, fmt.Sprintf("T12 partition: fenced after %s, taken over after %s, rejoined %s after the heal; stale_writes=%d lost=%d, %d acknowledged webhooks, %d unconfirmed [%s], lease TTL %s",
+		fenced.Round(time.Millisecond), takeover.Round(time.Millisecond), rejoined.Round(time.Millisecond), stale, fin.lost, fin.acked, fin.unconfirmed, statusCounts(views), t8TTL))
 	return res
-}
-
-func ledgerRowsOf(l []ledgerSend, marker string) []ledgerSend {
-	var out []ledgerSend
-	for _, s := range l {
-		if strings.Contains(s.Text, marker) {
-			out = append(out, s)
-		}
-	}
-	return out
 }

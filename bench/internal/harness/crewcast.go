@@ -38,6 +38,8 @@ type Options struct {
 	SendRate float64
 	// IdleTimeout passivates idle groups (0: crewcast's default).
 	IdleTimeout time.Duration
+	// Cluster makes it one of several nodes on PostgreSQL (zero: one node).
+	Cluster server.ClusterConfig
 }
 
 // Crewcast is a crewcast running in this process.
@@ -59,6 +61,7 @@ func Start(ctx context.Context, o Options) (*Crewcast, error) {
 		SendRate: o.SendRate, IdleTimeout: o.IdleTimeout, DemoSeed: &seed,
 		// The retention job is not what is measured.
 		RetentionInterval: -1,
+		Cluster:           o.Cluster,
 	}
 	c := &Crewcast{Client: NewClient(64)}
 	if o.Signer != nil {

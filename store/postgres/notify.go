@@ -1,0 +1,65 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/crewcast/crewcast/store"
+)
+
+var _ store.Notifier = (*Store)(nil)
+
+// Notify sends payload on channel to every session listening on it
+// (pg_notify: delivered when this statement's transaction commits, at most
+// once per listener, lost for a listener that is not connected — a wake-up,
+// never the only way work is found).
+func (s *Store) Notify(ctx context.Context, channel, payload string) error {
+	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, payload); err != nil {
+		return fmt.Errorf("postgres: notify: %w", err)
+	}
+	return nil
+}
+
+// Listen holds one pooled connection LISTENing on channel and calls fn with
+// each payload until ctx ends (its error is then nil) or the connection
+// fails (returned; the caller listens again).
+func (s *Store) Listen(ctx context.Context, channel string, fn func(payload string)) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("postgres: listen: %w", err)
+	}
+	// A connection that was LISTENing must not go back to the pool: take
+	// it out of the pool for good, and close it when done.
+	c := conn.Hijack()
+	defer func() { _ = c.Close(context.WithoutCancel(ctx)) }()
+	if _, err := c.Exec(ctx, "LISTEN "+quoteIdent(channel)); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("postgres: listen: %w", err)
+	}
+	for {
+		n, err := c.WaitForNotification(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("postgres: listen: %w", err)
+		}
+		fn(n.Payload)
+	}
+}
+
+func quoteIdent(s string) string {
+	out := []byte{'"'}
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' {
+			out = append(out, '"')
+		}
+		out = append(out, s[i])
+	}
+	return string(append(out, '"'))
+}

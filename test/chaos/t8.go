@@ -1,0 +1,348 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Several nodes on one PostgreSQL (design §9), issue 15.
+
+// t8TTL is the harness's short lease TTL, so a run adds seconds, not minutes.
+const t8TTL = 3 * time.Second
+
+type clusterJSON struct {
+	Node  string `json:"node"`
+	Nodes []struct {
+		ID     string `json:"id"`
+		Alive  bool   `json:"alive"`
+		Shards int    `json:"shards"`
+	} `json:"nodes"`
+	Group *struct {
+		Owner string `json:"owner"`
+	} `json:"group"`
+}
+
+type stampJSON struct {
+	Seq   uint64    `json:"seq"`
+	Epoch uint64    `json:"epoch"`
+	Node  string    `json:"node"`
+	At    time.Time `json:"at"`
+}
+
+func (a api) cluster(ctx context.Context, group string) (clusterJSON, error) {
+	var v clusterJSON
+	q := ""
+	if group != "" {
+		q = "?group=" + url.QueryEscape(group)
+	}
+	_, err := doJSON(ctx, "GET", a.base+"/debug/cluster"+q, a.key, nil, &v)
+	return v, err
+}
+
+func (a api) stamps(ctx context.Context, id string) ([]stampJSON, error) {
+	var v struct {
+		Events []stampJSON `json:"events"`
+	}
+	_, err := doJSON(ctx, "GET", a.base+"/debug/groups/"+url.PathEscape(id)+"/journal", a.key, nil, &v)
+	return v.Events, err
+}
+
+// staleWrites counts journal events whose epoch is lower than one
+// committed before them: a stale owner's write after a takeover.
+func staleWrites(evs []stampJSON) int {
+	n := 0
+	var hi uint64
+	for _, e := range evs {
+		if e.Epoch < hi {
+			n++
+		}
+		hi = max(hi, e.Epoch)
+	}
+	return n
+}
+
+// runT8 is issue 15's T8 plus a SIGTERM hand-off: three nodes on one
+// PostgreSQL; a paced group is fanning out when the harness SIGSTOPs the
+// node that owns it for twice the lease TTL, then SIGCONTs it — again and
+// again (CREWCAST_CHAOS_CLUSTER_ITERATIONS, 2 by default). Another node
+// must take the group over (failover: SIGSTOP → its first commit) and
+// finish it; no recipient is sent twice, no event is committed at a lower
+// epoch after a higher one, no acknowledged webhook is lost. Last, the
+// owner of a sending group is stopped with SIGTERM (hand-off: SIGTERM →
+// the new owner's first commit).
+func runT8(ctx context.Context, h *harness) (res scenarioResult) {
+	res = scenarioResult{ran: true}
+	if err := h.stopMain(); err != nil {
+		res.notes = append(res.notes, "stopping the shared server: "+err.Error())
+	}
+	cl, err := startCluster(ctx, h, &res, "t8", false)
+	if err != nil {
+		if cl == nil {
+			return scenarioResult{notes: []string{err.Error()}}
+		}
+		return res.fail("%v", err)
+	}
+	defer cl.teardown()
+	nodes, byID := cl.nodes, cl.byID
+	iterations := int(envInt64("CREWCAST_CHAOS_CLUSTER_ITERATIONS", 2))
+	var ids []string
+	var failovers, handoffs []time.Duration
+	live := func(not *server) *server {
+		for _, s := range nodes {
+			if s != not && s.p != nil && s.p.Alive() {
+				return s
+			}
+		}
+		return nil
+	}
+	// ownerOf creates a paced group on node via and finds its owner.
+	newPaced := func(via *server, label string) (string, *server, error) {
+		g, _, err := via.newGroup(ctx, label, 300, "")
+		if err != nil {
+			return "", nil, err
+		}
+		v, err := via.api.cluster(ctx, g.ID)
+		if err != nil || v.Group == nil || byID[v.Group.Owner] == nil {
+			return "", nil, fmt.Errorf("owner of %s: %+v %v", g.ID, v.Group, err)
+		}
+		return g.ID, byID[v.Group.Owner], nil
+	}
+	for it := range iterations {
+		via := nodes[it%len(nodes)]
+		id, owner, err := newPaced(via, "t8")
+		if err != nil {
+			return res.fail("create group: %v", err)
+		}
+		ids = append(ids, id)
+		if err := sleep(ctx, 1500*time.Millisecond); err != nil { // fan-out under way
+			return res.fail("%v", err)
+		}
+		other := live(owner)
+		h.proxy.setUpstream(other.p.url) // webhooks keep being acknowledged
+		if err := syscall.Kill(owner.p.Pid(), syscall.SIGSTOP); err != nil {
+			return res.fail("SIGSTOP %s: %v", owner.name, err)
+		}
+		stopped := time.Now()
+		head := headSeq(ctx, other, id)
+		took, err := firstCommitBy(ctx, other, id, owner.name, head, stopped, 2*t8TTL+5*time.Second)
+		if err != nil {
+			res.problems = append(res.problems, fmt.Sprintf("iteration %d: %s paused: %v", it, owner.name, err))
+		} else {
+			failovers = append(failovers, took)
+		}
+		_ = sleep(ctx, time.Until(stopped.Add(2*t8TTL)))
+		if err := syscall.Kill(owner.p.Pid(), syscall.SIGCONT); err != nil {
+			return res.fail("SIGCONT %s: %v", owner.name, err)
+		}
+		h.logf("T8 iteration %d: paused %s (owner of %s) for %s; failover %v", it, owner.name, id, 2*t8TTL, failovers)
+	}
+	// SIGTERM hand-offs, as many as pauses: each stopped node is started
+	// again and gets its share back before the next.
+	for it := range iterations {
+		id, owner, err := newPaced(nodes[it%len(nodes)], "t8-handoff")
+		if err != nil {
+			return res.fail("create group: %v", err)
+		}
+		ids = append(ids, id)
+		_ = sleep(ctx, 1500*time.Millisecond)
+		other := live(owner)
+		h.proxy.setUpstream(other.p.url)
+		head := headSeq(ctx, other, id)
+		began := time.Now()
+		stopErr := make(chan error, 1)
+		go func() { stopErr <- owner.p.Stop(40 * time.Second) }()
+		if took, err := firstCommitBy(ctx, other, id, owner.name, head, began, 2*t8TTL+5*time.Second); err != nil {
+			res.problems = append(res.problems, "hand-off: "+err.Error())
+		} else {
+			handoffs = append(handoffs, took)
+		}
+		if err := <-stopErr; err != nil {
+			res.problems = append(res.problems, fmt.Sprintf("SIGTERM %s: %v", owner.name, err))
+		}
+		if it == iterations-1 {
+			break // the last one stays down: the others finish its group
+		}
+		if err := owner.start(ctx); err != nil {
+			return res.fail("restart %s: %v", owner.name, err)
+		}
+		h.proxy.setUpstream(other.p.url)
+		back := time.Now().Add(30 * time.Second)
+		for time.Now().Before(back) {
+			v, err := other.api.cluster(ctx, "")
+			ok := false
+			if err == nil {
+				for _, n := range v.Nodes {
+					ok = ok || (n.ID == owner.name && n.Alive && n.Shards >= 21)
+				}
+			}
+			if ok {
+				break
+			}
+			_ = sleep(ctx, 100*time.Millisecond)
+		}
+		h.logf("T8 hand-off %d: SIGTERM %s (owner of %s); hand-off %v", it, owner.name, id, handoffs)
+	}
+	reader := live(nil)
+	views, err := reader.drain(ctx, ids, 120*time.Second, false)
+	if err != nil {
+		res.problems = append(res.problems, err.Error())
+	}
+	probs, fin := reader.finalCheck(ctx, ids)
+	res.problems = append(res.problems, probs...)
+	stale := 0
+	for _, id := range ids {
+		evs, err := reader.api.stamps(ctx, id)
+		if err != nil {
+			res.problems = append(res.problems, "journal stamps: "+err.Error())
+			continue
+		}
+		if n := staleWrites(evs); n > 0 {
+			stale += n
+			res.problems = append(res.problems, fmt.Sprintf("group %s: %d events committed at a lower epoch after a higher one", id, n))
+		}
+	}
+	dups := 0
+	if ledger, err := h.simAPI.ledger(ctx); err == nil {
+		_, byText, allowed := h.reg.snapshot()
+		dups, _ = checkDuplicates(ledger, byText, allowed)
+	}
+	slices.Sort(failovers)
+	slices.Sort(handoffs)
+	line := fmt.Sprintf("CLUSTER iterations=%d pauses=%d stale_writes=%d duplicate_sends=%d lost=%d failover_p99_ms=%d handoff_p99_ms=%d",
+		iterations, len(failovers), stale, dups, fin.lost, percentileMS(failovers, 99), percentileMS(handoffs, 99))
+	fmt.Fprintln(h.out, line)
+	// The cluster benchmarks of issue 15, in make bench's RESULT format
+	// (make bench runs this scenario with more iterations).
+	if len(failovers) > 0 {
+		fmt.Fprintf(h.out, "RESULT cluster_failover_p99 %d ms\n", percentileMS(failovers, 99))
+	}
+	if len(handoffs) > 0 {
+		fmt.Fprintf(h.out, "RESULT cluster_handoff_p99 %d ms\n", percentileMS(handoffs, 99))
+	}
+	res.notes = append(res.notes, line, fmt.Sprintf("%d acknowledged webhooks, %d unconfirmed [%s], lease TTL %s",
+		fin.acked, fin.unconfirmed, statusCounts(views), t8TTL))
+	return res
+}
+
+// headSeq returns the journal head of group id, read through reader.
+func headSeq(ctx context.Context, reader *server, id string) uint64 {
+	evs, err := reader.api.stamps(ctx, id)
+	if err != nil || len(evs) == 0 {
+		return 0
+	}
+	return evs[len(evs)-1].Seq
+}
+
+// firstCommitBy waits until reader sees an event of group id after seq
+// after committed by a node other than old, and returns how long after
+// since it saw it (polling every 20 ms).
+func firstCommitBy(ctx context.Context, reader *server, id, old string, after uint64, since time.Time, limit time.Duration) (time.Duration, error) {
+	end := time.Now().Add(limit)
+	for time.Now().Before(end) {
+		evs, err := reader.api.stamps(ctx, id)
+		if err == nil {
+			for _, e := range evs {
+				if e.Seq > after && e.Node != old && e.Node != "" {
+					return time.Since(since), nil
+				}
+			}
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+	return 0, fmt.Errorf("no commit by another node within %s", limit)
+}
+
+// testCluster is three nodes on a fresh PostgreSQL database.
+type testCluster struct {
+	nodes    []*server
+	byID     map[string]*server
+	proxy    *tcpProxy // node 1's link to PostgreSQL, when proxied
+	teardown func()
+}
+
+// startCluster creates a database, starts three nodes (the first one's
+// PostgreSQL connections through a TCP proxy when proxied) and waits for
+// an even split. A nil cluster with an error means PostgreSQL is missing.
+func startCluster(ctx context.Context, h *harness, res *scenarioResult, prefix string, proxied bool) (*testCluster, error) {
+	admin, err := pgx.Connect(ctx, h.cfg.pgURL)
+	if err != nil {
+		return nil, fmt.Errorf("no PostgreSQL at CREWCAST_TEST_POSTGRES: %w", err)
+	}
+	cl := &testCluster{byID: map[string]*server{}}
+	dbName := fmt.Sprintf("chaos_%s_%d_%d", prefix, os.Getpid(), time.Now().Unix())
+	cl.teardown = func() {
+		for _, s := range cl.nodes {
+			if s.p != nil {
+				_ = syscall.Kill(s.p.Pid(), syscall.SIGCONT)
+			}
+		}
+		if cl.proxy != nil {
+			cl.proxy.setBlackhole(false)
+		}
+		for _, s := range cl.nodes {
+			if err := s.stop(); err != nil {
+				res.problems = append(res.problems, "stop "+s.name+": "+err.Error())
+			}
+		}
+		if cl.proxy != nil {
+			cl.proxy.close()
+		}
+		dctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if _, err := admin.Exec(dctx, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)"); err != nil {
+			res.notes = append(res.notes, "drop database "+dbName+": "+err.Error())
+		}
+		admin.Close(context.Background())
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+dbName); err != nil {
+		return cl, fmt.Errorf("create database: %w", err)
+	}
+	u, err := url.Parse(h.cfg.pgURL)
+	if err != nil {
+		return cl, fmt.Errorf("parse %s: %w", h.cfg.pgURL, err)
+	}
+	u.Path = "/" + dbName
+	for i := range 3 {
+		id := fmt.Sprintf("%s-node-%d", prefix, i+1)
+		db := *u
+		if i == 0 && proxied {
+			if cl.proxy, err = newTCPProxy(u.Host); err != nil {
+				return cl, err
+			}
+			db.Host = cl.proxy.addr()
+		}
+		s := h.newServer(id, db.String(), "--send-rate", "50", "--node-id", id, "--lease-ttl", t8TTL.String())
+		s.env = []string{"CREWCAST_CLUSTER_SECRET=chaos-cluster-secret"}
+		if err := s.start(ctx); err != nil {
+			return cl, fmt.Errorf("start %s: %w", id, err)
+		}
+		cl.nodes = append(cl.nodes, s)
+		cl.byID[id] = s
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := cl.nodes[0].api.cluster(ctx, "")
+		even := err == nil && len(v.Nodes) == 3
+		for _, n := range v.Nodes {
+			even = even && n.Alive && n.Shards >= 21 && n.Shards <= 22
+		}
+		if even {
+			return cl, nil
+		}
+		if time.Now().After(deadline) {
+			return cl, fmt.Errorf("no even split of the shards within 30 s: %+v %v", v.Nodes, err)
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return cl, err
+		}
+	}
+}

@@ -1,0 +1,733 @@
+package tracker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/store"
+)
+
+// Several nodes on one PostgreSQL (design §9). A node holds shards through
+// expiring leases that its keeper renews; the store's commits check the
+// lease epoch inside their transaction, which is the guarantee. The keeper
+// adds what makes the cluster live and polite:
+//
+//   - self-fencing: when renewals fail until shortly before the leases
+//     could expire, the node stops holding them on its own (every commit
+//     of those shards fails from then on, so its actors stop and claim
+//     nothing more) — a paused or partitioned node stops by itself;
+//   - balance: live nodes (heartbeats in the nodes table) share the 64
+//     shards evenly (±1); a node under its share takes free or expired
+//     leases, a node over it hands shards off gracefully: it stops
+//     claiming in the shard, waits for the shard's in-flight sends and
+//     their commits, then releases the lease with expires_at = now();
+//   - on leaving (after Stop drained everything), every lease is released
+//     at once, so the others take over without waiting for expiry.
+
+// ClusterConfig configures a tracker that is one of several nodes.
+type ClusterConfig struct {
+	// Node is this node's id, the owner name in leases. Required.
+	Node string
+	// AdvertiseURL is how the other nodes reach this one.
+	AdvertiseURL string
+	// TTL is the lease time to live (default 10 s).
+	TTL time.Duration
+	// Leases and Members are the store's cluster tables (the store must be
+	// opened Leased, so that it holds no lease of its own).
+	Leases  store.ExpiringLeases
+	Members store.Membership
+	// Tick is how often the keeper looks at the balance (default TTL/10,
+	// at most 500 ms); renewals run every TTL/3.
+	Tick time.Duration
+	// DrainTimeout bounds a hand-off's wait for the shard's in-flight
+	// sends (default: the send timeout plus 5 s).
+	DrainTimeout time.Duration
+	// Notifier, when set, wakes the owner of a group at once when another
+	// node made one of its webhooks durable (LISTEN/NOTIFY); the owner's
+	// inbox sweep (SweepInterval) remains the safety net.
+	Notifier store.Notifier
+}
+
+// changesChannel carries the groups whose journal this node committed to
+// ("id:seq,id:seq…"), so that event streams on every node see them.
+const changesChannel = "crewcast_changes"
+
+// errNotOwner answers a queued send whose group's shard moved to another
+// node; its result is never committed here (the commit would be fenced).
+var errNotOwner = &crewcast.SendError{Provider: "crewcast", Class: crewcast.ClassNotSent,
+	Detail: "not sent: the group moved to another node before the provider call", RetryAfter: time.Millisecond}
+
+// inboxChannel is the NOTIFY channel of webhooks made durable for a group
+// another node owns; the payload is the group's shard.
+const inboxChannel = "crewcast_inbox"
+
+// cluster is the keeper's state.
+type cluster struct {
+	cfg ClusterConfig
+	t   *Tracker
+
+	mu       sync.Mutex
+	held     map[int]bool // shards whose lease this node holds
+	draining map[int]bool // shards being handed off: no new claims
+	nodes    []store.Node
+	// validUntil is the local (monotonic) time before which every held
+	// lease is surely still live on the database clock: the start of the
+	// last successful renewal plus the TTL, less a safety margin.
+	validUntil time.Time
+	watchdog   *time.Timer // fires fenceIfLate at validUntil
+
+	stop chan struct{}
+	done chan struct{}
+	wake chan int // shards whose owner to notify (wakeOwner)
+}
+
+// safetyMargin is how long before a lease could expire the node stops
+// using it when it could not renew (a fifth of the TTL).
+func (c *cluster) safetyMargin() time.Duration { return c.cfg.TTL / 5 }
+
+// StartCluster makes the started tracker one node of several: it runs the
+// lease keeper until StopCluster. The tracker's store must hold no lease
+// of its own (opened Leased).
+func (t *Tracker) StartCluster(cfg ClusterConfig) error {
+	if cfg.Node == "" || cfg.Leases == nil || cfg.Members == nil {
+		return errors.New("tracker: cluster needs a node id, leases and members")
+	}
+	if !t.started {
+		return errors.New("tracker: start the tracker before the cluster")
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = 10 * time.Second
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = min(cfg.TTL/10, 500*time.Millisecond)
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = t.cfg.SendTimeout + 5*time.Second
+	}
+	c := &cluster{cfg: cfg, t: t, held: map[int]bool{}, draining: map[int]bool{},
+		stop: make(chan struct{}), done: make(chan struct{}), wake: make(chan int, 256)}
+	t.cluster.Store(c)
+	// Before any request is served (the server starts HTTP after this).
+	t.cfg.NewID = t.ownedID(t.cfg.NewID)
+	// A claimed send still queued when its shard moved away is not sent
+	// late: the new owner counts it unconfirmed (claimed, no outcome) and
+	// never resends it; calling the provider now would only make that
+	// guess wrong. (No send is queued yet: nothing is owned before this.)
+	guard := t.pool.guard
+	t.pool.guard = func(ctx context.Context, j sendJob) (func(), error) {
+		if !t.ownsKey(j.groupID) {
+			return nil, errNotOwner
+		}
+		if guard == nil {
+			return func() {}, nil
+		}
+		return guard(ctx, j)
+	}
+	// Reminders of shards held elsewhere are theirs to fire.
+	t.groups.EnableReminders(heldReminders{t.st, c}, func(r actor.Reminder) groupMsg { return msgReminder{r: r} },
+		actor.ReminderOptions{PollInterval: t.cfg.ReminderPoll})
+	go c.run()
+	return nil
+}
+
+// wakeOwner asks the owner of shard to sweep its inbox now (a webhook of
+// one of its groups was made durable here). It never blocks: a dropped
+// wake-up is covered by the owner's periodic sweep.
+func (t *Tracker) wakeOwner(shard int) {
+	c := t.cluster.Load()
+	if c == nil || c.cfg.Notifier == nil {
+		return
+	}
+	select {
+	case c.wake <- shard:
+	default:
+	}
+}
+
+// notify sends the wake-ups, one NOTIFY per shard and batch.
+func (c *cluster) notify() {
+	for {
+		var first int
+		select {
+		case <-c.stop:
+			return
+		case first = <-c.wake:
+		}
+		shards := map[int]bool{first: true}
+		for more := true; more; {
+			select {
+			case sh := <-c.wake:
+				shards[sh] = true
+			default:
+				more = false
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
+		for sh := range shards {
+			if err := c.cfg.Notifier.Notify(ctx, inboxChannel, strconv.Itoa(sh)); err != nil {
+				c.t.log.Warn("notify owner", "err", err)
+			}
+		}
+		cancel()
+	}
+}
+
+// listen sweeps the inbox when another node announces a webhook for a
+// shard this node holds.
+func (c *cluster) listen() {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-c.stop; cancel() }()
+	for ctx.Err() == nil {
+		err := c.cfg.Notifier.Listen(ctx, inboxChannel, func(payload string) {
+			if sh, err := strconv.Atoi(payload); err == nil && c.holds(sh) {
+				c.t.sweepSoon()
+			}
+		})
+		if err != nil {
+			c.t.log.Warn("listen for webhooks of other nodes; listening again", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// StopCluster ends the keeper, releases every lease this node holds (so
+// the others take over at once) and leaves the nodes table. Call it after
+// Stop, which committed everything.
+func (t *Tracker) StopCluster(ctx context.Context) error {
+	c := t.cluster.Load()
+	if c == nil {
+		return nil
+	}
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+	}
+	<-c.done
+	c.mu.Lock()
+	if c.watchdog != nil {
+		c.watchdog.Stop()
+	}
+	shards := heldList(c.held)
+	clear(c.held)
+	c.mu.Unlock()
+	var errs []error
+	if err := c.cfg.Leases.ReleaseShards(ctx, c.cfg.Node, shards); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.cfg.Members.Leave(ctx, c.cfg.Node); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// ClusterShards returns the shards this node holds (nil when not in a
+// cluster).
+func (t *Tracker) ClusterShards() []int {
+	c := t.cluster.Load()
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return heldList(c.held)
+}
+
+// ClusterNodes returns the nodes this node saw at its last heartbeat (nil
+// when not in a cluster): id, advertise URL and liveness.
+func (t *Tracker) ClusterNodes() []store.Node {
+	c := t.cluster.Load()
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.nodes)
+}
+
+func heldList(m map[int]bool) []int {
+	out := make([]int, 0, len(m))
+	for sh := range m {
+		out = append(out, sh)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// draining reports whether key's shard is being handed off (no new claims).
+func (t *Tracker) draining(key string) bool {
+	c := t.cluster.Load()
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.draining[store.ShardOf(key)]
+}
+
+// ownsKey reports whether this node may commit for key: always for a
+// single node; in a cluster, while it holds key's shard. Work of a group
+// whose shard moved away cannot be committed here and does not keep the
+// group (or Stop) waiting: the new owner recovers it from the store (a
+// claimed send without an outcome becomes unconfirmed there, a webhook
+// stays in the shared inbox until the owner applies it).
+func (t *Tracker) ownsKey(key string) bool {
+	c := t.cluster.Load()
+	return c == nil || c.holds(store.ShardOf(key))
+}
+
+// forgetGroupWork drops the uncommitted work of a group whose shard moved
+// to another node (taken is what the failed commit had taken out of it):
+// its webhooks stay in the shared inbox for the owner, and its send results
+// are recovered there (claimed without an outcome: unconfirmed).
+func (t *Tracker) forgetGroupWork(key string, taken []routed) {
+	t.mu.Lock()
+	for _, e := range taken {
+		delete(t.routing, inboxKey{e.ref.Provider, e.ref.EventID})
+	}
+	if w := t.work[key]; w != nil {
+		for _, e := range w.entries {
+			delete(t.routing, inboxKey{e.ref.Provider, e.ref.EventID})
+		}
+		delete(t.work, key)
+	}
+	t.mu.Unlock()
+	t.notifyIdle()
+}
+
+func (c *cluster) holds(shard int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held[shard]
+}
+
+func (c *cluster) run() {
+	defer close(c.done)
+	if c.cfg.Notifier != nil {
+		var wg sync.WaitGroup
+		wg.Add(4)
+		go func() { defer wg.Done(); c.notify() }()
+		go func() { defer wg.Done(); c.listen() }()
+		go func() { defer wg.Done(); c.shareChanges() }()
+		go func() { defer wg.Done(); c.listenChanges() }()
+		defer wg.Wait()
+	}
+	lastRenew := time.Time{}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-timer.C:
+		}
+		if time.Since(lastRenew) >= c.cfg.TTL/3 {
+			if c.renew() {
+				lastRenew = time.Now()
+			}
+		}
+		c.fenceIfLate()
+		if !c.t.closing.Load() {
+			c.balance()
+		}
+		timer.Reset(c.cfg.Tick)
+	}
+}
+
+// renew heartbeats and extends every held lease; it reports success.
+func (c *cluster) renew() bool {
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
+	defer cancel()
+	nodes, err := c.cfg.Members.Heartbeat(ctx, c.cfg.Node, c.cfg.AdvertiseURL, c.cfg.TTL)
+	if err != nil {
+		c.t.log.Warn("cluster heartbeat failed", "err", err)
+		return false
+	}
+	renewed, err := c.cfg.Leases.RenewShards(ctx, c.cfg.Node, c.cfg.TTL)
+	if err != nil {
+		c.t.log.Warn("lease renewal failed", "err", err)
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodes = nodes
+	kept := map[int]bool{}
+	for _, l := range renewed {
+		kept[l.Shard] = true
+	}
+	for sh := range c.held {
+		if !kept[sh] {
+			c.t.log.Warn("lease lost", "shard", sh)
+			delete(c.held, sh)
+		}
+	}
+	c.validUntil = began.Add(c.cfg.TTL - c.safetyMargin())
+	// The watchdog fences at validUntil even while the keeper's loop is
+	// stuck in a renewal that hangs (a partition holds a statement until
+	// its timeout).
+	if c.watchdog == nil {
+		c.watchdog = time.AfterFunc(time.Until(c.validUntil), c.fenceIfLate)
+	} else {
+		c.watchdog.Reset(time.Until(c.validUntil))
+	}
+	return true
+}
+
+// fenceIfLate stops holding every lease when no renewal succeeded in time:
+// the leases may expire soon and another node take them.
+func (c *cluster) fenceIfLate() {
+	c.mu.Lock()
+	late := len(c.held) > 0 && time.Now().After(c.validUntil)
+	var shards []int
+	if late {
+		shards = heldList(c.held)
+		clear(c.held)
+	}
+	c.mu.Unlock()
+	if !late {
+		return
+	}
+	c.t.log.Error("lease renewal overdue: fencing this node's shards", "shards", len(shards))
+	// Locally only: the database may be unreachable (that is why we are
+	// here); the leases expire on its clock by themselves.
+	c.cfg.Leases.DropShards(shards)
+}
+
+// target is this node's share of the shards among the live nodes.
+func (c *cluster) target() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var live []string
+	for _, n := range c.nodes {
+		if n.Alive {
+			live = append(live, n.ID)
+		}
+	}
+	if !slices.Contains(live, c.cfg.Node) {
+		live = append(live, c.cfg.Node)
+		slices.Sort(live)
+	}
+	i := slices.Index(live, c.cfg.Node)
+	share := store.NumShards / len(live)
+	if i < store.NumShards%len(live) {
+		share++
+	}
+	return share
+}
+
+// balance takes free or expired shards up to this node's share, or hands
+// off what is over it.
+func (c *cluster) balance() {
+	c.mu.Lock()
+	fresh := time.Now().Before(c.validUntil)
+	have := len(c.held)
+	c.mu.Unlock()
+	if !fresh {
+		return // not renewed lately: take nothing new
+	}
+	want := c.target()
+	switch {
+	case have < want:
+		c.acquire(want - have)
+	case have > want:
+		c.handOff(have - want)
+	}
+}
+
+func (c *cluster) acquire(n int) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
+	defer cancel()
+	leases, err := c.t.st.ListLeases(ctx)
+	if err != nil {
+		c.t.log.Warn("list leases", "err", err)
+		return
+	}
+	listed := map[int]store.Lease{}
+	for _, l := range leases {
+		listed[l.Shard] = l
+	}
+	// Candidates judged by this node's clock are only a hint: the database
+	// decides in AcquireShards.
+	now := time.Now()
+	var free []int
+	for sh := range store.NumShards {
+		l, ok := listed[sh]
+		if !ok || l.ExpiresAt.IsZero() || !l.ExpiresAt.After(now) {
+			free = append(free, sh)
+		}
+	}
+	if len(free) == 0 {
+		return
+	}
+	if len(free) > n {
+		free = free[:n]
+	}
+	got, err := c.cfg.Leases.AcquireShards(ctx, c.cfg.Node, free, c.cfg.TTL)
+	if err != nil {
+		c.t.log.Warn("acquire leases", "err", err)
+		return
+	}
+	if len(got) == 0 {
+		return
+	}
+	c.mu.Lock()
+	var shards []int
+	for _, l := range got {
+		c.held[l.Shard] = true
+		shards = append(shards, l.Shard)
+	}
+	c.mu.Unlock()
+	c.t.log.Info("leases acquired", "shards", len(shards))
+	c.t.resumeShards(shards)
+}
+
+// handOff drains and releases n held shards, one at a time.
+func (c *cluster) handOff(n int) {
+	c.mu.Lock()
+	shards := heldList(c.held)
+	c.mu.Unlock()
+	for _, sh := range shards[len(shards)-n:] {
+		select {
+		case <-c.stop:
+			return
+		default:
+		}
+		c.handOffShard(sh)
+	}
+}
+
+func (c *cluster) handOffShard(sh int) {
+	c.mu.Lock()
+	c.draining[sh] = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.draining, sh)
+		c.mu.Unlock()
+	}()
+	deadline := time.Now().Add(c.cfg.DrainTimeout)
+	for c.t.shardBusy(sh) {
+		if time.Now().After(deadline) {
+			c.t.log.Warn("hand-off: shard still busy; keeping it", "shard", sh)
+			return
+		}
+		select {
+		case <-c.stop:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	c.mu.Lock()
+	delete(c.held, sh)
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
+	defer cancel()
+	if err := c.cfg.Leases.ReleaseShards(ctx, c.cfg.Node, []int{sh}); err != nil {
+		c.t.log.Warn("hand-off release", "shard", sh, "err", err)
+	}
+}
+
+// shardBusy reports whether a group of shard sh has uncommitted work
+// (sends in flight, results or webhooks not yet committed).
+func (t *Tracker) shardBusy(sh int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for key, w := range t.work {
+		if store.ShardOf(key) == sh && !w.empty() {
+			return true
+		}
+	}
+	return false
+}
+
+// resumeShards wakes the sending groups of newly held shards (activation
+// recovers them: a send whose previous owner died between claim and
+// outcome becomes unconfirmed), fires their due reminders and routes their
+// pending webhooks.
+func (t *Tracker) resumeShards(shards []int) {
+	want := map[int]bool{}
+	for _, sh := range shards {
+		want[sh] = true
+	}
+	ctx, cancel := context.WithTimeout(t.bg, time.Minute)
+	defer cancel()
+	cursor := ""
+	for {
+		rows, next, err := t.st.ListGroups(ctx, store.GroupQuery{Status: crewcast.GroupSending, Cursor: cursor, Limit: 1000})
+		if err != nil {
+			t.log.Warn("resume groups of acquired shards", "err", fmt.Errorf("list sending groups: %w", err))
+			break
+		}
+		for _, g := range rows {
+			if want[store.ShardOf(g.ID)] {
+				t.groups.Tell(g.ID, msgKick{})
+			}
+		}
+		if next == "" || len(rows) == 0 {
+			break
+		}
+		cursor = next
+	}
+	t.groups.NudgeReminders()
+	t.sweepSoon()
+}
+
+// heldReminders is the reminder store seen by one node: only the
+// reminders of the shards it holds fall due here.
+type heldReminders struct {
+	actor.ReminderStore
+	c *cluster
+}
+
+func (h heldReminders) DueReminders(ctx context.Context, before time.Time, limit int) ([]actor.Reminder, error) {
+	rs, err := h.ReminderStore.DueReminders(ctx, before, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := rs[:0]
+	for _, r := range rs {
+		if h.c.holds(store.ShardOf(r.Key)) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// GroupOwner tells the API where group id's commands must run: local when
+// this node holds its shard (or is a single node), else the advertise URL
+// of the node whose live lease holds it ("" while the shard is moving or
+// its holder is unknown: answer 503 and let the client retry).
+func (t *Tracker) GroupOwner(ctx context.Context, id string) (url string, local bool, err error) {
+	c := t.cluster.Load()
+	if c == nil || c.holds(store.ShardOf(id)) {
+		return "", true, nil
+	}
+	leases, err := t.st.ListLeases(ctx)
+	if err != nil {
+		return "", false, fmt.Errorf("%w: list leases: %w", ErrUnavailable, err)
+	}
+	sh := store.ShardOf(id)
+	now := time.Now()
+	for _, l := range leases {
+		if l.Shard != sh || l.Owner == c.cfg.Node || l.ExpiresAt.IsZero() || !l.ExpiresAt.After(now) {
+			continue
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, n := range c.nodes {
+			if n.ID == l.Owner && n.Alive {
+				return n.AdvertiseURL, false, nil
+			}
+		}
+	}
+	return "", false, nil
+}
+
+// ownedID wraps an id generator so that a new group lands on a shard this
+// node holds: its creation commits here instead of being fenced (any node
+// can create a group without forwarding). A node holding nothing gets an
+// ordinary id, and the creation fails as unavailable.
+func (t *Tracker) ownedID(next func() string) func() string {
+	return func() string {
+		for range 4 * store.NumShards {
+			if id := next(); t.ownsKey(id) {
+				return id
+			}
+		}
+		return next()
+	}
+}
+
+// shareChanges tells the other nodes about this node's commits (those the
+// local hub carries with their events; changes heard from other nodes
+// carry none and are not repeated), a batch per NOTIFY.
+func (c *cluster) shareChanges() {
+	sub := c.t.hub.Subscribe("")
+	defer sub.Close()
+	const maxPayload = 7000 // NOTIFY payloads must stay under 8000 bytes
+	for {
+		latest := map[string]uint64{}
+		add := func(ch Change) {
+			if len(ch.Events) > 0 && ch.Seq > latest[ch.GroupID] {
+				latest[ch.GroupID] = ch.Seq
+			}
+		}
+		select {
+		case <-c.stop:
+			return
+		case ch := <-sub.C:
+			add(ch)
+		}
+		for more := true; more; {
+			select {
+			case ch := <-sub.C:
+				add(ch)
+			default:
+				more = false
+			}
+		}
+		if len(latest) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
+		var b strings.Builder
+		flush := func() {
+			if b.Len() > 0 {
+				if err := c.cfg.Notifier.Notify(ctx, changesChannel, b.String()); err != nil {
+					c.t.log.Warn("share changes", "err", err)
+				}
+				b.Reset()
+			}
+		}
+		for id, seq := range latest {
+			item := id + ":" + strconv.FormatUint(seq, 10)
+			if b.Len()+len(item)+1 > maxPayload {
+				flush()
+			}
+			if b.Len() > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(item)
+		}
+		flush()
+		cancel()
+	}
+}
+
+// listenChanges publishes other nodes' commits on the local hub (with
+// their seq only: a stream reads the events from the journal).
+func (c *cluster) listenChanges() {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-c.stop; cancel() }()
+	for ctx.Err() == nil {
+		err := c.cfg.Notifier.Listen(ctx, changesChannel, func(payload string) {
+			for _, item := range strings.Split(payload, ",") {
+				id, seqText, ok := strings.Cut(item, ":")
+				seq, err := strconv.ParseUint(seqText, 10, 64)
+				if !ok || err != nil || id == "" || c.t.ownsKey(id) {
+					continue // our own commits are on the hub already
+				}
+				c.t.hub.Publish(Change{GroupID: id, Seq: seq})
+			}
+		})
+		if err != nil {
+			c.t.log.Warn("listen for other nodes' changes; listening again", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}

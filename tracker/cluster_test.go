@@ -1,0 +1,359 @@
+package tracker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/group"
+	"github.com/crewcast/crewcast/provider/sim"
+	"github.com/crewcast/crewcast/store"
+	"github.com/crewcast/crewcast/store/postgres"
+)
+
+// Several nodes on one PostgreSQL (design §9), in one process: each node is
+// a tracker on its own leased store, all sending through one simulator.
+
+const clusterTTL = 2 * time.Second
+
+// partitionable is a node's view of the cluster tables that the test can
+// cut off: while cut, heartbeats and renewals fail as if the database were
+// unreachable (the node's commits still reach it: the epoch check, not
+// the keeper, must stop them).
+type partitionable struct {
+	store.ExpiringLeases
+	store.Membership
+	cut atomic.Bool
+}
+
+var errCut = errors.New("test: partitioned from the database")
+
+func (p *partitionable) RenewShards(ctx context.Context, owner string, ttl time.Duration) ([]store.Lease, error) {
+	if p.cut.Load() {
+		return nil, errCut
+	}
+	return p.ExpiringLeases.RenewShards(ctx, owner, ttl)
+}
+
+func (p *partitionable) Heartbeat(ctx context.Context, id, url string, ttl time.Duration) ([]store.Node, error) {
+	if p.cut.Load() {
+		return nil, errCut
+	}
+	return p.Membership.Heartbeat(ctx, id, url, ttl)
+}
+
+type clusterNode struct {
+	id      string
+	st      store.Store
+	tr      *Tracker
+	link    *partitionable
+	stopped bool
+}
+
+func startNode(t *testing.T, h *itHarness, url, schema, id string) *clusterNode {
+	t.Helper()
+	return startNodeWith(t, h, url, schema, id, 300*time.Millisecond)
+}
+
+func startNodeWith(t *testing.T, h *itHarness, url, schema, id string, sweep time.Duration) *clusterNode {
+	t.Helper()
+	st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Schema: schema, Owner: id, Leased: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	tr, err := New(Config{Store: st, Provider: h.provider, SweepInterval: sweep, SendRate: 40, SendBurst: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	link := &partitionable{ExpiringLeases: st, Membership: st}
+	if err := tr.StartCluster(ClusterConfig{Node: id, TTL: clusterTTL, Leases: link, Members: link, Tick: 50 * time.Millisecond,
+		Notifier: st}); err != nil {
+		t.Fatal(err)
+	}
+	n := &clusterNode{id: id, st: st, tr: tr, link: link}
+	t.Cleanup(func() {
+		if !n.stopped {
+			n.stop(t)
+		}
+	})
+	return n
+}
+
+func (n *clusterNode) stop(t *testing.T) {
+	t.Helper()
+	n.stopped = true
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := n.tr.Stop(ctx); err != nil {
+		t.Errorf("stop %s: %v", n.id, err)
+	}
+	if err := n.tr.StopCluster(ctx); err != nil && !errors.Is(err, errCut) {
+		t.Errorf("stop cluster %s: %v", n.id, err)
+	}
+}
+
+func awaitShards(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	began := time.Now()
+	for !cond() {
+		if time.Since(began) > timeout {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(began)
+}
+
+// A node joins: shards move by graceful hand-off to an even split while a
+// paced group sends. The owner of the group's shard is then partitioned
+// from the lease tables: it must fence itself within the TTL, another node
+// takes over after expiry and finishes the group. Nobody is sent twice,
+// and the journal's epochs never decrease along seq.
+func TestClusterHandOffAndFailover(t *testing.T) {
+	url := os.Getenv("CREWCAST_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("cluster tests need CREWCAST_TEST_POSTGRES (e.g. postgres://root@127.0.0.1:5432/test?sslmode=disable); CI sets it")
+	}
+	schema := itSchema(t, url)
+	h := newHarness(t, sim.DefaultFaults(), nil)
+	a := startNode(t, h, url, schema, "node-a")
+	h.target.Store(a.tr)
+	awaitShards(t, 10*time.Second, "node-a to hold every shard", func() bool { return len(a.tr.ClusterShards()) == store.NumShards })
+
+	const n = 120 // 3 s at 40/s
+	numbers := itNumbers(n)
+	id := itCreate(t, a.tr, numbers)
+	shard := store.ShardOf(id)
+
+	b := startNode(t, h, url, schema, "node-b")
+	took := awaitShards(t, 15*time.Second, "an even split", func() bool {
+		return len(a.tr.ClusterShards()) == store.NumShards/2 && len(b.tr.ClusterShards()) == store.NumShards/2
+	})
+	t.Logf("hand-off to an even split took %s", took)
+
+	owner, other := a, b
+	if b.tr.cluster.Load().holds(shard) {
+		owner, other = b, a
+	}
+	// Cut the owner off mid-send (the group paces over 3 s).
+	owner.link.cut.Store(true)
+	cutAt := time.Now()
+	fenced := awaitShards(t, clusterTTL, "the cut-off owner to fence itself", func() bool { return len(owner.tr.ClusterShards()) == 0 })
+	t.Logf("%s fenced itself %s after the cut (TTL %s)", owner.id, fenced, clusterTTL)
+	awaitShards(t, 3*clusterTTL, "the other node to take the group's shard", func() bool { return other.tr.cluster.Load().holds(shard) })
+	t.Logf("%s took the shard %s after the cut", other.id, time.Since(cutAt))
+	h.target.Store(other.tr)
+
+	g := awaitGroup(t, other.tr, other.st, id, 60*time.Second, "every recipient to reach an outcome", func(g store.GroupRow) bool {
+		return g.Counts["pending"] == 0 && g.Counts["sending"] == 0 && g.Counts["sent"] == 0
+	})
+	t.Logf("final counts %v", g.Counts)
+	sent := checkLedger(t, h.sim)
+	for _, num := range numbers {
+		if sent[num] > 1 {
+			t.Errorf("%s sent %d times", num, sent[num])
+		}
+	}
+	for num, d := range itDeliveries(t, other.st, id) {
+		switch d.Status {
+		case crewcast.StatusDelivered:
+			if sent[num] != 1 {
+				t.Errorf("%s delivered but sent %d times", num, sent[num])
+			}
+		case crewcast.StatusUnconfirmed:
+		default:
+			t.Errorf("%s: status %s", num, d.Status)
+		}
+	}
+	// The audit: epochs never decrease along seq, and the cut-off owner
+	// wrote nothing at the epoch the other node took over with or after.
+	stamps, err := other.st.(store.JournalAudit).JournalStamps(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	nodes := map[string]bool{}
+	for _, s := range stamps {
+		if s.Epoch < last {
+			t.Fatalf("stale write: seq %d at epoch %d by %s after epoch %d", s.Seq, s.Epoch, s.Node, last)
+		}
+		last = s.Epoch
+		nodes[s.Node] = true
+	}
+	if !nodes[other.id] || !nodes[owner.id] && owner.id != "node-a" {
+		t.Errorf("journal written by %v; want both the first owner and the taker", nodes)
+	}
+	t.Logf("journal: %d events, last epoch %d, nodes %v", len(stamps), last, nodes)
+	owner.link.cut.Store(false)
+}
+
+// createOnOwner creates a group through whichever node holds its shard
+// (the others' commits are fenced: API forwarding is not part of this).
+func createOnOwner(t *testing.T, nodes []*clusterNode, numbers []string) (string, *clusterNode) {
+	t.Helper()
+	for range 20 {
+		for _, n := range nodes {
+			id, created, err := n.tr.Create(context.Background(), group.Request{From: itFrom, To: numbers, Text: itText, Mode: crewcast.ModeIndividual}, CreateOptions{})
+			if err == nil && created {
+				return id, n
+			}
+		}
+	}
+	t.Fatal("no node could create the group")
+	return "", nil
+}
+
+// SIGTERM's graceful hand-off: the owner stops mid-send (Stop drains and
+// commits, StopCluster releases every lease with expires_at = now()), the
+// other node takes the shard at once and finishes the group. Nothing is
+// left unconfirmed and nobody is sent twice.
+func TestClusterGracefulHandOffOnStop(t *testing.T) {
+	url := os.Getenv("CREWCAST_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("cluster tests need CREWCAST_TEST_POSTGRES (e.g. postgres://root@127.0.0.1:5432/test?sslmode=disable); CI sets it")
+	}
+	schema := itSchema(t, url)
+	h := newHarness(t, sim.DefaultFaults(), nil)
+	a := startNode(t, h, url, schema, "node-a")
+	b := startNode(t, h, url, schema, "node-b")
+	h.target.Store(a.tr)
+	awaitShards(t, 15*time.Second, "an even split", func() bool {
+		return len(a.tr.ClusterShards())+len(b.tr.ClusterShards()) == store.NumShards &&
+			len(a.tr.ClusterShards()) == store.NumShards/2
+	})
+	const n = 120
+	numbers := itNumbers(n)
+	id, owner := createOnOwner(t, []*clusterNode{a, b}, numbers)
+	other := a
+	if owner == a {
+		other = b
+	}
+	h.target.Store(other.tr)
+	awaitGroup(t, owner.tr, owner.st, id, 20*time.Second, "sending under way", func(g store.GroupRow) bool {
+		return g.Counts["pending"] < n-10
+	})
+	owner.stop(t)
+	shard := store.ShardOf(id)
+	took := awaitShards(t, 5*time.Second, "the other node to take the shard", func() bool { return other.tr.cluster.Load().holds(shard) })
+	t.Logf("hand-off: %s took the shard %s after %s stopped (TTL %s)", other.id, took, owner.id, clusterTTL)
+	if took > clusterTTL/2 {
+		t.Errorf("hand-off took %s: the lease was not released, it expired", took)
+	}
+	g := awaitGroup(t, other.tr, other.st, id, 60*time.Second, "every recipient delivered", func(g store.GroupRow) bool {
+		return g.Counts["delivered"]+g.Counts["unconfirmed"] == n
+	})
+	if g.Counts["unconfirmed"] != 0 {
+		t.Errorf("a graceful hand-off left %d unconfirmed: %v", g.Counts["unconfirmed"], g.Counts)
+	}
+	sent := checkLedger(t, h.sim)
+	for _, num := range numbers {
+		if sent[num] != 1 {
+			t.Errorf("%s sent %d times, want 1", num, sent[num])
+		}
+	}
+	stamps, err := other.st.(store.JournalAudit).JournalStamps(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	for _, s := range stamps {
+		if s.Epoch < last {
+			t.Fatalf("stale write: seq %d at epoch %d after epoch %d", s.Seq, s.Epoch, last)
+		}
+		last = s.Epoch
+	}
+}
+
+// Webhooks all land on the node that does not own the group; the owner's
+// periodic sweep is an hour away, so only the NOTIFY wake-up can bring
+// them to it: every recipient must still be delivered, promptly.
+func TestClusterWebhooksReachTheOwner(t *testing.T) {
+	url := os.Getenv("CREWCAST_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("cluster tests need CREWCAST_TEST_POSTGRES (e.g. postgres://root@127.0.0.1:5432/test?sslmode=disable); CI sets it")
+	}
+	schema := itSchema(t, url)
+	h := newHarness(t, sim.DefaultFaults(), nil)
+	a := startNodeWith(t, h, url, schema, "node-a", time.Hour)
+	b := startNodeWith(t, h, url, schema, "node-b", time.Hour)
+	awaitShards(t, 15*time.Second, "an even split", func() bool {
+		return len(a.tr.ClusterShards()) == store.NumShards/2 && len(b.tr.ClusterShards()) == store.NumShards/2
+	})
+	const n = 40
+	id, owner := createOnOwner(t, []*clusterNode{a, b}, itNumbers(n))
+	other := a
+	if owner == a {
+		other = b
+	}
+	h.target.Store(other.tr)
+	began := time.Now()
+	awaitGroup(t, owner.tr, owner.st, id, 30*time.Second, "every recipient delivered through the other node's webhooks",
+		func(g store.GroupRow) bool { return g.Counts["delivered"] == n })
+	t.Logf("%d recipients delivered through webhooks received by %s in %s", n, other.id, time.Since(began))
+	checkLedger(t, h.sim)
+
+	// An inbound text from nobody's recipient belongs to the unmatched
+	// journal, on whichever node holds its shard: both nodes get it in turn.
+	for i, via := range []*clusterNode{a, b} {
+		h.target.Store(via.tr)
+		from := fmt.Sprintf("+1555099000%d", i)
+		if _, err := h.sim.Inbound(context.Background(), from, itFrom, "who is this"); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			rs, _, err := via.st.ListReplies(context.Background(), store.ReplyQuery{Number: from, Unmatched: true, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the unmatched text received by %s was not recorded: %+v", via.id, rs)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// A node that no longer holds a group's shard does not make a queued send
+// of it late: the provider is not called.
+func TestClusterQueuedSendOfAMovedGroupIsNotMade(t *testing.T) {
+	url := os.Getenv("CREWCAST_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("cluster tests need CREWCAST_TEST_POSTGRES (e.g. postgres://root@127.0.0.1:5432/test?sslmode=disable); CI sets it")
+	}
+	schema := itSchema(t, url)
+	h := newHarness(t, sim.DefaultFaults(), nil)
+	a := startNode(t, h, url, schema, "node-a")
+	awaitShards(t, 10*time.Second, "node-a to hold every shard", func() bool { return len(a.tr.ClusterShards()) == store.NumShards })
+	job := func(id string) sendJob {
+		return sendJob{groupID: id, send: group.Send{ID: "s1", Indices: []int{0}},
+			req: crewcast.SendRequest{From: itFrom, To: []string{"+15550100001"}, Text: itText}}
+	}
+	// Held: the call goes through.
+	if r := a.tr.pool.call(job("grp_held")); r.err != nil {
+		t.Fatalf("send of a held group: %v", r.err)
+	}
+	a.link.cut.Store(true)
+	awaitShards(t, clusterTTL, "node-a to fence itself", func() bool { return len(a.tr.ClusterShards()) == 0 })
+	before := len(h.sim.Ledger())
+	r := a.tr.pool.call(job("grp_moved"))
+	if !errors.Is(r.err, errNotOwner) && r.err != errNotOwner {
+		t.Fatalf("send of a group held elsewhere: %v, want errNotOwner", r.err)
+	}
+	if after := len(h.sim.Ledger()); after != before {
+		t.Fatalf("the provider was called: ledger %d → %d", before, after)
+	}
+	a.link.cut.Store(false)
+}
