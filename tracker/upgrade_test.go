@@ -394,8 +394,11 @@ func checkUpgradedFixture(t *testing.T, st store.Store) {
 			t.Fatalf("recover %s: %v, snapshot: %v", row.ID, err, res.SnapshotErr)
 		}
 		for name, state := range map[string]group.Group{"journal": *g, "snapshot+journal": res.State} {
-			if !reflect.DeepEqual(state.Counts(), row.Counts) {
-				t.Errorf("%s: counts replayed from the %s %v, projection %v", row.ID, name, state.Counts(), row.Counts)
+			// Every count the v1 projection has must replay to the same
+			// value; counts added since (ack_yes, no_reply, …) are new keys.
+			replayed := state.Counts()
+			if !countsCover(replayed, row.Counts) {
+				t.Errorf("%s: counts replayed from the %s %v, projection %v", row.ID, name, replayed, row.Counts)
 			}
 			if state.Status != row.Status {
 				t.Errorf("%s: status replayed from the %s %s, projection %s", row.ID, name, state.Status, row.Status)
@@ -481,4 +484,14 @@ func TestUpgradeFromV1FixturePostgres(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	checkUpgradedFixture(t, st)
+}
+
+// countsCover reports whether got has every key of want with its value.
+func countsCover(got, want map[string]int) bool {
+	for k, v := range want {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
 }
