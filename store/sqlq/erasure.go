@@ -129,7 +129,8 @@ func EraseNumber(ctx context.Context, d DB, number, replacement, keep string, o 
 }
 
 // redactOutboxTexts empties the message text in the outbound webhook
-// payloads (data.group.text) of every group whose text has been redacted:
+// payloads (data.group.text, data.recipient.text) of every group whose
+// text has been redacted:
 // the erasure redacts a finished group's text in the group, and the events
 // that reported the group must not keep it. Payloads naming the person
 // were deleted by the engine's erasers before this runs.
@@ -153,11 +154,19 @@ func redactOutboxTexts(ctx context.Context, tx Querier) (int, error) {
 			continue
 		}
 		data, _ := body["data"].(map[string]any)
-		grp, _ := data["group"].(map[string]any)
-		if t, _ := grp["text"].(string); t == "" {
+		changedText := false
+		// The group's text, and the copy a recipient event carries of
+		// the text they were sent.
+		for _, k := range []string{"group", "recipient"} {
+			obj, _ := data[k].(map[string]any)
+			if t, _ := obj["text"].(string); t != "" {
+				obj["text"] = ""
+				changedText = true
+			}
+		}
+		if !changedText {
 			continue
 		}
-		grp["text"] = ""
 		b, err := json.Marshal(body)
 		if err != nil {
 			return 0, err
