@@ -470,9 +470,24 @@ func TestDashboardAndRulesUseRealMetrics(t *testing.T) {
 	// The signals the operator must be woken for each have a rule.
 	all := strings.Join(slices.Collect(mapValues(ruleExprs(t))), "\n")
 	for _, m := range []string{"crewcast_groups_paused", `crewcast_recipients{status="unconfirmed"}`, "crewcast_webhook_signature_failures_total",
-		"crewcast_inbox_oldest_pending_age_seconds", "crewcast_store_commit_duration_seconds_bucket"} {
+		"crewcast_inbox_oldest_pending_age_seconds", "crewcast_store_commit_duration_seconds_bucket",
+		"crewcast_webhook_out_endpoints_disabled_total", "crewcast_cluster_lease_lost_total", "crewcast_actor_dead_letters_total"} {
 		if !strings.Contains(all, m) {
 			t.Errorf("no alert rule on %s", m)
+		}
+	}
+}
+
+// TestOperationsDocListsEveryAlert: docs/operations.md's alert table has
+// a row for each alert in the rules file (what fires and what to do).
+func TestOperationsDocListsEveryAlert(t *testing.T) {
+	b, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for alert := range ruleExprs(t) {
+		if !strings.Contains(string(b), "| `"+alert+"` |") {
+			t.Errorf("docs/operations.md has no row for alert %s", alert)
 		}
 	}
 }

@@ -64,6 +64,7 @@ type Registry struct {
 	reqDuration   *prometheus.HistogramVec
 	authFailures  *prometheus.CounterVec
 	touchFailures prometheus.Counter
+	leaseLost     *prometheus.CounterVec
 
 	runtime *Runtime
 	service *Service
@@ -84,6 +85,11 @@ func New() *Registry {
 	r.mailboxDepth = f.histogramVec("actor_mailbox_depth", "Mailbox length sampled at the start of each batch.",
 		[]float64{0, 1, 2, 5, 10, 50, 100, 500, 1000, 5000}, "kind")
 	r.deadLetters = f.counterVec("actor_dead_letters_total", "Messages that could not be delivered.", "reason")
+	// Exported at 0 from the start (alerts and dashboards need the
+	// series before the first dead letter).
+	for _, reason := range []string{actor.ReasonMailboxFull, actor.ReasonStopped, actor.ReasonActivationFailed} {
+		r.deadLetters.WithLabelValues(reason)
+	}
 	r.timersFired = f.counter("actor_timers_fired_total", "Scheduler callbacks that ran.")
 	r.timerPanics = f.counter("actor_timer_panics_total", "Scheduler callbacks that panicked (recovered).")
 	r.timersPending = f.gauge("actor_timers_pending", "Timers waiting in the scheduler.")
@@ -109,6 +115,12 @@ func New() *Registry {
 		[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2, 5}, "route", "method", "code")
 	r.authFailures = f.counterVec("http_auth_failures_total", "Requests refused for authentication or authorization.", "reason")
 	r.touchFailures = f.counter("apikey_touch_failures_total", "Failed best-effort writes of an API key's last use.")
+	// Cluster mode only, but exported at 0 on every node so that the
+	// lease-loss alert and panel have a series from the start.
+	r.leaseLost = f.counterVec("cluster_lease_lost_total", "Shard leases this node stopped holding other than by hand-off: taken_over (a renewal found it gone) or fenced (renewal overdue, the node fenced itself).", "reason")
+	for _, reason := range []string{tracker.LeaseLostTakenOver, tracker.LeaseLostFenced} {
+		r.leaseLost.WithLabelValues(reason)
+	}
 
 	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r.runtime = &Runtime{r: r}
@@ -354,7 +366,13 @@ type Service struct{ r *Registry }
 var (
 	_ tracker.Metrics       = (*Service)(nil)
 	_ tracker.ParkedMetrics = (*Service)(nil)
+	_ tracker.LeaseMetrics  = (*Service)(nil)
 )
+
+// LeaseLost counts shard leases lost (tracker.LeaseLost* reasons).
+func (m *Service) LeaseLost(reason string, shards int) {
+	m.r.leaseLost.WithLabelValues(reason).Add(float64(shards))
+}
 
 // ParkedExpired counts a parked receipt acknowledged as expired.
 func (m *Service) ParkedExpired(provider string) {

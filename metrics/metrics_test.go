@@ -15,6 +15,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/tracker"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -97,6 +99,8 @@ func TestEveryHookIsExported(t *testing.T) {
 	svc.StatusChanged(crewcast.StatusDelivered)
 	svc.TimeToDelivered(4 * time.Second)
 	svc.ParkedExpired("telnyx")
+	svc.LeaseLost(tracker.LeaseLostFenced, 5)
+	svc.LeaseLost(tracker.LeaseLostTakenOver, 1)
 	r.WebhookReceived("twilio", "status", "duplicate")
 	r.SignatureFailure("telnyx")
 	r.SSEClientOpened()
@@ -141,6 +145,8 @@ func TestEveryHookIsExported(t *testing.T) {
 		{"crewcast_http_request_duration_seconds", map[string]string{"route": "/v1/groups/{id}", "method": "GET", "code": "200"}, 1},
 		{"crewcast_http_auth_failures_total", map[string]string{"reason": "forbidden"}, 1},
 		{"crewcast_apikey_touch_failures_total", nil, 1},
+		{"crewcast_cluster_lease_lost_total", map[string]string{"reason": "fenced"}, 5},
+		{"crewcast_cluster_lease_lost_total", map[string]string{"reason": "taken_over"}, 1},
 	} {
 		if got := value(t, mfs, c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
@@ -154,6 +160,24 @@ func TestEveryHookIsExported(t *testing.T) {
 	for _, b := range h.GetBucket() {
 		if b.GetUpperBound() == 0.005 && b.GetCumulativeCount() != 2 {
 			t.Errorf("commits under 5 ms: %d, want 2", b.GetCumulativeCount())
+		}
+	}
+}
+
+// The series that alert rules watch for a first event (dead letters, lost
+// leases) exist at 0 before it happens: an absent series would make an
+// alert on increase() blind and a dashboard panel empty.
+func TestAlertedSeriesStartAtZero(t *testing.T) {
+	mfs := scrape(t, New())
+	for _, c := range []struct{ name, reason string }{
+		{"crewcast_actor_dead_letters_total", actor.ReasonMailboxFull},
+		{"crewcast_actor_dead_letters_total", actor.ReasonStopped},
+		{"crewcast_actor_dead_letters_total", actor.ReasonActivationFailed},
+		{"crewcast_cluster_lease_lost_total", tracker.LeaseLostTakenOver},
+		{"crewcast_cluster_lease_lost_total", tracker.LeaseLostFenced},
+	} {
+		if got := value(t, mfs, c.name, map[string]string{"reason": c.reason}); got != 0 {
+			t.Errorf("%s{reason=%q} = %v on a new registry", c.name, c.reason, got)
 		}
 	}
 }

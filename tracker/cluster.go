@@ -367,12 +367,15 @@ func (c *cluster) renew() bool {
 	for _, l := range renewed {
 		kept[l.Shard] = true
 	}
+	lost := 0
 	for sh := range c.held {
 		if !kept[sh] {
 			c.t.log.Warn("lease lost", "shard", sh)
 			delete(c.held, sh)
+			lost++
 		}
 	}
+	c.t.leaseLost(LeaseLostTakenOver, lost)
 	c.validUntil = began.Add(c.cfg.TTL - c.safetyMargin())
 	// The watchdog fences at validUntil even while the keeper's loop is
 	// stuck in a renewal that hangs (a partition holds a statement until
@@ -400,9 +403,37 @@ func (c *cluster) fenceIfLate() {
 		return
 	}
 	c.t.log.Error("lease renewal overdue: fencing this node's shards", "shards", len(shards))
+	c.t.leaseLost(LeaseLostFenced, len(shards))
 	// Locally only: the database may be unreachable (that is why we are
 	// here); the leases expire on its clock by themselves.
 	c.cfg.Leases.DropShards(shards)
+}
+
+// Reasons a node stops holding leases (LeaseMetrics).
+const (
+	// LeaseLostTakenOver: a renewal found the lease no longer ours (it
+	// expired on the database clock and another node took it).
+	LeaseLostTakenOver = "taken_over"
+	// LeaseLostFenced: no renewal succeeded in time and the node stopped
+	// using every lease it held (fenced itself) before they could expire.
+	LeaseLostFenced = "fenced"
+)
+
+// LeaseMetrics is implemented by Metrics that count lost shard leases
+// (package metrics does); others are not told.
+type LeaseMetrics interface {
+	// LeaseLost counts shards whose lease this node stopped holding
+	// other than by a graceful hand-off; reason is a LeaseLost* constant.
+	LeaseLost(reason string, shards int)
+}
+
+func (t *Tracker) leaseLost(reason string, shards int) {
+	if shards <= 0 {
+		return
+	}
+	if m, ok := t.cfg.Metrics.(LeaseMetrics); ok {
+		m.LeaseLost(reason, shards)
+	}
 }
 
 // target is this node's share of the shards among the live nodes.

@@ -205,6 +205,11 @@ func New(cfg Config) *Worker {
 		oldest: prometheus.NewGauge(prometheus.GaugeOpts{Name: "crewcast_webhook_out_oldest_pending_seconds",
 			Help: "Age of the oldest pending outbound webhook event."}),
 	}
+	// Every result exported at 0 from the start: a rate over a series
+	// that appears only with its first failure misses that failure.
+	for _, r := range []string{store.AttemptOK, store.AttemptHTTP, store.AttemptNetwork, store.AttemptRefused, store.AttemptInternal} {
+		w.m.attempts.WithLabelValues(r)
+	}
 	if cfg.Registerer != nil {
 		for _, c := range []prometheus.Collector{w.m.attempts, w.m.disabled, w.m.depth, w.m.oldest} {
 			_ = cfg.Registerer.Register(c)

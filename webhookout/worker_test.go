@@ -571,6 +571,28 @@ func TestQueueMetrics(t *testing.T) {
 	}
 }
 
+// Before any event the worker exports every family it has, at 0, with a
+// series for each attempt result: alerts and dashboard panels on them see
+// a series from the start (deploy's metric test relies on it).
+func TestMetricsExportedBeforeAnyEvent(t *testing.T) {
+	reg := newRegistry()
+	newFixture(t, func(c *Config) { c.Registerer = reg })
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = len(mf.GetMetric())
+	}
+	for name, series := range map[string]int{"crewcast_webhook_out_attempts_total": 5, "crewcast_webhook_out_endpoints_disabled_total": 1,
+		"crewcast_webhook_out_queue_depth": 1, "crewcast_webhook_out_oldest_pending_seconds": 1} {
+		if got[name] != series {
+			t.Errorf("%s: %d series before any event, want %d", name, got[name], series)
+		}
+	}
+}
+
 func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
