@@ -175,11 +175,22 @@ func Generate(r io.Reader, name string, scopes []Scope, now time.Time) (plaintex
 
 // Create generates a key and stores it. The plaintext is returned only here.
 func Create(ctx context.Context, keys store.Keys, name string, scopes []Scope, now time.Time) (string, store.APIKey, error) {
+	return CreateAudited(ctx, keys, name, scopes, now, nil)
+}
+
+// CreateAudited is Create with the audit entry that records the key,
+// built by audit from the new key (nil: none) and committed in the same
+// store transaction as the key.
+func CreateAudited(ctx context.Context, keys store.Keys, name string, scopes []Scope, now time.Time, audit func(store.APIKey) store.AuditEntry) (string, store.APIKey, error) {
 	plaintext, rec, err := Generate(nil, name, scopes, now)
 	if err != nil {
 		return "", store.APIKey{}, err
 	}
-	if err := keys.CreateKey(ctx, rec); err != nil {
+	var entries []store.AuditEntry
+	if audit != nil {
+		entries = append(entries, audit(rec))
+	}
+	if err := keys.CreateKey(ctx, rec, entries...); err != nil {
 		return "", store.APIKey{}, fmt.Errorf("apikey: store key: %w", err)
 	}
 	return plaintext, rec, nil

@@ -70,8 +70,9 @@ type Service interface {
 // Suppressor is implemented by a Service that must see every suppression
 // added through the API (tracker.Tracker: it orders sends in flight
 // against the commit). Without it, suppressions go to the Store directly.
+// The audit entries commit with the suppression (store.Suppressions).
 type Suppressor interface {
-	AddSuppression(ctx context.Context, s store.Suppression) error
+	AddSuppression(ctx context.Context, s store.Suppression, audit ...store.AuditEntry) error
 }
 
 // Config configures New. Zero fields take the defaults stated on each.

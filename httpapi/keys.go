@@ -8,6 +8,7 @@ import (
 
 	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/apikey"
+	"github.com/crewcast/crewcast/store"
 )
 
 // keyJSON is a stored key as listed: never its secret or hash.
@@ -75,11 +76,14 @@ func (a *api) createKey(w http.ResponseWriter, r *http.Request) error {
 	if len([]rune(body.Name)) > maxKeyName {
 		return invalid("name", "at most 100 characters")
 	}
-	plaintext, rec, err := apikey.Create(r.Context(), a.store, body.Name, scopes, a.now())
+	// The audit entry commits with the key: both or neither.
+	who := requestActor(r)
+	plaintext, rec, err := apikey.CreateAudited(r.Context(), a.store, body.Name, scopes, a.now(), func(rec store.APIKey) store.AuditEntry {
+		return store.AuditEntry{At: rec.CreatedAt, Actor: who, Action: auditKeyCreated, Target: rec.ID + " " + rec.Name + " " + strings.Join(rec.Scopes, ",")}
+	})
 	if err != nil {
 		return err
 	}
-	a.audit(r, requestActor(r), auditKeyCreated, rec.ID+" "+rec.Name+" "+strings.Join(rec.Scopes, ","))
 	w.Header().Set("Location", "/v1/keys/"+rec.ID)
 	writeJSON(w, http.StatusCreated, newKeyJSON{ID: rec.ID, Key: plaintext, Name: rec.Name, Scopes: rec.Scopes})
 	return nil
@@ -87,7 +91,8 @@ func (a *api) createKey(w http.ResponseWriter, r *http.Request) error {
 
 func (a *api) revokeKey(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	err := a.store.RevokeKey(r.Context(), id, a.now().UTC())
+	now := a.now().UTC()
+	err := a.store.RevokeKey(r.Context(), id, now, store.AuditEntry{At: now, Actor: requestActor(r), Action: auditKeyRevoked, Target: id})
 	if errors.Is(err, actor.ErrNotFound) {
 		return notFound("key")
 	}
@@ -95,7 +100,6 @@ func (a *api) revokeKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a.auth.Forget(id)
-	a.audit(r, requestActor(r), auditKeyRevoked, id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -459,7 +459,10 @@ func (a *api) addSuppression(w http.ResponseWriter, r *http.Request) error {
 	if sp, ok := a.svc.(Suppressor); ok {
 		add = sp.AddSuppression
 	}
-	if err := add(r.Context(), s); err != nil {
+	// The audit entry commits with the suppression: both or neither.
+	entry := store.AuditEntry{At: s.CreatedAt, Actor: requestActor(r), Action: auditSuppressAdd,
+		Target: store.AuditNumber(number) + " " + body.Reason}
+	if err := add(r.Context(), s, entry); err != nil {
 		return err
 	}
 	// Answer with what is stored: a stop or provider_opt_out never
@@ -469,7 +472,6 @@ func (a *api) addSuppression(w http.ResponseWriter, r *http.Request) error {
 			s = stored
 		}
 	}
-	a.audit(r, requestActor(r), auditSuppressAdd, store.AuditNumber(number)+" "+body.Reason)
 	writeJSON(w, http.StatusCreated, suppressionOf(s))
 	return nil
 }
@@ -479,7 +481,11 @@ func (a *api) removeSuppression(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.store.RemoveSuppression(r.Context(), number); err != nil {
+	// The audit entry commits with the removal of the number; the keyed
+	// hash's removal below is part of the same recorded action (if it
+	// fails, the client hears so and the hashed opt-out stays).
+	entry := store.AuditEntry{At: a.now().UTC(), Actor: requestActor(r), Action: auditSuppressRemov, Target: store.AuditNumber(number)}
+	if err := a.store.RemoveSuppression(r.Context(), number, entry); err != nil {
 		return err
 	}
 	if a.cfg.Privacy != nil {
@@ -490,7 +496,6 @@ func (a *api) removeSuppression(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	a.audit(r, requestActor(r), auditSuppressRemov, store.AuditNumber(number))
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -133,9 +133,10 @@ func requestActor(r *http.Request) store.AuditActor {
 	return who
 }
 
-// audit appends one entry for a change that is not itself a store
-// transaction the entry could join (a key, a suppression, a sign-in): it
-// is written right after the change. A failure is logged, not returned:
+// audit appends one entry for an event that is not itself a store
+// transaction the entry could join (a sign-in, a sign-out): it is written
+// right after the event. (Key and suppression changes pass their entry to
+// the store, which commits it with the change.) A failure is logged, not returned:
 // the change is made and the client must hear so.
 func (a *api) audit(r *http.Request, who store.AuditActor, action, target string) {
 	e := store.AuditEntry{At: a.now().UTC(), Actor: who, Action: action, Target: target}

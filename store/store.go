@@ -330,11 +330,12 @@ type Suppressions interface {
 	// AddSuppression creates or replaces a suppression, except that a
 	// START-liftable reason never replaces one that is not (a STOP on top
 	// of a manual suppression leaves it manual). It is serialized with
-	// claims (see Effects.Claim).
-	AddSuppression(ctx context.Context, s Suppression) error
+	// claims (see Effects.Claim). The audit entries that record it commit
+	// in the same transaction: both or neither.
+	AddSuppression(ctx context.Context, s Suppression, audit ...AuditEntry) error
 	// RemoveSuppression deletes a suppression of any reason (an operator's
-	// decision).
-	RemoveSuppression(ctx context.Context, number string) error
+	// decision), with its audit entries in the same transaction.
+	RemoveSuppression(ctx context.Context, number string, audit ...AuditEntry) error
 	ListSuppressions(ctx context.Context, cursor string, limit int) (rows []Suppression, next string, err error)
 }
 
@@ -353,15 +354,16 @@ type APIKey struct {
 	RevokedAt  time.Time
 }
 
-// Keys stores API keys.
+// Keys stores API keys. CreateKey and RevokeKey commit the audit entries
+// that record them in the same transaction as the change: both or neither.
 type Keys interface {
-	CreateKey(ctx context.Context, k APIKey) error
+	CreateKey(ctx context.Context, k APIKey, audit ...AuditEntry) error
 	// KeyByPrefix returns actor.ErrNotFound when no key has prefix.
 	KeyByPrefix(ctx context.Context, prefix string) (APIKey, error)
 	ListKeys(ctx context.Context) ([]APIKey, error)
 	TouchKey(ctx context.Context, id string, at time.Time) error
 	// RevokeKey returns actor.ErrNotFound for an unknown id.
-	RevokeKey(ctx context.Context, id string, at time.Time) error
+	RevokeKey(ctx context.Context, id string, at time.Time, audit ...AuditEntry) error
 }
 
 // ---- Idempotency ----

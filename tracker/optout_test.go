@@ -100,8 +100,15 @@ func TestIntegrationSuppressionMidSendStopsRemainingSends(t *testing.T) {
 		id := itCreate(t, tr, numbers)
 		awaitGroup(t, tr, st, id, 20*time.Second, "the first sends", func(g store.GroupRow) bool { return g.Counts["sent"]+g.Counts["delivered"] >= 3 })
 
-		if err := tr.AddSuppression(ctx, store.Suppression{Number: viaTracker, Reason: "manual"}); err != nil {
+		entry := store.AuditEntry{Actor: store.AuditActor{Type: store.ActorUser, ID: "usr_op", Name: "Op"},
+			Action: "suppression.added", Target: store.AuditNumber(viaTracker) + " manual"}
+		if err := tr.AddSuppression(ctx, store.Suppression{Number: viaTracker, Reason: "manual"}, entry); err != nil {
 			t.Fatal(err)
+		}
+		// The tracker hands the audit entry to the store's commit.
+		if got, _, err := st.ListAudit(ctx, store.AuditQuery{Action: "suppression.added"}); err != nil || len(got) != 1 ||
+			got[0].Actor.ID != "usr_op" || got[0].Target != entry.Target {
+			t.Errorf("audit after tracker AddSuppression = %+v, %v; want the entry", got, err)
 		}
 		committed := map[string]time.Time{viaTracker: time.Now()}
 		if err := st.AddSuppression(ctx, store.Suppression{Number: viaStore, Reason: "manual"}); err != nil {

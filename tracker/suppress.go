@@ -96,10 +96,11 @@ func suppressedNumbers(ss []store.Suppression) []string {
 // AddSuppression puts a number on the suppression list (the API's POST
 // /v1/suppressions). When it returns nil, no provider call to the number
 // starts in this process any more, and calls that had started have
-// returned.
-func (t *Tracker) AddSuppression(ctx context.Context, s store.Suppression) error {
+// returned. The audit entries that record it commit in the same store
+// transaction.
+func (t *Tracker) AddSuppression(ctx context.Context, s store.Suppression, audit ...store.AuditEntry) error {
 	defer t.gate.write([]string{s.Number})()
-	if err := t.st.AddSuppression(ctx, s); err != nil {
+	if err := t.st.AddSuppression(ctx, s, audit...); err != nil {
 		return unavailable(ctx, "add suppression", err)
 	}
 	return nil

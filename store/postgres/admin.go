@@ -9,15 +9,15 @@ import (
 )
 
 // The other suppression, API key and idempotency statements are shared:
-// see sqlq.DB. These two write through the same statements as Commit's
-// effects.
+// see sqlq.DB. AddSuppression writes through the same statement as
+// Commit's effects.
 
 // AddSuppression creates or replaces a suppression (CreatedAt defaults to
-// now; see store.Suppressions for which reason wins). It holds
-// suppressionLock exclusively, so it commits either before a concurrent
-// claim reads the suppressions (which then sees it) or after the claim
-// committed.
-func (s *Store) AddSuppression(ctx context.Context, sp store.Suppression) error {
+// now; see store.Suppressions for which reason wins) and appends its audit
+// entries in the same transaction. It holds suppressionLock exclusively,
+// so it commits either before a concurrent claim reads the suppressions
+// (which then sees it) or after the claim committed.
+func (s *Store) AddSuppression(ctx context.Context, sp store.Suppression, audit ...store.AuditEntry) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: add suppression: %w", err)
@@ -26,8 +26,12 @@ func (s *Store) AddSuppression(ctx context.Context, sp store.Suppression) error 
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, suppressionLock); err != nil {
 		return fmt.Errorf("postgres: add suppression: lock: %w", err)
 	}
-	if _, err := tx.Exec(ctx, sqlSuppress, []string{sp.Number}, []string{sp.Reason}, []int64{store.Nanos(sqlq.OrNow(sp.CreatedAt, s.now()))}); err != nil {
+	now := s.now()
+	if _, err := tx.Exec(ctx, sqlSuppress, []string{sp.Number}, []string{sp.Reason}, []int64{store.Nanos(sqlq.OrNow(sp.CreatedAt, now))}); err != nil {
 		return fmt.Errorf("postgres: add suppression: %w", err)
+	}
+	if err := sqlq.AppendAuditIn(ctx, querier{tx}, now, audit); err != nil {
+		return fmt.Errorf("postgres: add suppression: audit: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("postgres: add suppression: commit: %w", err)
@@ -35,9 +39,17 @@ func (s *Store) AddSuppression(ctx context.Context, sp store.Suppression) error 
 	return nil
 }
 
-// RemoveSuppression deletes a suppression; a missing one is not an error.
-func (s *Store) RemoveSuppression(ctx context.Context, number string) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM suppressions WHERE number = $1`, number); err != nil {
+// RemoveSuppression deletes a suppression (a missing one is not an error)
+// and appends its audit entries in the same transaction.
+func (s *Store) RemoveSuppression(ctx context.Context, number string, audit ...store.AuditEntry) error {
+	now := s.now()
+	err := s.writeTx(ctx, func(q sqlq.Querier) error {
+		if _, err := q.Exec(ctx, `DELETE FROM suppressions WHERE number = ?`, number); err != nil {
+			return err
+		}
+		return sqlq.AppendAuditIn(ctx, q, now, audit)
+	})
+	if err != nil {
 		return fmt.Errorf("postgres: remove suppression: %w", err)
 	}
 	return nil

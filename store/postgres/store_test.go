@@ -103,6 +103,22 @@ func newDB(t *testing.T) storetest.DB {
 			return adminExec(t, url, `WITH u AS (UPDATE "`+schema+`".audit_log SET action = 'nothing', actor_name = 'someone else'
 				RETURNING 1) SELECT count(*) FROM u`).Scan(&n)
 		},
+		FailAudit: func(t *testing.T, action string) {
+			t.Helper()
+			if err := adminExec(t, url, `CREATE FUNCTION "`+schema+`".test_fail_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+				BEGIN
+					IF NEW.action = '`+strings.ReplaceAll(action, "'", "''")+`' THEN
+						RAISE EXCEPTION 'audit insert refused by the test';
+					END IF;
+					RETURN NEW;
+				END $$`).Scan(); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				t.Fatal(err)
+			}
+			if err := adminExec(t, url, `CREATE TRIGGER test_fail_audit BEFORE INSERT ON "`+schema+`".audit_log
+				FOR EACH ROW EXECUTE FUNCTION "`+schema+`".test_fail_audit()`).Scan(); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				t.Fatal(err)
+			}
+		},
 		Corrupt: func(t *testing.T, key string) {
 			t.Helper()
 			var n int

@@ -58,6 +58,19 @@ func newDB(t *testing.T) storetest.DB {
 			_, err = db.Exec(`UPDATE audit_log SET action = 'nothing', actor_name = 'someone else'`)
 			return err
 		},
+		FailAudit: func(t *testing.T, action string) {
+			t.Helper()
+			db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(`CREATE TRIGGER test_fail_audit BEFORE INSERT ON audit_log
+				WHEN NEW.action = '` + strings.ReplaceAll(action, "'", "''") + `'
+				BEGIN SELECT RAISE(ABORT, 'audit insert refused by the test'); END`); err != nil {
+				t.Fatal(err)
+			}
+		},
 		Corrupt: func(t *testing.T, key string) {
 			t.Helper()
 			db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")

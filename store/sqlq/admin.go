@@ -79,8 +79,9 @@ func (d DB) ListSuppressions(ctx context.Context, cursor string, limit int) ([]s
 
 // ---- API keys ----
 
-// CreateKey stores a new API key; a duplicate id or prefix is an error.
-func (d DB) CreateKey(ctx context.Context, k store.APIKey) error {
+// CreateKey stores a new API key and its audit entries in one
+// transaction; a duplicate id or prefix is an error.
+func (d DB) CreateKey(ctx context.Context, k store.APIKey, audit ...store.AuditEntry) error {
 	scopes, err := json.Marshal(NonNilStrings(k.Scopes))
 	if err != nil {
 		return d.errorf("create key: %w", err)
@@ -89,13 +90,31 @@ func (d DB) CreateKey(ctx context.Context, k store.APIKey) error {
 	if hash == nil {
 		hash = []byte{}
 	}
-	_, err = d.c.Write.Exec(ctx, `INSERT INTO api_keys (id, name, prefix, hash, scopes, created_at, last_used_at, revoked_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, k.ID, k.Name, k.Prefix, hash, string(scopes),
-		store.Nanos(OrNow(k.CreatedAt, d.c.Now())), store.Nanos(k.LastUsedAt), store.Nanos(k.RevokedAt))
+	now := d.c.Now()
+	err = d.withAudit(ctx, now, audit, func(q Querier) error {
+		_, err := q.Exec(ctx, `INSERT INTO api_keys (id, name, prefix, hash, scopes, created_at, last_used_at, revoked_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, k.ID, k.Name, k.Prefix, hash, string(scopes),
+			store.Nanos(OrNow(k.CreatedAt, now)), store.Nanos(k.LastUsedAt), store.Nanos(k.RevokedAt))
+		return err
+	})
 	if err != nil {
 		return d.errorf("create key: %w", err)
 	}
 	return nil
+}
+
+// withAudit runs the write fn and appends audit after it, in one write
+// transaction when there are entries (a lone statement needs none).
+func (d DB) withAudit(ctx context.Context, now time.Time, audit []store.AuditEntry, fn func(Querier) error) error {
+	if len(audit) == 0 {
+		return fn(d.c.Write)
+	}
+	return d.c.WriteTx(ctx, func(q Querier) error {
+		if err := fn(q); err != nil {
+			return err
+		}
+		return appendAudit(ctx, q, now, audit)
+	})
 }
 
 const keyCols = `id, name, prefix, hash, scopes, created_at, last_used_at, revoked_at`
@@ -139,20 +158,28 @@ func (d DB) TouchKey(ctx context.Context, id string, at time.Time) error {
 	return d.updateKey(ctx, "touch key", `UPDATE api_keys SET last_used_at = ? WHERE id = ?`, id, at)
 }
 
-// RevokeKey revokes the key (a second revoke keeps the first time);
-// actor.ErrNotFound for an unknown id.
-func (d DB) RevokeKey(ctx context.Context, id string, at time.Time) error {
+// RevokeKey revokes the key (a second revoke keeps the first time) and
+// appends its audit entries in one transaction; actor.ErrNotFound (and no
+// entry) for an unknown id.
+func (d DB) RevokeKey(ctx context.Context, id string, at time.Time, audit ...store.AuditEntry) error {
 	return d.updateKey(ctx, "revoke key",
-		`UPDATE api_keys SET revoked_at = CASE WHEN revoked_at = 0 THEN ? ELSE revoked_at END WHERE id = ?`, id, at)
+		`UPDATE api_keys SET revoked_at = CASE WHEN revoked_at = 0 THEN ? ELSE revoked_at END WHERE id = ?`, id, at, audit...)
 }
 
-func (d DB) updateKey(ctx context.Context, what, q, id string, at time.Time) error {
-	n, err := d.c.Write.Exec(ctx, q, store.Nanos(OrNow(at, d.c.Now())), id)
+func (d DB) updateKey(ctx context.Context, what, stmt, id string, at time.Time, audit ...store.AuditEntry) error {
+	now := d.c.Now()
+	err := d.withAudit(ctx, now, audit, func(q Querier) error {
+		n, err := q.Exec(ctx, stmt, store.Nanos(OrNow(at, now)), id)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("%q: %w", id, actor.ErrNotFound)
+		}
+		return nil
+	})
 	if err != nil {
 		return d.errorf("%s: %w", what, err)
-	}
-	if n == 0 {
-		return d.errorf("%s %q: %w", what, id, actor.ErrNotFound)
 	}
 	return nil
 }

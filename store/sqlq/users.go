@@ -113,6 +113,12 @@ func AuditArgs(e *store.AuditEntry, now time.Time) []any {
 	return []any{store.Nanos(OrNow(e.At, now)), e.Actor.Type, e.Actor.ID, e.Actor.Name, e.Action, e.Target, e.Actor.IP}
 }
 
+// AppendAuditIn appends entries through q, inside the caller's write
+// transaction, so that they commit with the change they record.
+func AppendAuditIn(ctx context.Context, q Querier, now time.Time, entries []store.AuditEntry) error {
+	return appendAudit(ctx, q, now, entries)
+}
+
 func appendAudit(ctx context.Context, q Querier, now time.Time, entries []store.AuditEntry) error {
 	for i := range entries {
 		if _, err := q.Exec(ctx, InsertAudit, AuditArgs(&entries[i], now)...); err != nil {

@@ -37,6 +37,10 @@ type DB struct {
 	// table and returns the database's answer (the log is append-only,
 	// so it must be an error).
 	TamperAudit func(t *testing.T) error
+	// FailAudit makes the database refuse, from now on, every audit log
+	// insert whose action is action (a trigger), so that the suite can
+	// show a change and its audit entry commit together or not at all.
+	FailAudit func(t *testing.T, action string)
 	// InboxPayload reads an inbox row's payload directly from the table
 	// (the API never returns processed entries).
 	InboxPayload func(t *testing.T, provider, eventID string) []byte
@@ -120,6 +124,7 @@ func Run(t *testing.T, o Options) {
 		{"Users", testUsers},
 		{"Audit", testAudit},
 		{"AuditAppendOnly", testAuditAppendOnly},
+		{"AuditWithChange", testAuditWithChange},
 		{"WebhookEndpoints", testWebhookEndpoints},
 		{"WebhookOutbox", testWebhookOutbox},
 		{"WebhookClaimsConcurrent", testWebhookClaimsConcurrent},
