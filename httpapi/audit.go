@@ -81,42 +81,9 @@ func (a *api) listAudit(w http.ResponseWriter, r *http.Request) error {
 
 // auditCSV streams every matching entry (or limit of them), page by page.
 func (a *api) auditCSV(w http.ResponseWriter, r *http.Request, q store.AuditQuery) error {
-	total := q.Limit
-	const page = 1000
-	q.Limit = page
-	if total > 0 && total < page {
-		q.Limit = total
-	}
-	rows, next, err := a.store.ListAudit(r.Context(), q)
-	if err != nil {
-		return err
-	}
-	s, err := startCSV(w, "audit.csv", auditCSVHeader)
-	if err != nil {
-		return nil
-	}
-	written := 0
-	for {
-		s.extendDeadline(a.cfg.StreamWriteTimeout)
-		for _, e := range rows {
-			if total > 0 && written == total {
-				return s.flush()
-			}
-			if err := s.cw.Write(auditCSVRow(e)); err != nil {
-				return nil
-			}
-			written++
-		}
-		if err := s.flush(); err != nil {
-			return nil
-		}
-		if next == "" || (total > 0 && written >= total) {
-			return nil
-		}
-		q.Cursor = next
-		if rows, next, err = a.store.ListAudit(r.Context(), q); err != nil {
-			a.log.ErrorContext(r.Context(), "csv export failed", "err", err.Error())
-			abortStream()
-		}
-	}
+	return streamCSVPages(a, w, r, "audit.csv", auditCSVHeader, q.Limit, q.Cursor,
+		func(cursor string, limit int) ([]store.AuditEntry, string, error) {
+			q.Cursor, q.Limit = cursor, limit
+			return a.store.ListAudit(r.Context(), q)
+		}, auditCSVRow)
 }

@@ -55,6 +55,42 @@ func dirError(err error, what string) error {
 	return err
 }
 
+// getDirEntry answers GET /v1/{contacts,crews,templates}/{id}: the entry
+// get finds, shown by view, or what dirError makes of a miss.
+func getDirEntry[T, J any](w http.ResponseWriter, r *http.Request, what string,
+	get func(context.Context, string) (T, error), view func(T) (J, error)) error {
+	e, err := get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return dirError(err, what)
+	}
+	out, err := view(e)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// deleteDirEntry answers DELETE /v1/{contacts,crews,templates}/{id}.
+func deleteDirEntry(w http.ResponseWriter, r *http.Request, what string, del func(context.Context, string) error) error {
+	if err := del(r.Context(), r.PathValue("id")); err != nil {
+		return dirError(err, what)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// writeCreated answers 201 Created with v and the new entry's Location.
+func writeCreated(w http.ResponseWriter, location string, v any) {
+	w.Header().Set("Location", location)
+	writeJSON(w, http.StatusCreated, v)
+}
+
+// noErr adapts a view that cannot fail to getDirEntry.
+func noErr[T, J any](view func(T) J) func(T) (J, error) {
+	return func(e T) (J, error) { return view(e), nil }
+}
+
 // ---- contacts ----
 
 type contactJSON struct {
@@ -206,8 +242,7 @@ func (a *api) createContact(w http.ResponseWriter, r *http.Request) error {
 		return dirError(err, "a contact with this number")
 	}
 	c.Tags = normalTags(c.Tags)
-	w.Header().Set("Location", "/v1/contacts/"+c.ID)
-	writeJSON(w, http.StatusCreated, contactOf(c))
+	writeCreated(w, "/v1/contacts/"+c.ID, contactOf(c))
 	return nil
 }
 
@@ -235,12 +270,7 @@ func sortedStrings(s []string) []string {
 }
 
 func (a *api) getContact(w http.ResponseWriter, r *http.Request) error {
-	c, err := a.store.GetContact(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return dirError(err, "contact")
-	}
-	writeJSON(w, http.StatusOK, contactOf(c))
-	return nil
+	return getDirEntry(w, r, "contact", a.store.GetContact, noErr(contactOf))
 }
 
 func (a *api) patchContact(w http.ResponseWriter, r *http.Request) error {
@@ -269,11 +299,7 @@ func (a *api) patchContact(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) deleteContact(w http.ResponseWriter, r *http.Request) error {
-	if err := a.store.DeleteContact(r.Context(), r.PathValue("id")); err != nil {
-		return dirError(err, "contact")
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return deleteDirEntry(w, r, "contact", a.store.DeleteContact)
 }
 
 type contactListJSON struct {
@@ -678,27 +704,38 @@ func checkCrewName(name string) error {
 	return nil
 }
 
+// applyCrewInput sets what in gives on k: a trimmed name (checked; a new
+// crew must have one), description and members (resolved to contact ids).
+func (a *api) applyCrewInput(ctx context.Context, k *store.Crew, in crewInput, create bool) error {
+	if in.Name != nil {
+		k.Name = strings.TrimSpace(*in.Name)
+	}
+	if create || in.Name != nil {
+		if err := checkCrewName(k.Name); err != nil {
+			return err
+		}
+	}
+	if in.Description != nil {
+		k.Description = strings.TrimSpace(*in.Description)
+	}
+	if in.Members != nil {
+		ids, err := a.resolveMembers(ctx, *in.Members)
+		if err != nil {
+			return err
+		}
+		k.Members = ids
+	}
+	return nil
+}
+
 func (a *api) createCrew(w http.ResponseWriter, r *http.Request) error {
 	var in crewInput
 	if err := decodeJSON(w, r, a.cfg.MaxCreateBodyBytes, &in); err != nil {
 		return err
 	}
 	k := store.Crew{ID: newDirID("crw_")}
-	if in.Name != nil {
-		k.Name = strings.TrimSpace(*in.Name)
-	}
-	if err := checkCrewName(k.Name); err != nil {
+	if err := a.applyCrewInput(r.Context(), &k, in, true); err != nil {
 		return err
-	}
-	if in.Description != nil {
-		k.Description = strings.TrimSpace(*in.Description)
-	}
-	if in.Members != nil {
-		ids, err := a.resolveMembers(r.Context(), *in.Members)
-		if err != nil {
-			return err
-		}
-		k.Members = ids
 	}
 	now := a.now()
 	k.CreatedAt, k.UpdatedAt = now, now
@@ -709,18 +746,12 @@ func (a *api) createCrew(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return dirError(err, "crew")
 	}
-	w.Header().Set("Location", "/v1/crews/"+k.ID)
-	writeJSON(w, http.StatusCreated, crewOf(k))
+	writeCreated(w, "/v1/crews/"+k.ID, crewOf(k))
 	return nil
 }
 
 func (a *api) getCrew(w http.ResponseWriter, r *http.Request) error {
-	k, err := a.store.GetCrew(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return dirError(err, "crew")
-	}
-	writeJSON(w, http.StatusOK, crewOf(k))
-	return nil
+	return getDirEntry(w, r, "crew", a.store.GetCrew, noErr(crewOf))
 }
 
 func (a *api) patchCrew(w http.ResponseWriter, r *http.Request) error {
@@ -732,21 +763,8 @@ func (a *api) patchCrew(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return dirError(err, "crew")
 	}
-	if in.Name != nil {
-		k.Name = strings.TrimSpace(*in.Name)
-		if err := checkCrewName(k.Name); err != nil {
-			return err
-		}
-	}
-	if in.Description != nil {
-		k.Description = strings.TrimSpace(*in.Description)
-	}
-	if in.Members != nil {
-		ids, err := a.resolveMembers(r.Context(), *in.Members)
-		if err != nil {
-			return err
-		}
-		k.Members = ids
+	if err := a.applyCrewInput(r.Context(), &k, in, false); err != nil {
+		return err
 	}
 	k.UpdatedAt = a.now()
 	if err := a.store.UpdateCrew(r.Context(), k); err != nil {
@@ -760,11 +778,7 @@ func (a *api) patchCrew(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) deleteCrew(w http.ResponseWriter, r *http.Request) error {
-	if err := a.store.DeleteCrew(r.Context(), r.PathValue("id")); err != nil {
-		return dirError(err, "crew")
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return deleteDirEntry(w, r, "crew", a.store.DeleteCrew)
 }
 
 func (a *api) listCrews(w http.ResponseWriter, r *http.Request) error {
@@ -875,22 +889,12 @@ func (a *api) createTemplate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Location", "/v1/templates/"+t.ID)
-	writeJSON(w, http.StatusCreated, out)
+	writeCreated(w, "/v1/templates/"+t.ID, out)
 	return nil
 }
 
 func (a *api) getTemplate(w http.ResponseWriter, r *http.Request) error {
-	t, err := a.store.GetTemplate(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return dirError(err, "template")
-	}
-	out, err := templateOf(t)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return getDirEntry(w, r, "template", a.store.GetTemplate, templateOf)
 }
 
 func (a *api) patchTemplate(w http.ResponseWriter, r *http.Request) error {
@@ -914,11 +918,7 @@ func (a *api) patchTemplate(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) deleteTemplate(w http.ResponseWriter, r *http.Request) error {
-	if err := a.store.DeleteTemplate(r.Context(), r.PathValue("id")); err != nil {
-		return dirError(err, "template")
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return deleteDirEntry(w, r, "template", a.store.DeleteTemplate)
 }
 
 func (a *api) listTemplates(w http.ResponseWriter, r *http.Request) error {

@@ -497,9 +497,9 @@ func (a *api) groupView(ctx context.Context, id string, withRecipients bool) (gr
 // errStop ends a journal Load early.
 var errStop = errors.New("stop")
 
-// roster returns the group's roster from its group.created event (the
-// first in its journal), or nil when the journal has none.
-func (a *api) roster(ctx context.Context, id string) ([]group.RosterEntry, error) {
+// createdEvent reads the group.created event, the first in the group's
+// journal; nil when the journal has none.
+func (a *api) createdEvent(ctx context.Context, id string) (*group.Created, error) {
 	var created *group.Created
 	err := a.store.Load(ctx, id, 0, func(e actor.Event) error {
 		if e.Type == group.TypeCreated {
@@ -514,6 +514,16 @@ func (a *api) roster(ctx context.Context, id string) ([]group.RosterEntry, error
 	})
 	if err != nil && !errors.Is(err, errStop) {
 		return nil, fmt.Errorf("load group.created: %w", err)
+	}
+	return created, nil
+}
+
+// roster returns the group's roster from its group.created event (the
+// first in its journal), or nil when the journal has none.
+func (a *api) roster(ctx context.Context, id string) ([]group.RosterEntry, error) {
+	created, err := a.createdEvent(ctx, id)
+	if err != nil {
+		return nil, err
 	}
 	if created == nil {
 		return nil, nil

@@ -2,14 +2,12 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/crewcast/crewcast"
-	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/tracker"
 )
@@ -56,20 +54,9 @@ type policyView struct {
 
 // policyOf reads the policy state of group id.
 func (a *api) policyOf(ctx context.Context, id string) (*policyView, error) {
-	var created *group.Created
-	err := a.store.Load(ctx, id, 0, func(e actor.Event) error {
-		if e.Type == group.TypeCreated {
-			ev, err := group.Decode(e.Type, e.Data)
-			if err != nil {
-				return err
-			}
-			c := ev.(group.Created)
-			created = &c
-		}
-		return errStop
-	})
-	if err != nil && !errors.Is(err, errStop) {
-		return nil, fmt.Errorf("load group.created: %w", err)
+	created, err := a.createdEvent(ctx, id)
+	if err != nil {
+		return nil, err
 	}
 	if created == nil || created.Policy == nil {
 		return nil, nil

@@ -182,19 +182,29 @@ func deliveryList(rows []store.DeliveryRow, next string) deliveryListJSON {
 // deliveriesCSV streams every delivery matching q from its cursor on; a
 // limit caps the number of rows.
 func (a *api) deliveriesCSV(w http.ResponseWriter, r *http.Request, q store.DeliveryQuery, filename string) error {
-	total := q.Limit
+	return streamCSVPages(a, w, r, filename, deliveryCSVHeader, q.Limit, q.Cursor,
+		func(cursor string, limit int) ([]store.DeliveryRow, string, error) {
+			q.Cursor, q.Limit = cursor, limit
+			return a.store.ListDeliveries(r.Context(), q)
+		}, deliveryCSVRow)
+}
+
+// streamCSVPages streams the rows list returns, page by page from cursor
+// on, as CSV under header; total caps the number of rows (0: all).
+func streamCSVPages[T any](a *api, w http.ResponseWriter, r *http.Request, filename string, header []string, total int, cursor string,
+	list func(cursor string, limit int) ([]T, string, error), row func(T) []string) error {
 	const page = 1000
-	q.Limit = page
+	limit := page
 	if total > 0 && total < page {
-		q.Limit = total
+		limit = total
 	}
 	// The first page is read before anything is written, so the common
 	// failures still get a proper status.
-	rows, next, err := a.store.ListDeliveries(r.Context(), q)
+	rows, next, err := list(cursor, limit)
 	if err != nil {
 		return err
 	}
-	s, err := startCSV(w, filename, deliveryCSVHeader)
+	s, err := startCSV(w, filename, header)
 	if err != nil {
 		return nil
 	}
@@ -207,7 +217,7 @@ func (a *api) deliveriesCSV(w http.ResponseWriter, r *http.Request, q store.Deli
 			if total > 0 && written == total {
 				return s.flush()
 			}
-			if err := s.cw.Write(deliveryCSVRow(d)); err != nil {
+			if err := s.cw.Write(row(d)); err != nil {
 				return nil
 			}
 			written++
@@ -218,8 +228,7 @@ func (a *api) deliveriesCSV(w http.ResponseWriter, r *http.Request, q store.Deli
 		if next == "" || (total > 0 && written >= total) {
 			return nil
 		}
-		q.Cursor = next
-		if rows, next, err = a.store.ListDeliveries(r.Context(), q); err != nil {
+		if rows, next, err = list(next, limit); err != nil {
 			a.log.ErrorContext(r.Context(), "csv export failed", "err", err.Error())
 			abortStream()
 		}

@@ -161,9 +161,8 @@ func TestBoardAccessibility(t *testing.T) {
 	// One browser per colour scheme: each has its own time budget.
 	for _, scheme := range []string{"light", "dark"} {
 		t.Run(scheme, func(t *testing.T) {
-			ctx := webtest.NewBrowser(t)
-			wait := func(what, expr string) { t.Helper(); webtest.WaitFor(t, ctx, what, expr) }
-			do := func(what string, a ...chromedp.Action[chromedp.Void]) { t.Helper(); webtest.Do(t, ctx, what, a...) }
+			b := openTab(t)
+			ctx, wait, do := b.ctx, b.wait, b.do
 			// Clicks through the DOM: this test sets pages up, and a pointer
 			// click can land on the sticky top bar after a scroll.
 			click := func(what, sel string) {
@@ -358,15 +357,14 @@ func TestBoardAnnouncesChanges(t *testing.T) {
 	g.Recipients = g.Recipients[:6]
 	f.addGroup(g)
 	srv := newServer(t, f)
-	ctx := webtest.NewBrowser(t)
-	wait := func(what, expr string) { t.Helper(); webtest.WaitFor(t, ctx, what, expr) }
-	do := func(what string, a ...chromedp.Action[chromedp.Void]) { t.Helper(); webtest.Do(t, ctx, what, a...) }
+	b := openTab(t)
+	ctx, wait, do := b.ctx, b.wait, b.do
 	said := func(name string) []string {
 		t.Helper()
 		return webtest.Eval[[]string](t, ctx, `window.__said.`+name)
 	}
 
-	signIn(t, ctx, srv.URL+"/#/groups/grp_live")
+	b.signIn(srv.URL+"/#/groups/grp_live", fakeKey)
 	wait("the roster", `document.querySelectorAll("#roster-body tr.recipient").length === 6`)
 	wait("the stream", `document.querySelector(".live-badge").dataset.state === "live"`)
 	if !webtest.Eval[bool](t, ctx, liveLog) {
@@ -438,16 +436,6 @@ func TestBoardAnnouncesChanges(t *testing.T) {
 	}
 }
 
-// signIn opens url signed out and signs in with the admin key.
-func signIn(t *testing.T, ctx context.Context, url string) {
-	t.Helper()
-	webtest.Do(t, ctx, "open the board", chromedp.Navigate(url))
-	webtest.WaitFor(t, ctx, "the sign-in form", `!!document.querySelector("#signin-form")`)
-	webtest.Type(t, ctx, "#key", fakeKey)
-	webtest.Do(t, ctx, "sign in", chromedp.Click(chromedp.CSS("#signin-submit")))
-	webtest.WaitFor(t, ctx, "signed in", `!document.querySelector("#signin-form")`)
-}
-
 // activeIn is a JS expression: the focused element is a button inside the
 // roster row of number (and, with class, has that class).
 func activeIn(number, class string) string {
@@ -480,11 +468,10 @@ func TestBoardKeepsFocus(t *testing.T) {
 	f := newFakeAPI(t)
 	f.addGroup(richGroup("grp_rich"))
 	srv := newServer(t, f)
-	ctx := webtest.NewBrowser(t)
-	wait := func(what, expr string) { t.Helper(); webtest.WaitFor(t, ctx, what, expr) }
-	do := func(what string, a ...chromedp.Action[chromedp.Void]) { t.Helper(); webtest.Do(t, ctx, what, a...) }
+	b := openTab(t)
+	ctx, wait, do := b.ctx, b.wait, b.do
 
-	signIn(t, ctx, srv.URL+"/#/groups/grp_rich")
+	b.signIn(srv.URL+"/#/groups/grp_rich", fakeKey)
 	wait("the roster", `document.querySelectorAll("#roster-body tr.recipient").length === 9`)
 
 	// Buttons say whom they act on.

@@ -46,15 +46,8 @@ func TestBoardInBrowser(t *testing.T) {
 		f.close()
 		srv.Close()
 	})
-	ctx := webtest.NewBrowser(t)
-	var (
-		wait = func(what, expr string) { t.Helper(); webtest.WaitFor(t, ctx, what, expr) }
-		do   = func(what string, a ...chromedp.Action[chromedp.Void]) { t.Helper(); webtest.Do(t, ctx, what, a...) }
-		text = func(sel string) string {
-			t.Helper()
-			return webtest.Eval[string](t, ctx, fmt.Sprintf(`(document.querySelector(%s) || {}).textContent || ""`, webtest.JS(sel)))
-		}
-	)
+	b := openTab(t)
+	ctx, wait, do, text := b.ctx, b.wait, b.do, b.text
 
 	// Signed out: any route lands on the sign-in form.
 	do("open the board", chromedp.Navigate(srv.URL+"/#/groups/grp_seed"))

@@ -1,16 +1,12 @@
 package web_test
 
 import (
-	"context"
-	"crypto/rand"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/crewcast/crewcast/apikey"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/provider/sim"
 	"github.com/crewcast/crewcast/server"
@@ -28,42 +24,12 @@ func TestBoardCrewsEndToEnd(t *testing.T) {
 	faults := sim.DefaultFaults()
 	faults.DelayMS = [2]int{20, 120}
 	faults.Script = map[string]string{ada: "reply:1", bo: "reply:Cannot", cy: "reply:yes"}
-	key, _, err := apikey.Generate(rand.Reader, "e2e", []apikey.Scope{apikey.ScopeAdmin}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Config{
-		Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "crewcast.db"), Provider: server.ProviderDemo,
-		DemoFaults: &faults, AdminKey: key, ProviderTimeout: 2 * time.Second, RetentionInterval: -1,
-		Settings: group.Settings{CheckAfter: time.Minute},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	srv, key := startServer(t, "e2e", server.Config{DemoFaults: &faults, ProviderTimeout: 2 * time.Second, Settings: group.Settings{CheckAfter: time.Minute}})
 
-	ctx := webtest.NewBrowser(t)
-	wait := func(what, expr string) { t.Helper(); webtest.WaitFor(t, ctx, what, expr) }
-	do := func(what string, a ...chromedp.Action[chromedp.Void]) { t.Helper(); webtest.Do(t, ctx, what, a...) }
-	text := func(sel string) string {
-		t.Helper()
-		return webtest.Eval[string](t, ctx, `(document.querySelector(`+webtest.JS(sel)+`) || {}).textContent || ""`)
-	}
+	b := openTab(t)
+	ctx, wait, do, text := b.ctx, b.wait, b.do, b.text
 
-	do("open the board", chromedp.Navigate(srv.URL()+"/"))
-	wait("the sign-in form", `!!document.querySelector("#signin-form")`)
-	webtest.Type(t, ctx, "#key", key)
-	do("sign in", chromedp.Click(chromedp.CSS("#signin-submit")))
-	wait("signed in", `location.hash !== "#/signin" && !document.querySelector("#signin-form")`)
+	b.signIn(srv.URL()+"/", key)
 
 	// Import: three good lines, one bad number reported by its line.
 	do("open contacts", chromedp.Click(chromedp.CSS("#nav-contacts")))

@@ -2,9 +2,7 @@ package web_test
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +10,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/crewcast/crewcast"
-	"github.com/crewcast/crewcast/apikey"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/provider/sim"
 	"github.com/crewcast/crewcast/server"
@@ -56,45 +53,16 @@ func TestBoardDemoExampleGroupIsHonest(t *testing.T) {
 		faults.Script[c.number] = c.fate
 		req.Recipients = append(req.Recipients, group.RecipientInput{Number: c.number, Name: c.name})
 	}
-	key, _, err := apikey.Generate(rand.Reader, "demo", []apikey.Scope{apikey.ScopeAdmin}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Config{
-		Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "crewcast.db"), Provider: server.ProviderDemo,
-		DemoFaults: &faults, AdminKey: key, ProviderTimeout: 2 * time.Second, RetentionInterval: -1,
-		Settings: group.Settings{CheckAfter: time.Minute},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	srv, key := startServer(t, "demo", server.Config{DemoFaults: &faults, ProviderTimeout: 2 * time.Second, Settings: group.Settings{CheckAfter: time.Minute}})
 	id, _, err := srv.Tracker().Create(context.Background(), req, tracker.CreateOptions{By: "demo"})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	ctx := webtest.NewBrowser(t)
-	wait := func(what, expr string) { t.Helper(); webtest.WaitFor(t, ctx, what, expr) }
-	do := func(what string, a ...chromedp.Action[chromedp.Void]) { t.Helper(); webtest.Do(t, ctx, what, a...) }
-	text := func(sel string) string {
-		t.Helper()
-		return webtest.Eval[string](t, ctx, fmt.Sprintf(`(document.querySelector(%s) || {}).textContent || ""`, webtest.JS(sel)))
-	}
+	b := openTab(t)
+	ctx, wait, do, text := b.ctx, b.wait, b.do, b.text
 
-	do("open the example group", chromedp.Navigate(srv.URL()+"/#/groups/"+id))
-	wait("the sign-in form", `!!document.querySelector("#signin-form")`)
-	webtest.Type(t, ctx, "#key", key)
-	do("sign in", chromedp.Click(chromedp.CSS("#signin-submit")))
+	b.signIn(srv.URL()+"/#/groups/"+id, key)
 	wait("the example group", `document.querySelectorAll("#roster-body tr.recipient").length === 12`)
 
 	for name, want := range map[string]string{"delivered": "9", "failed": "1", "unconfirmed": "1", "unknown": "1",

@@ -1,19 +1,13 @@
 package web_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/json"
-	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/crewcast/crewcast/apikey"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/provider/sim"
 	"github.com/crewcast/crewcast/server"
@@ -29,46 +23,8 @@ func TestBoardFollowups(t *testing.T) {
 	faults := sim.DefaultFaults()
 	faults.DelayMS = [2]int{10, 50}
 	faults.Script = map[string]string{crew[0]: "deliver", crew[1]: "reply:YES", crew[2]: "fail:40008"}
-	key, _, err := apikey.Generate(rand.Reader, "e2e", []apikey.Scope{apikey.ScopeAdmin}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Config{
-		Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "crewcast.db"), Provider: server.ProviderDemo,
-		DemoFaults: &faults, AdminKey: key, ProviderTimeout: 2 * time.Second, RetentionInterval: -1,
-		Settings: group.Settings{CheckAfter: time.Minute},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	create := func(v map[string]any) string {
-		t.Helper()
-		body, _ := json.Marshal(v)
-		req, _ := http.NewRequest("POST", srv.URL()+"/v1/groups", bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var g struct{ ID string }
-		_ = json.NewDecoder(resp.Body).Decode(&g)
-		resp.Body.Close()
-		if resp.StatusCode != 201 || g.ID == "" {
-			t.Fatalf("create: %d", resp.StatusCode)
-		}
-		return g.ID
-	}
+	srv, key := startServer(t, "e2e", server.Config{DemoFaults: &faults, ProviderTimeout: 2 * time.Second, Settings: group.Settings{CheckAfter: time.Minute}})
+	create := func(v map[string]any) string { t.Helper(); return createVia(t, srv.URL()+"/v1/groups", key, v) }
 	// Escalation crews come from the directory (a 422 names an unknown one).
 	now := time.Now()
 	if err := srv.Store().CreateContact(context.Background(), store.Contact{ID: "ct_sup", Number: "+15550100309", Name: "Sue",
@@ -85,14 +41,9 @@ func TestBoardFollowups(t *testing.T) {
 	later := create(map[string]any{"from": "+15550100000", "to": []string{"+15550100304"}, "text": "Tomorrow's call",
 		"send_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
 
-	ctx := webtest.NewBrowser(t)
-	wait := func(what, expr string) { t.Helper(); webtest.WaitFor(t, ctx, what, expr) }
-	do := func(what string, a ...chromedp.Action[chromedp.Void]) { t.Helper(); webtest.Do(t, ctx, what, a...) }
-	do("open the board", chromedp.Navigate(srv.URL()+"/"))
-	wait("the sign-in form", `!!document.querySelector("#signin-form")`)
-	webtest.Type(t, ctx, "#key", key)
-	do("sign in", chromedp.Click(chromedp.CSS("#signin-submit")))
-	wait("signed in", `!document.querySelector("#signin-form")`)
+	b := openTab(t)
+	ctx, wait, do := b.ctx, b.wait, b.do
+	b.signIn(srv.URL()+"/", key)
 	do("open the group", chromedp.Navigate(srv.URL()+"/#/groups/"+g.ID))
 	wait("the policy", `(document.querySelector("#policy")||{}).textContent === "Reminder every 1 h, once; escalate to Supervisors, +15550100309 at 2 h"`)
 	// The one who has not answered waits for a reminder; the one who

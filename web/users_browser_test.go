@@ -1,17 +1,13 @@
 package web_test
 
 import (
-	"context"
-	"crypto/rand"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/crewcast/crewcast/apikey"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/server"
 	"github.com/crewcast/crewcast/web/webtest"
@@ -25,36 +21,10 @@ import (
 // in the API); the admin's audit page shows both people's actions and
 // filters them.
 func TestBoardPeopleAndAudit(t *testing.T) {
-	key, _, err := apikey.Generate(rand.Reader, "e2e", []apikey.Scope{apikey.ScopeAdmin}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Config{
-		Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "crewcast.db"), Provider: server.ProviderDemo,
-		AdminKey: key, ProviderTimeout: 2 * time.Second, RetentionInterval: -1,
-		Settings: group.Settings{CheckAfter: time.Minute},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	srv, key := startServer(t, "e2e", server.Config{ProviderTimeout: 2 * time.Second, Settings: group.Settings{CheckAfter: time.Minute}})
 
-	ctx := webtest.NewBrowser(t)
-	wait := func(what, expr string) { t.Helper(); webtest.WaitFor(t, ctx, what, expr) }
-	do := func(what string, a ...chromedp.Action[chromedp.Void]) { t.Helper(); webtest.Do(t, ctx, what, a...) }
-	text := func(sel string) string {
-		t.Helper()
-		return webtest.Eval[string](t, ctx, fmt.Sprintf(`(document.querySelector(%s) || {}).textContent || ""`, webtest.JS(sel)))
-	}
+	b := openTab(t)
+	ctx, wait, do, text := b.ctx, b.wait, b.do, b.text
 	signOut := func() {
 		t.Helper()
 		do("sign out", chromedp.Click(chromedp.CSS("#signout")))

@@ -1,20 +1,13 @@
 package web_test
 
 import (
-	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/crewcast/crewcast/apikey"
 	"github.com/crewcast/crewcast/server"
 	"github.com/crewcast/crewcast/web/webtest"
 )
@@ -28,55 +21,17 @@ func TestBoardWebhookEndpoints(t *testing.T) {
 	t.Cleanup(okSrv.Close)
 	goneSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusGone) }))
 	t.Cleanup(goneSrv.Close)
-	key, _, err := apikey.Generate(rand.Reader, "e2e", []apikey.Scope{apikey.ScopeAdmin}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Config{
-		Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "crewcast.db"), Provider: server.ProviderDemo,
-		AdminKey: key, RetentionInterval: -1, WebhookAllowPrivate: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	srv, key := startServer(t, "e2e", server.Config{WebhookAllowPrivate: true})
 	create := func(url string) string {
 		t.Helper()
-		body, _ := json.Marshal(map[string]any{"url": url, "events": []string{"*"}, "description": "ops"})
-		req, _ := http.NewRequest(http.MethodPost, srv.URL()+"/v1/webhook-endpoints", bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		var out struct{ ID string }
-		if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != http.StatusCreated {
-			t.Fatalf("create endpoint: %d %v", res.StatusCode, err)
-		}
-		return out.ID
+		return createVia(t, srv.URL()+"/v1/webhook-endpoints", key, map[string]any{"url": url, "events": []string{"*"}, "description": "ops"})
 	}
 	okID, goneID := create(okSrv.URL+"/hooks"), create(goneSrv.URL+"/hooks")
 	card := func(id string) string { return fmt.Sprintf(`li.endpoint[data-endpoint-id=%q]`, id) }
 
-	ctx := webtest.NewBrowser(t)
-	wait := func(what, expr string) { t.Helper(); webtest.WaitFor(t, ctx, what, expr) }
-	do := func(what string, a ...chromedp.Action[chromedp.Void]) { t.Helper(); webtest.Do(t, ctx, what, a...) }
-	do("open the board", chromedp.Navigate(srv.URL()+"/"))
-	wait("the sign-in form", `!!document.querySelector("#signin-form")`)
-	webtest.Type(t, ctx, "#key", key)
-	do("sign in", chromedp.Click(chromedp.CSS("#signin-submit")))
-	wait("signed in", `location.hash !== "#/signin" && !document.querySelector("#signin-form")`)
+	b := openTab(t)
+	ctx, wait, do := b.ctx, b.wait, b.do
+	b.signIn(srv.URL()+"/", key)
 	wait("the Webhooks link for an admin", `!document.querySelector("#nav-webhooks").hidden`)
 	do("open the endpoints", chromedp.Click(chromedp.CSS("#nav-webhooks")))
 	wait("two healthy endpoints", fmt.Sprintf(`document.querySelectorAll('li.endpoint[data-health="healthy"]').length === 2 && !!document.querySelector(%s)`, webtest.JS(card(okID))))

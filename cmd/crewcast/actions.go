@@ -20,15 +20,9 @@ func init() {
 func runCancel(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("cancel", stderr)
 	cf := bindClientFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: crewcast cancel GROUP\n\nCancels a group: recipients not yet sent are not sent (they end \"canceled\");\nmessages already handed to the provider are not recalled.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
+	setUsage(fs, "Usage: crewcast cancel GROUP\n\nCancels a group: recipients not yet sent are not sent (they end \"canceled\");\nmessages already handed to the provider are not recalled.\n\nFlags:\n")
+	pos, err := positionals(fs, args, 1, "one group ID")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, "one group ID"); err != nil {
 		return err
 	}
 	return groupAction(ctx, cf, "/v1/groups/"+url.PathEscape(pos[0])+"/cancel", nil, "", stdout)
@@ -37,15 +31,9 @@ func runCancel(ctx context.Context, args []string, stdout, stderr io.Writer) err
 func runRetry(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("retry", stderr)
 	cf := bindClientFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: crewcast retry GROUP NUMBER\n\nSends the group's message once more to a recipient that failed. The server\nrefuses other statuses (an unconfirmed or unknown recipient may already have\nthe message: resolve it first).\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
+	setUsage(fs, "Usage: crewcast retry GROUP NUMBER\n\nSends the group's message once more to a recipient that failed. The server\nrefuses other statuses (an unconfirmed or unknown recipient may already have\nthe message: resolve it first).\n\nFlags:\n")
+	pos, err := positionals(fs, args, 2, "a group ID and a recipient's number")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 2, "a group ID and a recipient's number"); err != nil {
 		return err
 	}
 	return groupAction(ctx, cf, recipientPath(pos[0], pos[1], "retry"), nil, pos[1], stdout)
@@ -55,15 +43,9 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := newFlagSet("resolve", stderr)
 	cf := bindClientFlags(fs)
 	outcome := fs.String("outcome", "", "delivered (the person has the message) or not_delivered (allows one more attempt with retry)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: crewcast resolve GROUP NUMBER --outcome delivered|not_delivered\n\nRecords what a person found out about an unconfirmed or unknown recipient\n(for example by phoning them). The decision is kept in the group's journal.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
+	setUsage(fs, "Usage: crewcast resolve GROUP NUMBER --outcome delivered|not_delivered\n\nRecords what a person found out about an unconfirmed or unknown recipient\n(for example by phoning them). The decision is kept in the group's journal.\n\nFlags:\n")
+	pos, err := positionals(fs, args, 2, "a group ID and a recipient's number")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 2, "a group ID and a recipient's number"); err != nil {
 		return err
 	}
 	if *outcome != "delivered" && *outcome != "not_delivered" {

@@ -57,8 +57,7 @@ func runContactsImport(ctx context.Context, args []string, stdout, stderr io.Wri
 	cf := bindClientFlags(fs)
 	dry := fs.Bool("dry-run", false, "check the file and say what would change, changing nothing")
 	atomic := fs.Bool("atomic", false, "import nothing when any line is bad")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: crewcast contacts import FILE.csv [flags]
+	setUsage(fs, `Usage: crewcast contacts import FILE.csv [flags]
 
 Imports contacts from a CSV file whose header names the columns: number
 (required), name, tags (split by ;), timezone (IANA, such as America/Chicago)
@@ -70,13 +69,8 @@ Exit status: 0 when every line was good, 1 otherwise.
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
+	pos, err := positionals(fs, args, 1, "one CSV file")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, "one CSV file"); err != nil {
 		return err
 	}
 	c, err := cf.client()
@@ -153,15 +147,8 @@ func runContactsList(ctx context.Context, args []string, stdout, stderr io.Write
 	q := fs.String("q", "", "search names and numbers")
 	tag := fs.String("tag", "", "only contacts with this tag")
 	crew := fs.String("crew", "", "only members of this crew (name or id)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: crewcast contacts list [--q TEXT] [--tag TAG] [--crew NAME]\n\nLists contacts by name.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, "flags only"); err != nil {
+	setUsage(fs, "Usage: crewcast contacts list [--q TEXT] [--tag TAG] [--crew NAME]\n\nLists contacts by name.\n\nFlags:\n")
+	if _, err := positionals(fs, args, 0, "flags only"); err != nil {
 		return err
 	}
 	c, err := cf.client()
@@ -211,8 +198,7 @@ func runCrews(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	desc := fs.String("description", "", "what the crew is (create)")
 	var members listFlag
 	fs.Var(&members, "members", "contact ids or numbers, comma-separated; repeatable (create; a new number becomes a contact)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: crewcast crews [list]
+	setUsage(fs, `Usage: crewcast crews [list]
        crewcast crews show NAME
        crewcast crews create NAME --members NUMBER,NUMBER… [--description TEXT]
        crewcast crews delete NAME
@@ -221,8 +207,6 @@ Crews are named lists of contacts: 'crewcast send --crew NAME' texts them.
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err

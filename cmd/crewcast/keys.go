@@ -44,24 +44,11 @@ Flags (every subcommand):
   --db PATH    work on this SQLite file or postgres:// URL instead of the API
 `)
 	}
-	if len(args) == 0 {
-		usage()
-		return errUsage
-	}
-	switch args[0] {
-	case "create":
-		return keysCreate(ctx, args[1:], stdout, stderr)
-	case "list":
-		return keysList(ctx, args[1:], stdout, stderr)
-	case "revoke":
-		return keysRevoke(ctx, args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		usage()
-		return flag.ErrHelp
-	}
-	fmt.Fprintf(stderr, "crewcast keys: unknown subcommand %q\n", args[0])
-	usage()
-	return errUsage
+	return runSubcommand(ctx, "keys", args, stdout, stderr, usage, map[string]subcommandFunc{
+		"create": keysCreate,
+		"list":   keysList,
+		"revoke": keysRevoke,
+	})
 }
 
 // keyFlags are the flags of every keys subcommand: the API client's, and
@@ -111,11 +98,7 @@ func keysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	kf := bindKeyFlags(fs)
 	scope := fs.String("scope", "", "admin, send or read (required; each includes the ones after it)")
 	name := fs.String("name", "", "a label to recognise the key by")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, "flags only"); err != nil {
+	if _, err := positionals(fs, args, 0, "flags only"); err != nil {
 		return err
 	}
 	s, err := apikey.ParseScope(*scope)
@@ -159,11 +142,7 @@ func keysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 func keysList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("keys list", stderr)
 	kf := bindKeyFlags(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, "flags only"); err != nil {
+	if _, err := positionals(fs, args, 0, "flags only"); err != nil {
 		return err
 	}
 	var rows []keyRow
@@ -206,11 +185,8 @@ func keysList(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func keysRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("keys revoke", stderr)
 	kf := bindKeyFlags(fs)
-	pos, err := parseArgs(fs, args)
+	pos, err := positionals(fs, args, 1, "one key ID (see 'crewcast keys list')")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, "one key ID (see 'crewcast keys list')"); err != nil {
 		return err
 	}
 	if kf.db != "" {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -59,29 +58,14 @@ Flags (every subcommand):
   --key KEY    an admin API key (env CREWCAST_KEY)
 `)
 	}
-	if len(args) == 0 {
-		usage()
-		return errUsage
-	}
-	sub := args[0]
-	switch sub {
-	case "run", "status":
-	case "-h", "--help", "help":
-		usage()
-		return flag.ErrHelp
-	default:
-		fmt.Fprintf(stderr, "crewcast retention: unknown subcommand %q\n", sub)
-		usage()
-		return errUsage
+	sub, err := pickSubcommand("retention", "subcommand", args, usage, stderr, "run", "status")
+	if err != nil {
+		return err
 	}
 	fs := newFlagSet("retention "+sub, stderr)
 	cf := bindClientFlags(fs)
 	fs.Usage = usage
-	pos, err := parseArgs(fs, args[1:])
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, "no arguments"); err != nil {
+	if _, err := positionals(fs, args[1:], 0, "no arguments"); err != nil {
 		return err
 	}
 	c, err := cf.client()
@@ -126,8 +110,7 @@ func runErase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSet("erase", stderr)
 	cf := bindClientFlags(fs)
 	number := fs.String("number", "", "the person's phone number (E.164, e.g. +15550100001)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: crewcast erase --number NUMBER
+	setUsage(fs, `Usage: crewcast erase --number NUMBER
 
 Forgets one person now, everywhere crewcast keeps them: their number is
 replaced by a keyed hash (CREWCAST_HASH_KEY; a random token without one) in
@@ -138,13 +121,7 @@ again changes nothing. Needs an admin key.
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, "no arguments (give the number with --number)"); err != nil {
+	if _, err := positionals(fs, args, 0, "no arguments (give the number with --number)"); err != nil {
 		return err
 	}
 	if *number == "" {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -20,20 +19,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	usage := func() {
 		fmt.Fprintln(stderr, "usage: crewcast report deliveries|summary [--since T] [--until T] [--status S] [--number N] [--group ID] [--format table|csv|json]")
 	}
-	if len(args) == 0 {
-		usage()
-		return errUsage
-	}
-	kind := args[0]
-	switch kind {
-	case "deliveries", "summary":
-	case "-h", "--help", "help":
-		usage()
-		return flag.ErrHelp
-	default:
-		fmt.Fprintf(stderr, "crewcast report: unknown report %q\n", kind)
-		usage()
-		return errUsage
+	kind, err := pickSubcommand("report", "report", args, usage, stderr, "deliveries", "summary")
+	if err != nil {
+		return err
 	}
 	fs := newFlagSet("report "+kind, stderr)
 	cf := bindClientFlags(fs)
@@ -45,11 +33,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	class := fs.String("error-class", "", "only this error class")
 	format := fs.String("format", "table", "table, csv or json")
 	limit := fs.Int("limit", 0, "at most this many rows (deliveries; 0 = all)")
-	pos, err := parseArgs(fs, args[1:])
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, "flags only"); err != nil {
+	if _, err := positionals(fs, args[1:], 0, "flags only"); err != nil {
 		return err
 	}
 	q := url.Values{}

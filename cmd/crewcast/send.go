@@ -68,8 +68,7 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	checkAfter := fs.Duration("check-after", 0, "first status check delay (default: the server's)")
 	noFollow := fs.Bool("no-follow", false, "print the group id and exit without following progress")
 	pf := bindPolicyFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: crewcast send --from NUMBER --to NUMBER[,NUMBER...] --text TEXT [flags]
+	setUsage(fs, `Usage: crewcast send --from NUMBER --to NUMBER[,NUMBER...] --text TEXT [flags]
        crewcast send --from NUMBER --crew NAME --template NAME --responses '1=Coming,2=Cannot' [flags]
 
 Recipients come from --to, --crew, --tag and --contact together; a person
@@ -88,13 +87,7 @@ wrong argument; 3 when following stopped (Ctrl-C) before the end. With
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, "flags only"); err != nil {
+	if _, err := positionals(fs, args, 0, "flags only"); err != nil {
 		return err
 	}
 	c, err := cf.client()

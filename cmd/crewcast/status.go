@@ -16,15 +16,9 @@ func init() {
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("status", stderr)
 	cf := bindClientFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: crewcast status GROUP\n\nShows a group's counts and every recipient: status, attempts, times, error,\nacknowledgement and reply. Error codes the server explains are listed below\nthe table.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	pos, err := parseArgs(fs, args)
+	setUsage(fs, "Usage: crewcast status GROUP\n\nShows a group's counts and every recipient: status, attempts, times, error,\nacknowledgement and reply. Error codes the server explains are listed below\nthe table.\n\nFlags:\n")
+	pos, err := positionals(fs, args, 1, "one group ID")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, "one group ID"); err != nil {
 		return err
 	}
 	c, err := cf.client()

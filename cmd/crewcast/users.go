@@ -45,26 +45,12 @@ Flags (every subcommand):
   --key KEY    an admin API key (env CREWCAST_KEY)
 `)
 	}
-	if len(args) == 0 {
-		usage()
-		return errUsage
-	}
-	switch args[0] {
-	case "create":
-		return usersCreate(ctx, args[1:], stdout, stderr)
-	case "list":
-		return usersList(ctx, args[1:], stdout, stderr)
-	case "reset-password":
-		return usersResetPassword(ctx, args[1:], stdout, stderr)
-	case "disable":
-		return usersDisable(ctx, args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		usage()
-		return flag.ErrHelp
-	}
-	fmt.Fprintf(stderr, "crewcast users: unknown subcommand %q\n", args[0])
-	usage()
-	return errUsage
+	return runSubcommand(ctx, "users", args, stdout, stderr, usage, map[string]subcommandFunc{
+		"create":         usersCreate,
+		"list":           usersList,
+		"reset-password": usersResetPassword,
+		"disable":        usersDisable,
+	})
 }
 
 // userRow is a user as the API shows it.
@@ -98,11 +84,7 @@ func usersCreate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	name := fs.String("name", "", "the user's name as the board shows it (required)")
 	role := fs.String("role", "", "viewer, dispatcher or admin (required)")
 	fromStdin := fs.Bool("password-stdin", false, "read the password from the first line of standard input instead of generating one")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, "flags only"); err != nil {
+	if _, err := positionals(fs, args, 0, "flags only"); err != nil {
 		return err
 	}
 	if *email == "" || *name == "" || *role == "" {
@@ -136,11 +118,7 @@ func usersCreate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 func usersList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("users list", stderr)
 	cf := bindClientFlags(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, "flags only"); err != nil {
+	if _, err := positionals(fs, args, 0, "flags only"); err != nil {
 		return err
 	}
 	c, err := cf.client()
@@ -188,11 +166,8 @@ func findUser(ctx context.Context, c *apiClient, who string) (string, error) {
 
 // userArg parses the one USER argument and resolves it.
 func userArg(ctx context.Context, fs *flag.FlagSet, cf *clientFlags, args []string) (*apiClient, string, error) {
-	pos, err := parseArgs(fs, args)
+	pos, err := positionals(fs, args, 1, "one user ID or email (see 'crewcast users list')")
 	if err != nil {
-		return nil, "", err
-	}
-	if err := wantArgs(fs, pos, 1, "one user ID or email (see 'crewcast users list')"); err != nil {
 		return nil, "", err
 	}
 	c, err := cf.client()

@@ -10,10 +10,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/crewcast/crewcast/store/sqlq"
 )
 
 // Backup writes a consistent copy of the database at src to dst while a
@@ -142,23 +143,8 @@ func Inspect(ctx context.Context, path string) (Info, error) {
 	return info, nil
 }
 
-var migrationName = regexp.MustCompile(`^(\d+)_.*\.sql$`)
-
 // LatestMigration returns the highest migration version this build embeds.
-func LatestMigration() (int64, error) {
-	entries, err := migrationFS.ReadDir("migrations")
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: migrations: %w", err)
-	}
-	var latest int64
-	for _, e := range entries {
-		if m := migrationName.FindStringSubmatch(e.Name()); m != nil {
-			v, _ := strconv.ParseInt(m[1], 10, 64)
-			latest = max(latest, v)
-		}
-	}
-	return latest, nil
-}
+func LatestMigration() (int64, error) { return sqlq.LatestMigration("sqlite", migrationFS) }
 
 // Restore replaces the database at dst by the backup at src. It refuses
 // while any process has dst open (InUse), checks that src is a sound

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/crewcast/crewcast/store"
 )
@@ -242,7 +243,7 @@ func (d DB) EraseFromGroup(ctx context.Context, id string, e store.GroupErasure)
 			return nil
 		}
 		if e.Event != nil {
-			c, err := eraseJournal(ctx, tx, id, e.Event)
+			c, err := rewriteJournal(ctx, tx, id, e.Event)
 			if err != nil {
 				return err
 			}
@@ -288,9 +289,9 @@ func (d DB) EraseFromGroup(ctx context.Context, id string, e store.GroupErasure)
 	return counts, nil
 }
 
-// eraseJournal rewrites the group's journal events with fn and returns how
-// many changed.
-func eraseJournal(ctx context.Context, tx Querier, id string, fn func(string, []byte) ([]byte, error)) (int, error) {
+// rewriteJournal rewrites the group's journal events with fn and returns how
+// many changed; an event fn leaves as it was is not written again.
+func rewriteJournal(ctx context.Context, tx Querier, id string, fn func(string, []byte) ([]byte, error)) (int, error) {
 	type ev struct {
 		pos  int64
 		typ  string
@@ -308,7 +309,7 @@ func eraseJournal(ctx context.Context, tx Querier, id string, fn func(string, []
 	for _, e := range evs {
 		data, err := fn(e.typ, e.data)
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("rewrite event %d: %w", e.pos, err)
 		}
 		if bytes.Equal(data, e.data) {
 			continue

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"regexp"
+	"strconv"
 
 	"github.com/pressly/goose/v3"
 )
@@ -77,4 +79,24 @@ func (m Migrations) Version(ctx context.Context) (int64, error) {
 		return 0, m.errorf("migration version: %w", err)
 	}
 	return v, nil
+}
+
+var migrationName = regexp.MustCompile(`^(\d+)_.*\.sql$`)
+
+// LatestMigration returns the highest migration version in fsys's
+// migrations directory, so a check (crewcast doctor) can tell a database
+// that needs `crewcast migrate` without migrating it.
+func LatestMigration(engine string, fsys fs.FS) (int64, error) {
+	entries, err := fs.ReadDir(fsys, "migrations")
+	if err != nil {
+		return 0, fmt.Errorf("%s: migrations: %w", engine, err)
+	}
+	var latest int64
+	for _, e := range entries {
+		if m := migrationName.FindStringSubmatch(e.Name()); m != nil {
+			v, _ := strconv.ParseInt(m[1], 10, 64)
+			latest = max(latest, v)
+		}
+	}
+	return latest, nil
 }

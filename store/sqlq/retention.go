@@ -2,7 +2,6 @@ package sqlq
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/crewcast/crewcast/store"
@@ -49,7 +48,7 @@ func (d DB) RewriteGroup(ctx context.Context, id string, stage store.RetentionSt
 			return nil
 		}
 		if rw.Event != nil {
-			if err := rewriteJournal(ctx, tx, id, rw.Event); err != nil {
+			if _, err := rewriteJournal(ctx, tx, id, rw.Event); err != nil {
 				return err
 			}
 		}
@@ -84,35 +83,6 @@ func (d DB) RewriteGroup(ctx context.Context, id string, stage store.RetentionSt
 func execEach(ctx context.Context, tx Querier, arg any, stmts ...string) error {
 	for _, q := range stmts {
 		if _, err := tx.Exec(ctx, q, arg); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func rewriteJournal(ctx context.Context, tx Querier, id string, fn func(string, []byte) ([]byte, error)) error {
-	type ev struct {
-		pos  int64
-		typ  string
-		data []byte
-	}
-	evs, err := queryAll(ctx, tx, func(r Rows) (ev, error) {
-		var e ev
-		err := r.Scan(&e.pos, &e.typ, &e.data)
-		return e, err
-	}, `SELECT pos, type, data FROM journal WHERE key = ? ORDER BY seq`, id)
-	if err != nil {
-		return err
-	}
-	for _, e := range evs {
-		data, err := fn(e.typ, e.data)
-		if err != nil {
-			return fmt.Errorf("rewrite event %d: %w", e.pos, err)
-		}
-		if data == nil {
-			data = []byte{}
-		}
-		if _, err := tx.Exec(ctx, `UPDATE journal SET data = ? WHERE pos = ?`, data, e.pos); err != nil {
 			return err
 		}
 	}
