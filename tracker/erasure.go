@@ -243,7 +243,8 @@ func (a *groupActor) erase(c *actor.Context[groupMsg], m msgErase) erasureResult
 	}
 	// The message text goes with the person once nobody else is sent it.
 	ge.RedactText = a.g.Status == crewcast.GroupComplete || a.g.Status == crewcast.GroupCanceled
-	ge.Event = group.Eraser(m.number, m.replacement, ge.RedactText)
+	ge.Event = group.EraserWith(m.number, m.replacement, group.EraseTexts{Message: ge.RedactText,
+		Escalation: ge.RedactText || a.g.EscalatedTo(m.number)})
 	counts, err := a.t.st.EraseFromGroup(ctx, a.key, ge)
 	if err != nil {
 		return erasureResult{err: err} // rolled back: memory and store still agree

@@ -96,6 +96,32 @@ func seedPerson(t *testing.T, e *env) []string {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// A group with a follow-up policy whose follow-up to them is sent, and
+	// a group where they are the escalation number (design.md §12).
+	followup, escalation := "Followup secret 4716", "Escalation secret 4717"
+	mkPolicy := func(to []string, text string, in group.PolicyInput) string {
+		id, _, err := e.tr.Create(ctx, group.Request{From: from, To: to, Text: text, Mode: crewcast.ModeIndividual, PolicyInput: in}, CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	fu := mkPolicy([]string{erasedWho}, "Followed secret 4718", group.PolicyInput{Followup: &group.FollowupInput{After: "1s", Max: 1, Text: followup}})
+	e.waitGroup(fu, "sent", allStatus(crewcast.StatusSent))
+	esc := mkPolicy([]string{erasedOther}, "Escalating call 4719", group.PolicyInput{Escalate: &group.EscalateInput{After: "1s", To: []string{erasedWho}, Text: escalation}})
+	e.waitGroup(esc, "sent", allStatus(crewcast.StatusSent))
+	e.clk.Advance(2 * time.Second)
+	e.waitSends("the follow-up and the escalation to the person", func(s []crewcast.SendRequest) bool {
+		return slices.ContainsFunc(s, func(r crewcast.SendRequest) bool { return r.To[0] == erasedWho && r.Text == followup }) &&
+			slices.ContainsFunc(s, func(r crewcast.SendRequest) bool { return r.To[0] == erasedWho && r.Text == escalation })
+	})
+	e.settle()
+	for _, id := range []string{fu, esc} { // finished: their texts go with the person
+		if err := e.tr.Cancel(ctx, id, "op"); err != nil && !errors.Is(err, group.ErrState) {
+			t.Fatal(err)
+		}
+	}
+	bodies = append(bodies, followup, escalation, "Followed secret 4718")
 	if err := e.tr.AddSuppression(ctx, store.Suppression{Number: erasedWho, Reason: store.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +154,7 @@ func eraseAndCheck(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.Erased || rep.Groups != 2 || !rep.OptOutKept || rep.Replacement != "keyed_hash" ||
+	if !rep.Erased || rep.Groups != 4 || !rep.OptOutKept || rep.Replacement != "keyed_hash" ||
 		rep.Subject != HashNumber(e.tr.cfg.HashKey, erasedWho) || rep.Changed["inbox"] == 0 || rep.Changed["replies"] != 2 {
 		t.Fatalf("erasure report = %+v", rep)
 	}
@@ -140,7 +166,7 @@ func eraseAndCheck(t *testing.T, e *env) {
 		t.Fatalf("malformed number: %v", err)
 	}
 	// The other recipient is still there, in clear.
-	if rows, _, err := e.st.ListDeliveries(ctx, store.DeliveryQuery{Number: erasedOther}); err != nil || len(rows) != 1 {
+	if rows, _, err := e.st.ListDeliveries(ctx, store.DeliveryQuery{Number: erasedOther}); err != nil || len(rows) != 2 {
 		t.Fatalf("other recipient: %+v, %v", rows, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/crewcast/crewcast/store"
 )
@@ -154,10 +155,29 @@ func redactOutboxTexts(ctx context.Context, tx Querier) (int, error) {
 		}
 		data, _ := body["data"].(map[string]any)
 		grp, _ := data["group"].(map[string]any)
-		if t, _ := grp["text"].(string); t == "" {
+		// The group's text, and the text a recipient was sent (their
+		// rendered copy of it).
+		texts := []map[string]any{grp}
+		if r, ok := data["recipient"].(map[string]any); ok {
+			texts = append(texts, r)
+		}
+		if rs, ok := data["recipients"].([]any); ok {
+			for _, r := range rs {
+				if r, ok := r.(map[string]any); ok {
+					texts = append(texts, r)
+				}
+			}
+		}
+		found := false
+		for _, m := range texts {
+			if t, _ := m["text"].(string); t != "" {
+				m["text"] = ""
+				found = true
+			}
+		}
+		if !found {
 			continue
 		}
-		grp["text"] = ""
 		b, err := json.Marshal(body)
 		if err != nil {
 			return 0, err
@@ -209,7 +229,10 @@ func eraseInbox(ctx context.Context, tx Querier, number string, now int64) (int,
 }
 
 // GroupsWithNumber returns the ids of the groups whose deliveries or
-// replies name number.
+// replies name number, and of those whose creation does: a number that is
+// only in a group's frozen policy (an escalation number, design.md §12)
+// has no row of its own. The creation events are read whole and searched
+// here (erasure is rare; the journal's data is a BLOB or BYTEA).
 func (d DB) GroupsWithNumber(ctx context.Context, number string) ([]string, error) {
 	out, err := queryAll(ctx, d.c.Read, scanString, `SELECT group_id FROM deliveries WHERE number = ?
 		UNION SELECT group_id FROM replies WHERE number = ? AND group_id <> ''
@@ -217,6 +240,24 @@ func (d DB) GroupsWithNumber(ctx context.Context, number string) ([]string, erro
 	if err != nil {
 		return nil, d.errorf("groups with number: %w", err)
 	}
+	needle := OutboxNeedle(number)
+	named, err := queryAll(ctx, d.c.Read, func(r Rows) (string, error) {
+		var key string
+		var data []byte
+		if err := r.Scan(&key, &data); err != nil || !bytes.Contains(data, needle) {
+			return "", err
+		}
+		return key, nil
+	}, `SELECT key, data FROM journal WHERE type = 'group.created'`)
+	if err != nil {
+		return nil, d.errorf("groups with number: %w", err)
+	}
+	for _, k := range named {
+		if k != "" && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
 	return out, nil
 }
 
