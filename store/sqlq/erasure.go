@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/store"
 )
 
@@ -263,9 +264,32 @@ func (d DB) GroupsWithNumber(ctx context.Context, number string) ([]string, erro
 
 // EraseFromGroup is store.Erasure's EraseFromGroup.
 func (d DB) EraseFromGroup(ctx context.Context, id string, e store.GroupErasure) (store.ErasedCounts, error) {
+	return EraseFromGroupFenced(ctx, d, id, e, "")
+}
+
+// EraseFromGroupFenced is EraseFromGroup that first runs fence in its
+// transaction ("" for none): a query that returns a row only while this
+// store still holds the group's shard lease at its epoch, locking it (FOR
+// SHARE) until the rewrite commits, as every commit does. Without a row
+// the rewrite fails with actor.ErrFenced and writes nothing, so a node that
+// lost the group's shard never rewrites it under its new owner's commits.
+func EraseFromGroupFenced(ctx context.Context, d DB, id string, e store.GroupErasure, fence string, fenceArgs ...any) (store.ErasedCounts, error) {
 	counts := store.ErasedCounts{}
 	err := d.c.WriteTx(ctx, func(tx Querier) error {
 		clear(counts)
+		if fence != "" {
+			held, err := queryAll(ctx, tx, func(r Rows) (int64, error) {
+				var v int64
+				err := r.Scan(&v)
+				return v, err
+			}, fence, fenceArgs...)
+			if err != nil {
+				return err
+			}
+			if len(held) == 0 {
+				return actor.ErrFenced
+			}
+		}
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM groups WHERE id = ?`, id).Scan(&n); err != nil {
 			return err
