@@ -522,3 +522,59 @@ func TestErasureOfAGroupMMSMember(t *testing.T) {
 		t.Fatalf("cancel after erasure: %v", err)
 	}
 }
+
+// EraseInGroup, one group's step run on its owner for an erasure asked on
+// another node, keeps the owner's own guard: a send of the group claimed
+// before it and still queued here is refused at its provider call, and a
+// node that does not own the group refuses the step (the asking node asks
+// again). The owner here is a single node, which owns every group.
+func TestEraseInGroupOnTheOwnerStopsQueuedSends(t *testing.T) {
+	others := []string{"+15559870011", "+15559870012", "+15559870013"}
+	who := erasedWho
+	e := newEnv(t, func(c *Config) { c.HashKey = []byte("k"); c.SendWorkers = 1 })
+	ctx := context.Background()
+	release := make(chan struct{})
+	var erased atomic.Bool
+	var late atomic.Int32
+	e.prov.mu.Lock()
+	e.prov.sendFn = func(req crewcast.SendRequest, id string) (crewcast.SendResult, error) {
+		if slices.Contains(req.To, who) && erased.Load() {
+			late.Add(1)
+		}
+		<-release
+		return crewcast.SendResult{MessageID: id}, nil
+	}
+	e.prov.mu.Unlock()
+	g1, _, err := e.tr.Create(ctx, group.Request{From: from, To: append(append([]string(nil), others...), who), Text: "Crew call 7am", Mode: crewcast.ModeIndividual}, CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitGroup(g1, "every send claimed", func(_ store.GroupRow, rows []store.DeliveryRow) bool {
+		for _, r := range rows {
+			if r.Status != crewcast.StatusSending {
+				return false
+			}
+		}
+		return true
+	})
+	counts, err := e.tr.EraseInGroup(ctx, g1, who, HashNumber([]byte("k"), who))
+	if err != nil || counts["deliveries"] != 1 {
+		t.Fatalf("EraseInGroup: %v, %v", counts, err)
+	}
+	erased.Store(true)
+	close(release)
+	e.waitGroup(g1, "no more sending", func(_ store.GroupRow, rows []store.DeliveryRow) bool {
+		for _, r := range rows {
+			if r.Status == crewcast.StatusSending || r.Status == crewcast.StatusPending {
+				return false
+			}
+		}
+		return true
+	})
+	if n := late.Load(); n != 0 || e.prov.sentTo()[who] != 0 {
+		t.Fatalf("%d send(s) to the erased person after EraseInGroup returned; sends %v", n, e.prov.sentTo())
+	}
+	if _, err := e.tr.EraseInGroup(ctx, g1, "not a number", "x"); !errors.Is(err, ErrInvalidNumber) {
+		t.Fatalf("malformed number: %v", err)
+	}
+}
