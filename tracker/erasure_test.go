@@ -59,6 +59,9 @@ func seedPerson(t *testing.T, e *env) []string {
 		return id
 	}
 	solo := mk([]string{erasedWho}, bodies[0])
+	// The reply must route to the shared group: its claim (which writes the
+	// conversation route) must commit after the solo group's.
+	e.waitGroup(solo, "sent", allStatus(crewcast.StatusSent))
 	shared := mk([]string{erasedWho, erasedOther}, bodies[3])
 	for i, id := range []string{solo, shared} {
 		_, rows := e.waitGroup(id, "sent", allStatus(crewcast.StatusSent))
