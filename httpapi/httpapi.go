@@ -333,6 +333,9 @@ func (a *api) register() error {
 			}
 		}
 	}
+	if a.cfg.Router != nil {
+		a.mux.HandleFunc("POST "+ClusterErasurePath, a.clusterErase)
+	}
 	notFoundRoute := route{Access: public, Handler: func(*api, http.ResponseWriter, *http.Request) error {
 		return newError(http.StatusNotFound, codeNotFound, "no such endpoint")
 	}}

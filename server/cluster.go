@@ -1,12 +1,18 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/crewcast/crewcast/httpapi"
@@ -87,7 +93,49 @@ func (s *Server) startCluster() error {
 		s.cfg.Logger.Warn("CREWCAST_CLUSTER_SECRET is not set: commands for groups another node owns are answered 503 instead of forwarded")
 	}
 	return s.tr.StartCluster(tracker.ClusterConfig{Node: cc.NodeID, AdvertiseURL: cc.AdvertiseURL, TTL: cc.LeaseTTL,
-		Leases: leases, Members: members, Notifier: notifier})
+		Leases: leases, Members: members, Notifier: notifier, EraseRemote: s.eraseRemote})
+}
+
+// clusterClient calls other nodes (an erasure's step on a group's owner).
+var clusterClient = &http.Client{Timeout: 60 * time.Second}
+
+// eraseRemote runs one group's erasure step on its owner (design §6, §9),
+// authenticated by the cluster secret. A 503 (the shard is moving, or the
+// owner is not reachable) is tracker.ErrUnavailable: the tracker asks again.
+func (s *Server) eraseRemote(ctx context.Context, ownerURL, groupID, number, replacement string) (store.ErasedCounts, error) {
+	secret := s.cfg.Cluster.Secret
+	if secret == "" {
+		return nil, fmt.Errorf("%w: CREWCAST_CLUSTER_SECRET is not set: another node's group cannot be erased from here", tracker.ErrUnavailable)
+	}
+	body, err := json.Marshal(httpapi.ClusterErasure{Number: number, Replacement: replacement})
+	if err != nil {
+		return nil, err
+	}
+	path := strings.Replace(httpapi.ClusterErasurePath, "{id}", url.PathEscape(groupID), 1)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(ownerURL, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Crewcast-Forwarded", secret)
+	resp, err := clusterClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: erase on the group's owner: %w", tracker.ErrUnavailable, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	switch {
+	case resp.StatusCode == http.StatusServiceUnavailable:
+		return nil, fmt.Errorf("%w: the group's owner answered 503", tracker.ErrUnavailable)
+	case resp.StatusCode != http.StatusOK:
+		// The answer is crewcast's own error body: no number in it.
+		return nil, fmt.Errorf("erase on the group's owner: %d %s", resp.StatusCode, raw)
+	}
+	var out httpapi.ClusterErasureResult
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("erase on the group's owner: %w", err)
+	}
+	return out.Changed, nil
 }
 
 // groupRouter is the tracker when this server is a cluster node: group

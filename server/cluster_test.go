@@ -218,3 +218,100 @@ func TestClusterStreamOnAnyNode(t *testing.T) {
 		}
 	})
 }
+
+// An erasure asked on one node changes a group another node owns on that
+// owner (issue 20, design §9): the owner's actor commits the person's
+// pending send as opted_out and rewrites the group, every journal event
+// stays stamped by the owner, and the person's number is gone from the
+// group's recipients.
+func TestClusterErasureRunsOnTheOwner(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng engine) {
+		if eng.name != "postgres" {
+			t.Skip("several nodes need PostgreSQL; SQLite is one node (TestSecondServerOnOneSQLiteFileRefuses)")
+		}
+		node := func(id string) *server.Server {
+			return start(t, eng, sim.Faults{}, func(c *server.Config) {
+				c.Cluster = server.ClusterConfig{NodeID: id, LeaseTTL: 2 * time.Second, Secret: "s3cret"}
+				c.SendRate = 0.1 // one send per 10 s: the person's send is still pending
+			})
+		}
+		a, b := node("node-a"), node("node-b")
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			v := clusterView(t, a, "")
+			if len(v.Nodes) == 2 && v.Nodes[0].Shards == 32 && v.Nodes[1].Shards == 32 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no even split: %+v", v.Nodes)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		const who, other = "+15550100002", "+15550100001"
+		id := createGroup(t, b, []string{other, who})
+		if v := clusterView(t, a, "?group="+id); v.Group == nil || v.Group.Owner != "node-b" {
+			t.Fatalf("group %s is owned by %+v, want node-b", id, v.Group)
+		}
+		code, body := apiDo(t, a, "POST", "/v1/erasure", map[string]string{"number": who})
+		if code != http.StatusOK {
+			t.Fatalf("erasure on the node that does not own the group: %d %s", code, body)
+		}
+		var rep struct {
+			Erased bool `json:"erased"`
+			Groups int  `json:"groups"`
+		}
+		if json.Unmarshal(body, &rep) != nil || !rep.Erased || rep.Groups != 1 {
+			t.Fatalf("erasure report: %s", body)
+		}
+		code, body = apiDo(t, a, "GET", "/v1/groups/"+id+"/recipients", nil)
+		if code != http.StatusOK || strings.Contains(string(body), who) || !strings.Contains(string(body), other) {
+			t.Fatalf("recipients after the erasure: %d %s", code, body)
+		}
+		var recips struct {
+			Data []struct {
+				Number string `json:"number"`
+				Status string `json:"status"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(body, &recips); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recips.Data {
+			if r.Number != other && r.Status != "opted_out" {
+				t.Fatalf("the erased person's send: %+v (want opted_out: the owner stopped it)", r)
+			}
+		}
+		// Every commit of the group, the erasure's included, is the owner's.
+		code, body = apiDo(t, a, "GET", "/debug/groups/"+id+"/journal", nil)
+		var journal struct {
+			Events []struct {
+				Type string `json:"type"`
+				Node string `json:"node"`
+			} `json:"events"`
+		}
+		if code != http.StatusOK || json.Unmarshal(body, &journal) != nil {
+			t.Fatalf("journal: %d %s", code, body)
+		}
+		suppressed := false
+		for _, e := range journal.Events {
+			if e.Node != "node-b" {
+				t.Fatalf("event %s committed by %s, not the owner", e.Type, e.Node)
+			}
+			suppressed = suppressed || e.Type == "recipient.suppressed"
+		}
+		if !suppressed {
+			t.Fatalf("no recipient.suppressed in %s", body)
+		}
+		// The node-to-node route refuses a caller without the secret.
+		req, _ := http.NewRequest("POST", b.URL()+"/cluster/v1/groups/"+id+"/erasure", strings.NewReader(`{"number":"`+other+`","replacement":"x"}`))
+		req.Header.Set("Authorization", "Bearer "+adminKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("node-to-node erasure without the secret: %d", resp.StatusCode)
+		}
+	})
+}

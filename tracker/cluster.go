@@ -54,6 +54,12 @@ type ClusterConfig struct {
 	// node made one of its webhooks durable (LISTEN/NOTIFY); the owner's
 	// inbox sweep (SweepInterval) remains the safety net.
 	Notifier store.Notifier
+	// EraseRemote runs one group's step of an erasure on the node that
+	// owns the group (ownerURL, its advertise URL): Tracker.EraseInGroup
+	// there. An error wrapping ErrUnavailable (the shard is moving) is
+	// tried again. Without it, an erasure waits until this node owns the
+	// group's shard or gives up (ErrUnavailable).
+	EraseRemote func(ctx context.Context, ownerURL, groupID, number, replacement string) (store.ErasedCounts, error)
 }
 
 // changesChannel carries the groups whose journal this node committed to

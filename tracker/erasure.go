@@ -164,18 +164,13 @@ func (t *Tracker) Erase(ctx context.Context, number, by string) (ErasureReport, 
 		return rep, unavailable(ctx, "find the person's groups", err)
 	}
 	for _, id := range ids {
-		res, err := actor.Ask(ctx, t.groups.Get(id), askTimeout, func(r actor.Reply[erasureResult]) groupMsg {
-			return msgErase{number: n, replacement: replacement, reply: r}
-		})
-		if err == nil {
-			err = res.err
-		}
+		counts, err := t.eraseGroupOnOwner(ctx, id, n, replacement)
 		if err != nil {
 			return rep, unavailable(ctx, "erase from group "+id, err)
 		}
-		if res.counts.Total() > 0 {
+		if counts.Total() > 0 {
 			rep.Groups++
-			rep.Changed.Add(res.counts)
+			rep.Changed.Add(counts)
 		}
 	}
 	rest, err := t.st.EraseNumber(ctx, n, replacement, rep.Subject)
@@ -207,6 +202,80 @@ func (t *Tracker) Erase(ctx context.Context, number, by string) (ErasureReport, 
 	return rep, nil
 }
 
+// eraseRetry is how long an erasure keeps trying a group whose shard is
+// moving between nodes, and how often.
+const (
+	eraseRetryFor   = 30 * time.Second
+	eraseRetryEvery = 200 * time.Millisecond
+)
+
+// eraseGroupOnOwner runs one group's erasure step on the node that owns
+// the group (design §9): here when this node holds its shard (or is a
+// single node), else on the owner through ClusterConfig.EraseRemote,
+// which runs EraseInGroup there. A shard that is moving is tried again
+// for eraseRetryFor.
+func (t *Tracker) eraseGroupOnOwner(ctx context.Context, id, number, replacement string) (store.ErasedCounts, error) {
+	deadline := time.Now().Add(eraseRetryFor)
+	for {
+		url, local, err := t.GroupOwner(ctx, id)
+		switch {
+		case err != nil:
+		case local:
+			var counts store.ErasedCounts
+			if counts, err = t.eraseLocal(ctx, id, number, replacement); err == nil {
+				return counts, nil
+			}
+		case url != "" && t.cluster.Load() != nil && t.cluster.Load().cfg.EraseRemote != nil:
+			var counts store.ErasedCounts
+			if counts, err = t.cluster.Load().cfg.EraseRemote(ctx, url, id, number, replacement); err == nil {
+				return counts, nil
+			}
+			if !errors.Is(err, ErrUnavailable) {
+				return nil, err
+			}
+		default:
+			err = fmt.Errorf("%w: the group's shard is moving", ErrUnavailable)
+		}
+		if t.cluster.Load() == nil || time.Now().After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(eraseRetryEvery):
+		}
+	}
+}
+
+// EraseInGroup is one group's step of an erasure asked by another node
+// (ClusterConfig.EraseRemote): this node must own the group. Like Erase,
+// it first closes this node's suppression gate to the number and holds
+// it for erasedHold, so a send of the group claimed before the erasure
+// and queued here is refused at its provider call.
+func (t *Tracker) EraseInGroup(ctx context.Context, id, number, replacement string) (store.ErasedCounts, error) {
+	n, err := group.NormalizeNumber(number)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidNumber, err)
+	}
+	if !t.ownsKey(id) {
+		return nil, fmt.Errorf("%w: this node does not own the group", ErrUnavailable)
+	}
+	defer t.gate.write([]string{n})()
+	t.erased.add(n, t.cfg.Clock.Now().Add(erasedHold))
+	return t.eraseLocal(ctx, id, n, replacement)
+}
+
+// eraseLocal asks this node's actor of the group to erase the person.
+func (t *Tracker) eraseLocal(ctx context.Context, id, number, replacement string) (store.ErasedCounts, error) {
+	res, err := actor.Ask(ctx, t.groups.Get(id), askTimeout, func(r actor.Reply[erasureResult]) groupMsg {
+		return msgErase{number: number, replacement: replacement, reply: r}
+	})
+	if err == nil {
+		err = res.err
+	}
+	return res.counts, err
+}
+
 // msgErase asks a group actor to erase one person in its own turn.
 type msgErase struct {
 	number, replacement string
@@ -228,6 +297,10 @@ func (m msgErase) replyErr(err error) { m.reply.Send(erasureResult{err: err}) }
 // group's rows, and the actor reloads from what is now stored.
 func (a *groupActor) erase(c *actor.Context[groupMsg], m msgErase) erasureResult {
 	ctx := c.Context()
+	if !a.t.ownsKey(a.key) {
+		// The shard moved away since the ask: the new owner's actor does it.
+		return erasureResult{err: fmt.Errorf("%w: the group moved to another node", ErrUnavailable)}
+	}
 	ge := store.GroupErasure{Number: m.number, Replacement: m.replacement}
 	if a.g == nil {
 		// No journal: let the store clean whatever rows are left.
@@ -243,7 +316,8 @@ func (a *groupActor) erase(c *actor.Context[groupMsg], m msgErase) erasureResult
 	}
 	// The message text goes with the person once nobody else is sent it.
 	ge.RedactText = a.g.Status == crewcast.GroupComplete || a.g.Status == crewcast.GroupCanceled
-	ge.Event = group.Eraser(m.number, m.replacement, ge.RedactText)
+	ge.Event = group.EraserWith(m.number, m.replacement, group.EraseTexts{Message: ge.RedactText,
+		Escalation: ge.RedactText || a.g.EscalatedTo(m.number)})
 	counts, err := a.t.st.EraseFromGroup(ctx, a.key, ge)
 	if err != nil {
 		return erasureResult{err: err} // rolled back: memory and store still agree

@@ -59,6 +59,9 @@ func seedPerson(t *testing.T, e *env) []string {
 		return id
 	}
 	solo := mk([]string{erasedWho}, bodies[0])
+	// The reply must route to the shared group: its claim (which writes the
+	// conversation route) must commit after the solo group's.
+	e.waitGroup(solo, "sent", allStatus(crewcast.StatusSent))
 	shared := mk([]string{erasedWho, erasedOther}, bodies[3])
 	for i, id := range []string{solo, shared} {
 		_, rows := e.waitGroup(id, "sent", allStatus(crewcast.StatusSent))
@@ -96,6 +99,32 @@ func seedPerson(t *testing.T, e *env) []string {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// A group with a follow-up policy whose follow-up to them is sent, and
+	// a group where they are the escalation number (design.md §12).
+	followup, escalation := "Followup secret 4716", "Escalation secret 4717"
+	mkPolicy := func(to []string, text string, in group.PolicyInput) string {
+		id, _, err := e.tr.Create(ctx, group.Request{From: from, To: to, Text: text, Mode: crewcast.ModeIndividual, PolicyInput: in}, CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	fu := mkPolicy([]string{erasedWho}, "Followed secret 4718", group.PolicyInput{Followup: &group.FollowupInput{After: "1s", Max: 1, Text: followup}})
+	e.waitGroup(fu, "sent", allStatus(crewcast.StatusSent))
+	esc := mkPolicy([]string{erasedOther}, "Escalating call 4719", group.PolicyInput{Escalate: &group.EscalateInput{After: "1s", To: []string{erasedWho}, Text: escalation}})
+	e.waitGroup(esc, "sent", allStatus(crewcast.StatusSent))
+	e.clk.Advance(2 * time.Second)
+	e.waitSends("the follow-up and the escalation to the person", func(s []crewcast.SendRequest) bool {
+		return slices.ContainsFunc(s, func(r crewcast.SendRequest) bool { return r.To[0] == erasedWho && r.Text == followup }) &&
+			slices.ContainsFunc(s, func(r crewcast.SendRequest) bool { return r.To[0] == erasedWho && r.Text == escalation })
+	})
+	e.settle()
+	for _, id := range []string{fu, esc} { // finished: their texts go with the person
+		if err := e.tr.Cancel(ctx, id, "op"); err != nil && !errors.Is(err, group.ErrState) {
+			t.Fatal(err)
+		}
+	}
+	bodies = append(bodies, followup, escalation, "Followed secret 4718")
 	if err := e.tr.AddSuppression(ctx, store.Suppression{Number: erasedWho, Reason: store.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +157,7 @@ func eraseAndCheck(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.Erased || rep.Groups != 2 || !rep.OptOutKept || rep.Replacement != "keyed_hash" ||
+	if !rep.Erased || rep.Groups != 4 || !rep.OptOutKept || rep.Replacement != "keyed_hash" ||
 		rep.Subject != HashNumber(e.tr.cfg.HashKey, erasedWho) || rep.Changed["inbox"] == 0 || rep.Changed["replies"] != 2 {
 		t.Fatalf("erasure report = %+v", rep)
 	}
@@ -140,7 +169,7 @@ func eraseAndCheck(t *testing.T, e *env) {
 		t.Fatalf("malformed number: %v", err)
 	}
 	// The other recipient is still there, in clear.
-	if rows, _, err := e.st.ListDeliveries(ctx, store.DeliveryQuery{Number: erasedOther}); err != nil || len(rows) != 1 {
+	if rows, _, err := e.st.ListDeliveries(ctx, store.DeliveryQuery{Number: erasedOther}); err != nil || len(rows) != 2 {
 		t.Fatalf("other recipient: %+v, %v", rows, err)
 	}
 }
@@ -494,5 +523,61 @@ func TestErasureOfAGroupMMSMember(t *testing.T) {
 	// The group is still commanded through its actor.
 	if err := e.tr.Cancel(ctx, id, "op"); err != nil && !errors.Is(err, group.ErrState) {
 		t.Fatalf("cancel after erasure: %v", err)
+	}
+}
+
+// EraseInGroup, one group's step run on its owner for an erasure asked on
+// another node, keeps the owner's own guard: a send of the group claimed
+// before it and still queued here is refused at its provider call, and a
+// node that does not own the group refuses the step (the asking node asks
+// again). The owner here is a single node, which owns every group.
+func TestEraseInGroupOnTheOwnerStopsQueuedSends(t *testing.T) {
+	others := []string{"+15559870011", "+15559870012", "+15559870013"}
+	who := erasedWho
+	e := newEnv(t, func(c *Config) { c.HashKey = []byte("k"); c.SendWorkers = 1 })
+	ctx := context.Background()
+	release := make(chan struct{})
+	var erased atomic.Bool
+	var late atomic.Int32
+	e.prov.mu.Lock()
+	e.prov.sendFn = func(req crewcast.SendRequest, id string) (crewcast.SendResult, error) {
+		if slices.Contains(req.To, who) && erased.Load() {
+			late.Add(1)
+		}
+		<-release
+		return crewcast.SendResult{MessageID: id}, nil
+	}
+	e.prov.mu.Unlock()
+	g1, _, err := e.tr.Create(ctx, group.Request{From: from, To: append(append([]string(nil), others...), who), Text: "Crew call 7am", Mode: crewcast.ModeIndividual}, CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitGroup(g1, "every send claimed", func(_ store.GroupRow, rows []store.DeliveryRow) bool {
+		for _, r := range rows {
+			if r.Status != crewcast.StatusSending {
+				return false
+			}
+		}
+		return true
+	})
+	counts, err := e.tr.EraseInGroup(ctx, g1, who, HashNumber([]byte("k"), who))
+	if err != nil || counts["deliveries"] != 1 {
+		t.Fatalf("EraseInGroup: %v, %v", counts, err)
+	}
+	erased.Store(true)
+	close(release)
+	e.waitGroup(g1, "no more sending", func(_ store.GroupRow, rows []store.DeliveryRow) bool {
+		for _, r := range rows {
+			if r.Status == crewcast.StatusSending || r.Status == crewcast.StatusPending {
+				return false
+			}
+		}
+		return true
+	})
+	if n := late.Load(); n != 0 || e.prov.sentTo()[who] != 0 {
+		t.Fatalf("%d send(s) to the erased person after EraseInGroup returned; sends %v", n, e.prov.sentTo())
+	}
+	if _, err := e.tr.EraseInGroup(ctx, g1, "not a number", "x"); !errors.Is(err, ErrInvalidNumber) {
+		t.Fatalf("malformed number: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/store"
 	"github.com/crewcast/crewcast/store/sqlq"
 )
@@ -29,4 +30,19 @@ func (s *Store) EraseNumber(ctx context.Context, number, replacement, keep strin
 		Lock:  `SELECT pg_advisory_xact_lock(` + strconv.FormatInt(suppressionLock, 10) + `)`,
 		Extra: erasers,
 	})
+}
+
+// EraseFromGroup implements store.Erasure, fenced like a commit: the
+// group's shard lease must still be this store's at its epoch (locked FOR
+// SHARE until the rewrite commits), so a node that lost the shard never
+// rewrites a group its new owner is committing to (design §9).
+func (s *Store) EraseFromGroup(ctx context.Context, id string, e store.GroupErasure) (store.ErasedCounts, error) {
+	sh := store.ShardOf(id)
+	epoch := s.epochs.Of(sh)
+	if epoch == 0 { // not held here: a commit would be fenced too
+		return nil, actor.ErrFenced
+	}
+	return sqlq.EraseFromGroupFenced(ctx, s.queries, id, e,
+		`SELECT l.shard FROM shard_leases l WHERE l.shard = ? AND l.epoch = ? AND `+leaseLive+` FOR SHARE OF l`,
+		int64(sh), int64(epoch))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/store"
 	"github.com/crewcast/crewcast/store/sqlq"
 )
@@ -41,4 +42,18 @@ func (s *Store) EraseNumber(ctx context.Context, number, replacement, keep strin
 		return nil, fmt.Errorf("sqlite: erase number: checkpoint: %w", err)
 	}
 	return counts, nil
+}
+
+// EraseFromGroup implements store.Erasure, fenced like a commit: the
+// group's shard lease must still be this store's at its epoch (SQLite's
+// single writer serializes the check with every commit and takeover).
+func (s *Store) EraseFromGroup(ctx context.Context, id string, e store.GroupErasure) (store.ErasedCounts, error) {
+	sh := store.ShardOf(id)
+	epoch := s.epochs.Of(sh)
+	if epoch == 0 { // not held here: a commit would be fenced too
+		return nil, actor.ErrFenced
+	}
+	return sqlq.EraseFromGroupFenced(ctx, s.queries, id, e,
+		`SELECT shard FROM shard_leases WHERE shard = ? AND epoch = ? AND `+sqlq.LeaseLive("sqlite", ""),
+		int64(sh), int64(epoch))
 }

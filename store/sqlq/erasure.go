@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
+	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/store"
 )
 
@@ -155,17 +157,28 @@ func redactOutboxTexts(ctx context.Context, tx Querier) (int, error) {
 			continue
 		}
 		data, _ := body["data"].(map[string]any)
-		changedText := false
-		// The group's text, and the copy a recipient event carries of
-		// the text they were sent.
-		for _, k := range []string{"group", "recipient"} {
-			obj, _ := data[k].(map[string]any)
-			if t, _ := obj["text"].(string); t != "" {
-				obj["text"] = ""
-				changedText = true
+		grp, _ := data["group"].(map[string]any)
+		// The group's text, and the text a recipient was sent (their
+		// rendered copy of it).
+		texts := []map[string]any{grp}
+		if r, ok := data["recipient"].(map[string]any); ok {
+			texts = append(texts, r)
+		}
+		if rs, ok := data["recipients"].([]any); ok {
+			for _, r := range rs {
+				if r, ok := r.(map[string]any); ok {
+					texts = append(texts, r)
+				}
 			}
 		}
-		if !changedText {
+		found := false
+		for _, m := range texts {
+			if t, _ := m["text"].(string); t != "" {
+				m["text"] = ""
+				found = true
+			}
+		}
+		if !found {
 			continue
 		}
 		b, err := json.Marshal(body)
@@ -219,7 +232,10 @@ func eraseInbox(ctx context.Context, tx Querier, number string, now int64) (int,
 }
 
 // GroupsWithNumber returns the ids of the groups whose deliveries or
-// replies name number.
+// replies name number, and of those whose creation does: a number that is
+// only in a group's frozen policy (an escalation number, design.md §12)
+// has no row of its own. The creation events are read whole and searched
+// here (erasure is rare; the journal's data is a BLOB or BYTEA).
 func (d DB) GroupsWithNumber(ctx context.Context, number string) ([]string, error) {
 	out, err := queryAll(ctx, d.c.Read, scanString, `SELECT group_id FROM deliveries WHERE number = ?
 		UNION SELECT group_id FROM replies WHERE number = ? AND group_id <> ''
@@ -227,14 +243,55 @@ func (d DB) GroupsWithNumber(ctx context.Context, number string) ([]string, erro
 	if err != nil {
 		return nil, d.errorf("groups with number: %w", err)
 	}
+	needle := OutboxNeedle(number)
+	named, err := queryAll(ctx, d.c.Read, func(r Rows) (string, error) {
+		var key string
+		var data []byte
+		if err := r.Scan(&key, &data); err != nil || !bytes.Contains(data, needle) {
+			return "", err
+		}
+		return key, nil
+	}, `SELECT key, data FROM journal WHERE type = 'group.created'`)
+	if err != nil {
+		return nil, d.errorf("groups with number: %w", err)
+	}
+	for _, k := range named {
+		if k != "" && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
 	return out, nil
 }
 
 // EraseFromGroup is store.Erasure's EraseFromGroup.
 func (d DB) EraseFromGroup(ctx context.Context, id string, e store.GroupErasure) (store.ErasedCounts, error) {
+	return EraseFromGroupFenced(ctx, d, id, e, "")
+}
+
+// EraseFromGroupFenced is EraseFromGroup that first runs fence in its
+// transaction ("" for none): a query that returns a row only while this
+// store still holds the group's shard lease at its epoch, locking it (FOR
+// SHARE) until the rewrite commits, as every commit does. Without a row
+// the rewrite fails with actor.ErrFenced and writes nothing, so a node that
+// lost the group's shard never rewrites it under its new owner's commits.
+func EraseFromGroupFenced(ctx context.Context, d DB, id string, e store.GroupErasure, fence string, fenceArgs ...any) (store.ErasedCounts, error) {
 	counts := store.ErasedCounts{}
 	err := d.c.WriteTx(ctx, func(tx Querier) error {
 		clear(counts)
+		if fence != "" {
+			held, err := queryAll(ctx, tx, func(r Rows) (int64, error) {
+				var v int64
+				err := r.Scan(&v)
+				return v, err
+			}, fence, fenceArgs...)
+			if err != nil {
+				return err
+			}
+			if len(held) == 0 {
+				return actor.ErrFenced
+			}
+		}
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM groups WHERE id = ?`, id).Scan(&n); err != nil {
 			return err

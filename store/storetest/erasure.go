@@ -31,7 +31,22 @@ func testErasure(t *testing.T, o Options) {
 		t.Fatal(err)
 	}
 
+	// g2 names the person only in its frozen policy: an escalation number
+	// (design.md §12), never a recipient.
+	g2 := group("g2", 1)
+	commitOK(t, s, actor.Unit{Key: "g2", Events: []actor.Event{{Type: "group.created",
+		Data: []byte(`{"to":["` + other + `"],"policy":{"escalate":{"to":["` + who + `"]}}}`)}},
+		Effects: []any{store.Effects{Group: g2, Deliveries: []store.DeliveryRow{fullDelivery("g2", other, 0)}}}})
 	ids, err := s.GroupsWithNumber(ctx, who)
+	if err != nil || !reflect.DeepEqual(ids, []string{"g1", "g2"}) {
+		t.Fatalf("GroupsWithNumber = %v, %v", ids, err)
+	}
+	if _, err := s.EraseFromGroup(ctx, "g2", store.GroupErasure{Number: who, Replacement: repl, Event: func(_ string, data []byte) ([]byte, error) {
+		return bytes.ReplaceAll(data, []byte(who), []byte(repl)), nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	ids, err = s.GroupsWithNumber(ctx, who)
 	if err != nil || !reflect.DeepEqual(ids, []string{"g1"}) {
 		t.Fatalf("GroupsWithNumber = %v, %v", ids, err)
 	}
@@ -114,7 +129,7 @@ func testErasure(t *testing.T, o Options) {
 	}
 
 	// The other recipient is untouched.
-	if rows, _, err := s.ListDeliveries(ctx, store.DeliveryQuery{Number: other}); err != nil || len(rows) != 1 ||
+	if rows, _, err := s.ListDeliveries(ctx, store.DeliveryQuery{GroupID: "g1", Number: other}); err != nil || len(rows) != 1 ||
 		!reflect.DeepEqual(rows[0], fullDelivery("g1", other, 1)) {
 		t.Fatalf("other recipient's delivery = %+v, %v", rows, err)
 	}
