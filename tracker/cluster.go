@@ -126,7 +126,9 @@ type wakeQueue struct {
 	ready  chan struct{}
 }
 
-func newWakeQueue() *wakeQueue { return &wakeQueue{sweeps: map[int]bool{}, ready: make(chan struct{}, 1)} }
+func newWakeQueue() *wakeQueue {
+	return &wakeQueue{sweeps: map[int]bool{}, ready: make(chan struct{}, 1)}
+}
 
 func (q *wakeQueue) add(w wakeUp) {
 	q.mu.Lock()
@@ -177,8 +179,8 @@ type cluster struct {
 	validUntil time.Time
 	watchdog   *time.Timer // fires fenceIfLate at validUntil
 
-	stop chan struct{}
-	done chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
 	wake  *wakeQueue // wake-ups to send to other owners (wakeOwner)
 	named *wakeQueue // entries other nodes named for this one to route
 }
