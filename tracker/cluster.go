@@ -2,7 +2,6 @@ package tracker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -67,102 +66,8 @@ var errNotOwner = &crewcast.SendError{Provider: "crewcast", Class: crewcast.Clas
 	Detail: "not sent: the group moved to another node before the provider call", RetryAfter: time.Millisecond}
 
 // inboxChannel is the NOTIFY channel of webhooks made durable for a group
-// another node owns. A payload is a batch of lines, one per wake-up:
-// "m <shard> <provider> <message id>" names the entries of one provider
-// message id (the owner reads just those, through the store's message-id
-// index, and routes them); "s <shard>" asks the owner for a full inbox
-// sweep (entries without a message id: inbound texts, the unmatched
-// journal; or wake-ups that overflowed the queue). Routing each named
-// entry instead of sweeping the whole pending inbox per wake-up is what
-// keeps ingest through several nodes close to one node's (see
-// docs/performance.md, several nodes).
+// another node owns; the payload is the group's shard.
 const inboxChannel = "crewcast_inbox"
-
-// wakeQueueMax bounds the wake-ups waiting to be sent, and the named
-// entries waiting to be routed by their owner; past it a shard-wide sweep
-// is asked for instead (nothing is lost: the entries are durable).
-const wakeQueueMax = 8192
-
-// wakeUp is one wake-up of a shard's owner: the entries of one provider
-// message id, or (messageID "") a sweep.
-type wakeUp struct {
-	shard     int
-	provider  string
-	messageID string
-}
-
-func (w wakeUp) line() string {
-	if w.messageID == "" {
-		return "s " + strconv.Itoa(w.shard)
-	}
-	return "m " + strconv.Itoa(w.shard) + " " + w.provider + " " + w.messageID
-}
-
-// parseWakeUp reads one payload line; ok is false for a malformed one.
-func parseWakeUp(line string) (w wakeUp, ok bool) {
-	kind, rest, _ := strings.Cut(line, " ")
-	shardText, rest, _ := strings.Cut(rest, " ")
-	sh, err := strconv.Atoi(shardText)
-	if err != nil {
-		return w, false
-	}
-	w.shard = sh
-	switch kind {
-	case "s":
-		return w, true
-	case "m":
-		w.provider, w.messageID, _ = strings.Cut(rest, " ")
-		return w, w.provider != "" && w.messageID != ""
-	}
-	return w, false
-}
-
-// wakeQueue collects wake-ups (sender side) or named entries to route
-// (owner side) and coalesces them: whoever drains it takes them all.
-type wakeQueue struct {
-	mu     sync.Mutex
-	items  []wakeUp
-	sweeps map[int]bool // shards for which a sweep was asked (or overflowed)
-	ready  chan struct{}
-}
-
-func newWakeQueue() *wakeQueue {
-	return &wakeQueue{sweeps: map[int]bool{}, ready: make(chan struct{}, 1)}
-}
-
-func (q *wakeQueue) add(w wakeUp) {
-	q.mu.Lock()
-	if w.messageID == "" || len(q.items) >= wakeQueueMax {
-		q.sweeps[w.shard] = true
-	} else {
-		q.items = append(q.items, w)
-	}
-	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-}
-
-// take returns the queued wake-ups, deduplicated, sweeps first.
-func (q *wakeQueue) take() []wakeUp {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	out := make([]wakeUp, 0, len(q.sweeps)+len(q.items))
-	for sh := range q.sweeps {
-		out = append(out, wakeUp{shard: sh})
-	}
-	seen := map[wakeUp]bool{}
-	for _, w := range q.items {
-		if !seen[w] && !q.sweeps[w.shard] {
-			seen[w] = true
-			out = append(out, w)
-		}
-	}
-	clear(q.sweeps)
-	q.items = q.items[:0]
-	return out
-}
 
 // cluster is the keeper's state.
 type cluster struct {
@@ -179,10 +84,9 @@ type cluster struct {
 	validUntil time.Time
 	watchdog   *time.Timer // fires fenceIfLate at validUntil
 
-	stop  chan struct{}
-	done  chan struct{}
-	wake  *wakeQueue // wake-ups to send to other owners (wakeOwner)
-	named *wakeQueue // entries other nodes named for this one to route
+	stop chan struct{}
+	done chan struct{}
+	wake chan int // shards whose owner to notify (wakeOwner)
 }
 
 // safetyMargin is how long before a lease could expire the node stops
@@ -209,7 +113,7 @@ func (t *Tracker) StartCluster(cfg ClusterConfig) error {
 		cfg.DrainTimeout = t.cfg.SendTimeout + 5*time.Second
 	}
 	c := &cluster{cfg: cfg, t: t, held: map[int]bool{}, draining: map[int]bool{},
-		stop: make(chan struct{}), done: make(chan struct{}), wake: newWakeQueue(), named: newWakeQueue()}
+		stop: make(chan struct{}), done: make(chan struct{}), wake: make(chan int, 256)}
 	t.cluster.Store(c)
 	// Before any request is served (the server starts HTTP after this).
 	t.cfg.NewID = t.ownedID(t.cfg.NewID)
@@ -234,73 +138,57 @@ func (t *Tracker) StartCluster(cfg ClusterConfig) error {
 	return nil
 }
 
-// wakeOwner tells the owner of shard about webhooks made durable here
-// for one of its groups: those of provider message id messageID, or (""
-// for an entry without one) any, by a sweep. It never blocks; a lost
+// wakeOwner asks the owner of shard to sweep its inbox now (a webhook of
+// one of its groups was made durable here). It never blocks: a dropped
 // wake-up is covered by the owner's periodic sweep.
-func (t *Tracker) wakeOwner(shard int, provider, messageID string) {
+func (t *Tracker) wakeOwner(shard int) {
 	c := t.cluster.Load()
 	if c == nil || c.cfg.Notifier == nil {
 		return
 	}
-	if strings.ContainsAny(provider, " \n") || strings.ContainsAny(messageID, "\n") {
-		messageID = "" // cannot be named on a payload line: ask for a sweep
+	select {
+	case c.wake <- shard:
+	default:
 	}
-	c.wake.add(wakeUp{shard: shard, provider: provider, messageID: messageID})
 }
 
-// notify sends the queued wake-ups, as many per NOTIFY as fit.
+// notify sends the wake-ups, one NOTIFY per shard and batch.
 func (c *cluster) notify() {
-	const maxPayload = 7000 // NOTIFY payloads must stay under 8000 bytes
 	for {
+		var first int
 		select {
 		case <-c.stop:
 			return
-		case <-c.wake.ready:
+		case first = <-c.wake:
+		}
+		shards := map[int]bool{first: true}
+		for more := true; more; {
+			select {
+			case sh := <-c.wake:
+				shards[sh] = true
+			default:
+				more = false
+			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
-		var b strings.Builder
-		flush := func() {
-			if b.Len() > 0 {
-				if err := c.cfg.Notifier.Notify(ctx, inboxChannel, b.String()); err != nil {
-					c.t.log.Warn("notify owner", "err", err)
-				}
-				b.Reset()
+		for sh := range shards {
+			if err := c.cfg.Notifier.Notify(ctx, inboxChannel, strconv.Itoa(sh)); err != nil {
+				c.t.log.Warn("notify owner", "err", err)
 			}
 		}
-		for _, w := range c.wake.take() {
-			line := w.line()
-			if b.Len()+len(line)+1 > maxPayload {
-				flush()
-			}
-			if b.Len() > 0 {
-				b.WriteByte('\n')
-			}
-			b.WriteString(line)
-		}
-		flush()
 		cancel()
 	}
 }
 
-// listen takes the wake-ups other nodes send for the shards this node
-// holds: a sweep, or entries to route (routeNamed).
+// listen sweeps the inbox when another node announces a webhook for a
+// shard this node holds.
 func (c *cluster) listen() {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-c.stop; cancel() }()
 	for ctx.Err() == nil {
 		err := c.cfg.Notifier.Listen(ctx, inboxChannel, func(payload string) {
-			for _, line := range strings.Split(payload, "\n") {
-				w, ok := parseWakeUp(line)
-				switch {
-				case !ok:
-					c.t.sweepSoon() // a newer node's format: be safe
-				case !c.holds(w.shard):
-				case w.messageID == "":
-					c.t.sweepSoon()
-				default:
-					c.named.add(w)
-				}
+			if sh, err := strconv.Atoi(payload); err == nil && c.holds(sh) {
+				c.t.sweepSoon()
 			}
 		})
 		if err != nil {
@@ -309,56 +197,6 @@ func (c *cluster) listen() {
 			case <-ctx.Done():
 			case <-time.After(time.Second):
 			}
-		}
-	}
-}
-
-// routeNamed routes the entries other nodes named, a message id at a time
-// (the store's message-id index), instead of sweeping the whole pending
-// inbox for each wake-up. Entries already on their way to a group are not
-// handed over twice (deliver checks t.routing), and a group applies an
-// entry at most once whatever routes it (its inbox acknowledgement and
-// state dedupe), so a named entry the sweep also finds is harmless.
-func (c *cluster) routeNamed() {
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-c.t.stop:
-			return
-		case <-c.named.ready:
-		}
-		for _, w := range c.named.take() {
-			if c.t.closing.Load() {
-				return // the next start's sweep routes what is left
-			}
-			if w.messageID == "" {
-				c.t.sweepSoon() // overflowed: the sweep finds them all
-				continue
-			}
-			c.routeMessage(w.provider, w.messageID)
-		}
-	}
-}
-
-func (c *cluster) routeMessage(provider, messageID string) {
-	t := c.t
-	ctx, cancel := context.WithTimeout(t.bg, 10*time.Second)
-	defer cancel()
-	entries, err := t.st.InboxByMessageID(ctx, provider, messageID)
-	if err != nil {
-		t.log.Warn("route a webhook another node received; the sweep will retry", "err", err)
-		t.sweepSoon()
-		return
-	}
-	for _, e := range entries {
-		var events []crewcast.Event
-		if err := json.Unmarshal(e.Payload, &events); err != nil || len(events) == 0 {
-			t.sweepSoon() // the sweep acknowledges unreadable entries
-			continue
-		}
-		if err := t.routeEntry(ctx, store.InboxRef{Provider: e.Provider, EventID: e.EventID}, events, e.ReceivedAt); err != nil {
-			t.log.Warn("route a webhook another node received; the sweep will retry", "err", err)
 		}
 	}
 }
@@ -478,9 +316,8 @@ func (c *cluster) run() {
 	defer close(c.done)
 	if c.cfg.Notifier != nil {
 		var wg sync.WaitGroup
-		wg.Add(5)
+		wg.Add(4)
 		go func() { defer wg.Done(); c.notify() }()
-		go func() { defer wg.Done(); c.routeNamed() }()
 		go func() { defer wg.Done(); c.listen() }()
 		go func() { defer wg.Done(); c.shareChanges() }()
 		go func() { defer wg.Done(); c.listenChanges() }()

@@ -189,7 +189,7 @@ func (t *Tracker) routeEntry(ctx context.Context, ref store.InboxRef, events []c
 		}
 		if id == "" {
 			if !t.ownsKey(unmatchedKey) {
-				t.wakeOwner(store.ShardOf(unmatchedKey), "", "") // the unmatched journal lives on another node (cluster.go)
+				t.wakeOwner(store.ShardOf(unmatchedKey)) // the unmatched journal lives on another node (cluster.go)
 				return nil
 			}
 			return t.unmatched.record(ctx, ref, events)
@@ -354,14 +354,7 @@ func (l *lingerSet) done(id string) {
 
 func (t *Tracker) deliver(id string, r routed) {
 	if !t.ownsKey(id) {
-		// Held by another node: it applies the entry from the shared inbox
-		// (cluster.go), found by its message id when it has one.
-		// (Ingest stores the message id of status events only.)
-		ev, messageID := r.events[0], ""
-		if ev.Kind != crewcast.KindInbound {
-			messageID = ev.MessageID
-		}
-		t.wakeOwner(store.ShardOf(id), ev.Provider, messageID)
+		t.wakeOwner(store.ShardOf(id)) // held by another node: it applies the entry from the shared inbox (cluster.go)
 		return
 	}
 	k := inboxKey{r.ref.Provider, r.ref.EventID}
