@@ -71,10 +71,16 @@ func benchCluster(ctx context.Context, c config, rep harness.Reporter) error {
 		var rr atomic.Int64
 		distinct := harness.NewCounter(len(hooks))
 		rep.Progress("cluster: ingest through %d node(s), %d clients, %s", nodes, c.ingestClients, c.ingestWindow)
-		res := harness.RunClosed(ctx, c.ingestClients, c.ingestWarmup, c.ingestWindow, distinct.Next, func(ctx context.Context, n int) error {
-			cc := ccs[int(rr.Add(1))%len(ccs)]
-			return harness.PostWebhook(ctx, client, cc.WebhookURL(), hooks[n%len(hooks)])
-		})
+		var res harness.ClosedResult
+		if err := harness.Profiled(c.profile, fmt.Sprintf("cluster-%dnode", nodes), func() error {
+			res = harness.RunClosed(ctx, c.ingestClients, c.ingestWarmup, c.ingestWindow, distinct.Next, func(ctx context.Context, n int) error {
+				cc := ccs[int(rr.Add(1))%len(ccs)]
+				return harness.PostWebhook(ctx, client, cc.WebhookURL(), hooks[n%len(hooks)])
+			})
+			return nil
+		}); err != nil {
+			return 0, err
+		}
 		if res.Errors > 0 {
 			return 0, fmt.Errorf("%d nodes: %d errors, first: %v", nodes, res.Errors, res.FirstError)
 		}
