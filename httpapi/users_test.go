@@ -509,7 +509,7 @@ func TestAuditTrail(t *testing.T) {
 		t.Errorf("filtered: %d %s", r.StatusCode, b)
 	}
 	r, b = e.do("GET", "/v1/audit?limit=2", "", "admin", nil)
-	if l := decode[auditListJSON](t, b); len(l.Entries) != 2 || l.NextCursor == "" {
+	if l := decode[auditListJSON](t, b); r.StatusCode != 200 || len(l.Entries) != 2 || l.NextCursor == "" {
 		t.Errorf("page: %s", b)
 	}
 	later := e.clock.Now().Add(time.Minute).Format(time.RFC3339)

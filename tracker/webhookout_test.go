@@ -79,7 +79,7 @@ func TestOutboxWrittenWithTheChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []store.OutboxRow
-	count := map[string]int{}
+	var count map[string]int
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		got = append(got, outboxRows(t, e.st)...)
 		count = map[string]int{}

@@ -145,7 +145,6 @@ func (w *Worker) setEndpoints(eps []store.WebhookEndpoint) {
 
 type lane struct {
 	queue  []store.WebhookDelivery
-	wake   chan struct{}
 	active int // goroutines serving it
 }
 
