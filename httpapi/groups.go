@@ -24,16 +24,16 @@ import (
 
 // groupJSON is a group as the API shows it (design.md §10).
 type groupJSON struct {
-	ID          string     `json:"id"`
-	Status      string     `json:"status"`
-	PauseReason string     `json:"pause_reason"`
-	Mode        string     `json:"mode"`
-	From        string     `json:"from"`
-	Text        string     `json:"text"`
-	CreatedAt   *time.Time `json:"created_at"`
-	UpdatedAt   *time.Time `json:"updated_at"`
-	Seq         uint64     `json:"seq"`
-	Counts      countsJSON `json:"counts"`
+	ID          string           `json:"id"`
+	Status      string           `json:"status"`
+	PauseReason string           `json:"pause_reason"`
+	Mode        string           `json:"mode"`
+	From        string           `json:"from"`
+	Text        string           `json:"text"`
+	CreatedAt   *time.Time       `json:"created_at"`
+	UpdatedAt   *time.Time       `json:"updated_at"`
+	Seq         uint64           `json:"seq"`
+	Counts      group.CountsJSON `json:"counts"`
 	// Responses are the answers the group asks for and Quorum how many of
 	// one it needs (design §11); absent when it asks for none.
 	Responses  []group.Option  `json:"responses,omitempty"`
@@ -48,51 +48,6 @@ type quorumJSON struct {
 	Count       int        `json:"count"`
 	KeepSending bool       `json:"keep_sending"`
 	MetAt       *time.Time `json:"met_at"`
-}
-
-// countsJSON is a group's counts. The domain keeps the tally per response
-// option flat, as group.CountResponsePrefix + key; the API nests those as
-// counts.responses ({"<key>":n}, design §11).
-type countsJSON map[string]int
-
-func (c countsJSON) MarshalJSON() ([]byte, error) {
-	out := make(map[string]any, len(c)+1)
-	responses := map[string]int{}
-	for k, v := range c {
-		if key, ok := strings.CutPrefix(k, group.CountResponsePrefix); ok {
-			responses[key] = v
-			continue
-		}
-		out[k] = v
-	}
-	out["responses"] = responses
-	return json.Marshal(out)
-}
-
-func (c *countsJSON) UnmarshalJSON(b []byte) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	*c = make(countsJSON, len(raw))
-	for k, v := range raw {
-		if k == "responses" {
-			var rs map[string]int
-			if err := json.Unmarshal(v, &rs); err != nil {
-				return err
-			}
-			for rk, n := range rs {
-				(*c)[group.CountResponsePrefix+rk] = n
-			}
-			continue
-		}
-		var n int
-		if err := json.Unmarshal(v, &n); err != nil {
-			return err
-		}
-		(*c)[k] = n
-	}
-	return nil
 }
 
 // recipientJSON is one recipient of a group.
@@ -123,9 +78,6 @@ type recipientJSON struct {
 	recipientPolicyJSON
 }
 
-// countKeys are the keys every counts object carries, zero or not.
-var countKeys = group.CountKeys
-
 // tsOrNil returns nil for the zero time (JSON null) and the UTC time
 // otherwise.
 func tsOrNil(t time.Time) *time.Time {
@@ -137,26 +89,7 @@ func tsOrNil(t time.Time) *time.Time {
 }
 
 func groupOf(g store.GroupRow) groupJSON {
-	counts := make(countsJSON, len(countKeys))
-	for _, k := range countKeys {
-		counts[k] = g.Counts[k]
-	}
-	for k, v := range g.Counts {
-		if strings.HasPrefix(k, group.CountResponsePrefix) {
-			counts[k] = v
-		}
-	}
-	if _, ok := g.Counts[group.CountNoReply]; !ok && len(g.Counts) > 0 {
-		// A row written before no_reply was counted: everyone who was
-		// texted and has not replied (an opted-out person who replied STOP
-		// is not subtracted twice only approximately; the next commit of
-		// the group writes the exact figure).
-		n := -g.Counts[group.CountReplied] - g.Counts[string(crewcast.StatusOptedOut)] - g.Counts[string(crewcast.StatusCanceled)]
-		for _, s := range crewcast.AllStatuses {
-			n += g.Counts[string(s)]
-		}
-		counts[group.CountNoReply] = max(n, 0)
-	}
+	counts := group.ViewCounts(g.Counts)
 	out := groupJSON{
 		ID: g.ID, Status: string(g.Status), PauseReason: g.PauseReason, Mode: string(g.Mode), From: g.From,
 		Text: g.Text, CreatedAt: tsOrNil(g.CreatedAt), UpdatedAt: tsOrNil(g.UpdatedAt), Seq: g.Seq, Counts: counts,

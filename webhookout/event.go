@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/crewcast/crewcast"
@@ -279,16 +278,16 @@ func Test(e store.WebhookEndpoint, nonce string, at time.Time) store.OutboxRow {
 
 // GroupJSON is a group as GET /v1/groups/{id} shows it, without recipients.
 type GroupJSON struct {
-	ID          string         `json:"id"`
-	Status      string         `json:"status"`
-	PauseReason string         `json:"pause_reason"`
-	Mode        string         `json:"mode"`
-	From        string         `json:"from"`
-	Text        string         `json:"text"`
-	CreatedAt   *time.Time     `json:"created_at"`
-	UpdatedAt   *time.Time     `json:"updated_at"`
-	Seq         uint64         `json:"seq"`
-	Counts      map[string]any `json:"counts"`
+	ID          string           `json:"id"`
+	Status      string           `json:"status"`
+	PauseReason string           `json:"pause_reason"`
+	Mode        string           `json:"mode"`
+	From        string           `json:"from"`
+	Text        string           `json:"text"`
+	CreatedAt   *time.Time       `json:"created_at"`
+	UpdatedAt   *time.Time       `json:"updated_at"`
+	Seq         uint64           `json:"seq"`
+	Counts      group.CountsJSON `json:"counts"`
 }
 
 // RecipientJSON is a recipient as GET /v1/groups/{id}/recipients shows it.
@@ -344,21 +343,8 @@ func tsOrNil(t time.Time) *time.Time {
 
 // GroupOf renders a group row as the API does.
 func GroupOf(g store.GroupRow) GroupJSON {
-	counts := make(map[string]any, len(group.CountKeys)+1)
-	for _, k := range group.CountKeys {
-		counts[k] = g.Counts[k]
-	}
-	// The tally per response option, nested as the API shows it (design
-	// §11: counts.responses {"<key>":n}).
-	responses := map[string]int{}
-	for k, n := range g.Counts {
-		if key, ok := strings.CutPrefix(k, group.CountResponsePrefix); ok {
-			responses[key] = n
-		}
-	}
-	counts["responses"] = responses
 	return GroupJSON{ID: g.ID, Status: string(g.Status), PauseReason: g.PauseReason, Mode: string(g.Mode), From: g.From,
-		Text: g.Text, CreatedAt: tsOrNil(g.CreatedAt), UpdatedAt: tsOrNil(g.UpdatedAt), Seq: g.Seq, Counts: counts}
+		Text: g.Text, CreatedAt: tsOrNil(g.CreatedAt), UpdatedAt: tsOrNil(g.UpdatedAt), Seq: g.Seq, Counts: group.ViewCounts(g.Counts)}
 }
 
 // RecipientOf renders a delivery row as the API does.

@@ -14,6 +14,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/crewcast/crewcast/group"
 )
 
 // The API client behind send, status and report: plain net/http and the
@@ -162,7 +164,7 @@ type groupView struct {
 	Text        string           `json:"text"`
 	CreatedAt   *time.Time       `json:"created_at"`
 	Seq         uint64           `json:"seq"`
-	Counts      countsView       `json:"counts"`
+	Counts      group.CountsJSON `json:"counts"`
 	Responses   []responseOption `json:"responses"`
 	Quorum      *struct {
 		Response string     `json:"response"`
@@ -177,36 +179,6 @@ type responseOption struct {
 	Key   string `json:"key"`
 	Label string `json:"label"`
 	Ack   string `json:"ack,omitempty"`
-}
-
-// countsView is a group's counts, with the nested tally per response
-// option (counts.responses) flattened to "responses.<key>".
-type countsView map[string]int
-
-func (c *countsView) UnmarshalJSON(b []byte) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	*c = countsView{}
-	for k, v := range raw {
-		if k == "responses" {
-			var rs map[string]int
-			if err := json.Unmarshal(v, &rs); err != nil {
-				return err
-			}
-			for rk, n := range rs {
-				(*c)["responses."+rk] = n
-			}
-			continue
-		}
-		var n int
-		if err := json.Unmarshal(v, &n); err != nil {
-			return err
-		}
-		(*c)[k] = n
-	}
-	return nil
 }
 
 type recipientView struct {

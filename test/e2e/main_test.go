@@ -28,6 +28,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/test/internal/testproc"
 )
 
@@ -194,40 +195,10 @@ type duplicate struct {
 
 // groupView is GET /v1/groups/{id}.
 type groupView struct {
-	ID         string          `json:"id"`
-	Status     string          `json:"status"`
-	Counts     countsView      `json:"counts"`
-	Recipients []recipientView `json:"recipients"`
-}
-
-// countsView is a group's counts with the tally per response option
-// (counts.responses, an object) flattened to "responses.<key>".
-type countsView map[string]int
-
-func (c *countsView) UnmarshalJSON(b []byte) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	*c = countsView{}
-	for k, v := range raw {
-		if k == "responses" {
-			var rs map[string]int
-			if err := json.Unmarshal(v, &rs); err != nil {
-				return err
-			}
-			for rk, n := range rs {
-				(*c)["responses."+rk] = n
-			}
-			continue
-		}
-		var n int
-		if err := json.Unmarshal(v, &n); err != nil {
-			return err
-		}
-		(*c)[k] = n
-	}
-	return nil
+	ID         string           `json:"id"`
+	Status     string           `json:"status"`
+	Counts     group.CountsJSON `json:"counts"`
+	Recipients []recipientView  `json:"recipients"`
 }
 
 // recipientView is one recipient of GET /v1/groups/{id}.
