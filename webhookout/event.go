@@ -69,24 +69,12 @@ type rule struct {
 
 // journalRules maps a journal event type to the webhook event it is
 // reported as. Event types added later slot in with one line.
-// (recipient.responded is a reply.received that chose a response option:
-// see respondedOf.)
+// (recipient.responded is a reply.received that chose a response option,
+// design §11: Derive adds it beside recipient.replied.)
 var journalRules = map[string]rule{
 	group.TypeCreated:   {GroupCreated, scopeGroup},
 	group.TypeReplied:   {RecipientReplied, scopeRecipient},
 	group.TypeQuorumMet: {GroupQuorumMet, scopeGroup},
-}
-
-// respondedOf reports whether a journal event is a reply that chose a
-// response option (design.md §11), which is also recipient.responded.
-func respondedOf(ev actor.Event) bool {
-	if ev.Type != group.TypeReplied {
-		return false
-	}
-	var r struct {
-		Response string `json:"response"`
-	}
-	return json.Unmarshal(ev.Data, &r) == nil && r.Response != ""
 }
 
 // statusRules maps a group status reached by a commit to its event: the
@@ -134,15 +122,17 @@ func Derive(c Change) []store.OutboxRow {
 			out = append(out, groupRow(r.Type, c.Group, ev.Seq, c.Time))
 		case scopeRecipient:
 			var ix struct {
-				I *int `json:"i"`
+				I        *int   `json:"i"`
+				Response string `json:"response"` // reply.received that chose an option
 			}
 			if json.Unmarshal(ev.Data, &ix) != nil || ix.I == nil || c.Recipient == nil {
 				continue
 			}
 			if d, ok := c.Recipient(*ix.I); ok {
-				out = append(out, recipientRow(r.Type, gid, c.recipient(d), ev.Seq, c.Time))
-				if respondedOf(ev) {
-					out = append(out, recipientRow(RecipientResponded, gid, c.recipient(d), ev.Seq, c.Time))
+				rj := c.recipient(d)
+				out = append(out, recipientRow(r.Type, gid, rj, ev.Seq, c.Time))
+				if ev.Type == group.TypeReplied && ix.Response != "" {
+					out = append(out, recipientRow(RecipientResponded, gid, rj, ev.Seq, c.Time))
 				}
 			}
 		}
