@@ -142,12 +142,13 @@ func seedPerson(t *testing.T, e *env) []string {
 	return append(bodies, site)
 }
 
-// anOutbox makes commits write outbound webhook rows (design.md §13): the
-// payloads name recipients and carry reply bodies until delivered.
-type anOutbox struct{}
-
-func (anOutbox) Enabled() bool { return true }
-func (anOutbox) Kick()         {}
+// withOutbox makes commits write outbound webhook rows (design.md §13):
+// their payloads name recipients and carry texts until delivered.
+func withOutbox(c *Config) {
+	hooks := &fakeOutbox{}
+	hooks.enabled.Store(true)
+	c.Webhooks = hooks
+}
 
 // eraseAndCheck erases the seeded person and checks the answers.
 func eraseAndCheck(t *testing.T, e *env) {
@@ -188,7 +189,7 @@ func TestErasureLeavesNoTraceSQLite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crewcast.db")
 	st := openStore(t, path, time.Now)
 	t.Cleanup(func() { _ = st.Close() })
-	e := envOn(t, st, func(c *Config) { c.HashKey = []byte("erasure-test-key"); c.Webhooks = anOutbox{} })
+	e := envOn(t, st, func(c *Config) { c.HashKey = []byte("erasure-test-key"); withOutbox(c) })
 	bodies := seedPerson(t, e)
 	// Before: the search finds the person (the test can fail).
 	if hits := searchSQLiteFiles(t, path, bodies); len(hits) == 0 {
@@ -246,7 +247,7 @@ func TestErasureLeavesNoTracePostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	e := envOn(t, st, func(c *Config) { c.HashKey = []byte("erasure-test-key"); c.Webhooks = anOutbox{} })
+	e := envOn(t, st, func(c *Config) { c.HashKey = []byte("erasure-test-key"); withOutbox(c) })
 	bodies := seedPerson(t, e)
 	if hits := searchPostgresTables(t, url, schema, bodies); len(hits) == 0 {
 		t.Fatal("the search finds nothing before the erasure: it proves nothing")
