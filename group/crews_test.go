@@ -184,7 +184,7 @@ func TestPropertyResponsesRoundTripAndStopNeverAnswers(t *testing.T) {
 		n := rapid.IntRange(1, 5).Draw(rt, "options")
 		var os []Option
 		used := map[string]bool{}
-		for i := range n {
+		for range n {
 			k := rapid.StringMatching(`[0-9A-Za-z]{1,3}`).Filter(func(s string) bool {
 				return !used[strings.ToLower(s)] && ParseKeyword(s) == ""
 			}).Draw(rt, "key")
@@ -194,7 +194,6 @@ func TestPropertyResponsesRoundTripAndStopNeverAnswers(t *testing.T) {
 			}).Draw(rt, "label")
 			used[strings.ToLower(l)] = true
 			os = append(os, Option{Key: k, Label: l})
-			_ = i
 		}
 		if errs := CheckOptions("responses", os, nil); len(errs) > 0 {
 			rt.Skip("generated options clash")
