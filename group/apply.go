@@ -447,6 +447,15 @@ func (g *Group) applyReplied(v Replied) {
 	g.markDirty(v.Index)
 	r.Replies++
 	r.RepliedAt = v.At
+	// An answer sent before the one already recorded arrived late (two
+	// webhooks in flight, a provider retry): it is counted, but the later
+	// answer stands. Keywords (below) apply whatever their order.
+	if v.Keyword == "" && !v.SentAt.IsZero() && v.SentAt.Before(r.LastAnswerSentAt) {
+		return
+	}
+	if v.Keyword == "" && !v.SentAt.IsZero() {
+		r.LastAnswerSentAt = v.SentAt
+	}
 	if v.Text != "" || len(v.Media) > 0 {
 		r.LastReply = v.Text
 	}

@@ -284,7 +284,7 @@ func (g *Group) Reply(ev crewcast.Event, now time.Time) (Replied, bool) {
 		ack = ParseAck(ev.Text)
 	}
 	return Replied{At: now, EventID: ev.EventID, Index: r.Index, Text: ev.Text, Media: ev.Media, Ack: ack, Keyword: kw,
-		Response: resp}, true
+		Response: resp, SentAt: ev.OccurredAt}, true
 }
 
 // QuorumReached returns the QuorumMet event when the group has a quorum

@@ -168,6 +168,11 @@ type Replied struct {
 	// Response is the key of the response option the reply chose ("" =
 	// none; a later answer replaces an earlier one).
 	Response string `json:"response,omitempty"`
+	// SentAt is when the person sent it, by the provider's clock (Twilio:
+	// when crewcast received it); zero in events written before it existed.
+	// An answer sent before the recipient's latest one is counted but does
+	// not replace it.
+	SentAt time.Time `json:"sent_at,omitzero"`
 }
 
 // QuorumMet records the moment enough people chose the quorum's answer

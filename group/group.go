@@ -121,7 +121,11 @@ type Recipient struct {
 	Checks      int          `json:"checks,omitempty"`
 	Ack         crewcast.Ack `json:"ack,omitempty"`
 	LastReply   string       `json:"last_reply,omitempty"`
-	Replies     int          `json:"replies,omitempty"`
+	// LastAnswerSentAt is the provider time of the answer (any reply but a
+	// keyword) that Ack and Response come from, zero when unknown: the
+	// latest answer wins by when it was sent, not by when it was applied.
+	LastAnswerSentAt time.Time `json:"last_answer_sent_at,omitzero"`
+	Replies          int       `json:"replies,omitempty"`
 	// BeforeOptOut remembers the status a STOP replaced, so START can give
 	// it back.
 	BeforeOptOut crewcast.Status `json:"before_opt_out,omitempty"`
