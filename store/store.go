@@ -287,9 +287,12 @@ type Projections interface {
 	CountByStatus(ctx context.Context) (map[crewcast.Status]int, error)
 	ListReplies(ctx context.Context, q ReplyQuery) (rows []Reply, next string, err error)
 	// LoadAllEvents returns up to limit journal events of every key
-	// committed after position pos, in commit order, for the all-groups
-	// live stream. Positions are engine-assigned and increase with commit
-	// order within one node.
+	// committed after position pos, in position order, for the all-groups
+	// live stream. Positions are engine-assigned; an engine whose
+	// positions can become visible out of order (PostgreSQL with several
+	// nodes) must never return an event beyond a position that may still
+	// commit, so a reader resuming after the last position it saw misses
+	// nothing.
 	LoadAllEvents(ctx context.Context, afterPos int64, limit int) ([]PositionedEvent, error)
 }
 

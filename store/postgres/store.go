@@ -9,7 +9,8 @@
 // pipelined batch, each inside its own SAVEPOINT; a unit that fails is
 // rolled back to its savepoint alone and the rest of the batch is resent.
 // Commits of one Store are serialized, so journal positions (LoadAllEvents)
-// increase with commit order within one node. Schema migrations are
+// increase with commit order within one node; across nodes LoadAllEvents
+// waits out positions still in flight (positions.go). Schema migrations are
 // embedded and applied by Open and Migrate; Config.Schema isolates a store
 // in its own schema.
 package postgres
@@ -111,6 +112,9 @@ type Store struct {
 	// prefetch and the unit batch, to stage the races that the in-batch
 	// conflict handling exists for.
 	afterPrefetch func()
+	// holeWait bounds LoadAllEvents' wait for in-flight journal positions
+	// (zero: defaultHoleWait); tests shorten it.
+	holeWait time.Duration
 
 	epochs sqlq.Epochs // the shard epochs this instance holds
 
