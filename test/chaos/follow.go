@@ -24,7 +24,7 @@ var streamc = &http.Client{Transport: &http.Transport{Proxy: nil}}
 // received, so the scenario can check the stream was gap-free across
 // nodes.
 type follower struct {
-	path  string        // "/v1/stream" or "/v1/groups/{id}/stream"
+	path  string       // "/v1/stream" or "/v1/groups/{id}/stream"
 	nodes func() []api // the nodes' current addresses
 
 	mu         sync.Mutex
