@@ -28,7 +28,8 @@ func (d DB) RetentionCandidates(ctx context.Context, stage store.RetentionStage,
 }
 
 // RewriteGroup applies rw to the group's journal, group row, deliveries and
-// replies in one transaction, deletes its snapshot and marks stage applied.
+// replies in one transaction, deletes its snapshot and its outbound webhook
+// events, and marks stage applied.
 // A group that already has the mark is left alone, so a rewrite (which is
 // not idempotent itself: hashing a hash changes it) runs at most once.
 func (d DB) RewriteGroup(ctx context.Context, id string, stage store.RetentionStage, rw store.Rewriter) error {
@@ -69,6 +70,11 @@ func (d DB) RewriteGroup(ctx context.Context, id string, stage store.RetentionSt
 		if _, err := tx.Exec(ctx, `DELETE FROM snapshots WHERE key = ?`, id); err != nil {
 			return err
 		}
+		// Outbound webhook events still kept for the group hold its
+		// numbers and texts as they were: they go with this rewrite.
+		if err := execEach(ctx, tx, id, dropOutbox...); err != nil {
+			return err
+		}
 		_, err := tx.Exec(ctx, `INSERT INTO retention_marks (group_id, stage, applied_at) VALUES (?, ?, ?)`,
 			id, string(stage), store.Nanos(d.c.Now()))
 		return err
@@ -77,6 +83,13 @@ func (d DB) RewriteGroup(ctx context.Context, id string, stage store.RetentionSt
 		return d.errorf("rewrite group %q: %w", id, err)
 	}
 	return nil
+}
+
+// dropOutbox deletes a group's outbound webhook events (pending or kept
+// for recovery) and their deliveries; attempts keep no payload.
+var dropOutbox = []string{
+	`DELETE FROM webhook_deliveries WHERE outbox_id IN (SELECT id FROM webhook_outbox WHERE group_id = ?)`,
+	`DELETE FROM webhook_outbox WHERE group_id = ?`,
 }
 
 // execEach runs each statement with the single argument arg.
@@ -140,9 +153,12 @@ func replyNumbers(ctx context.Context, tx Querier, q string, args ...any) ([]rep
 
 // DeleteGroup removes everything keyed to the group: journal, snapshot,
 // reminders, group row, deliveries, replies, routes whose value is the
-// group, idempotency keys and retention marks. Missing is not an error.
+// group, idempotency keys, retention marks and outbound webhook events. Missing is not an error.
 func (d DB) DeleteGroup(ctx context.Context, id string) error {
 	err := d.c.WriteTx(ctx, func(tx Querier) error {
+		if err := execEach(ctx, tx, id, dropOutbox...); err != nil {
+			return err
+		}
 		return execEach(ctx, tx, id,
 			`DELETE FROM journal WHERE key = ?`,
 			`DELETE FROM snapshots WHERE key = ?`,

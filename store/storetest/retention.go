@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -306,5 +307,63 @@ func testDeleteUnmatchedReplies(t *testing.T, o Options) {
 		if r.EventID == "u-old" {
 			t.Fatalf("old unmatched reply kept: %+v", r)
 		}
+	}
+}
+
+// testRetentionDropsOutbox: an outbound webhook event holds the group's
+// numbers and texts as they were. When retention rewrites or deletes the
+// group, its events still in the outbox (undelivered, or kept for
+// recovery) go too, so no payload outlives the group's own redaction.
+func testRetentionDropsOutbox(t *testing.T, o Options) {
+	s, clock, _ := open(t, o)
+	ctx := context.Background()
+	seedGroup(t, s, "old-1", t0.Add(-10*24*time.Hour))
+	seedGroup(t, s, "old-2", t0.Add(-9*24*time.Hour))
+	if err := s.CreateWebhookEndpoint(ctx, endpoint("a", "*")); err != nil {
+		t.Fatal(err)
+	}
+	commitOK(t, s, actor.Unit{Key: "outbox", Events: events("o", 1), Effects: []any{store.Effects{Outbox: []store.OutboxRow{
+		outboxRow("msg_1a", "recipient.replied", "old-1"),
+		outboxRow("msg_2a", "recipient.replied", "old-2"),
+	}}}})
+	// One of each dispatched (a delivery row exists), one of each not.
+	if _, err := s.DispatchOutbox(ctx, clock.Now(), 100); err != nil {
+		t.Fatal(err)
+	}
+	commitOK(t, s, actor.Unit{Key: "outbox", ExpectSeq: 1, Events: events("p", 1), Effects: []any{store.Effects{Outbox: []store.OutboxRow{
+		outboxRow("msg_1b", "recipient.replied", "old-1"),
+		outboxRow("msg_2b", "recipient.replied", "old-2"),
+	}}}})
+	queued := func() []string {
+		t.Helper()
+		if _, err := s.DispatchOutbox(ctx, clock.Now(), 100); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := s.ClaimWebhookDeliveries(ctx, store.WebhookClaim{Now: clock.Now(), Lease: time.Millisecond, Limit: 100, Owner: "n1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second) // let the lease lapse for the next look
+		got := claimed(ds)
+		sort.Strings(got)
+		return got
+	}
+	if got := queued(); !reflect.DeepEqual(got, []string{"a msg_1a", "a msg_1b", "a msg_2a", "a msg_2b"}) {
+		t.Fatalf("queued before retention: %v", got)
+	}
+	if err := s.RewriteGroup(ctx, "old-1", store.StageRedact, store.Rewriter{RedactText: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := queued(); !reflect.DeepEqual(got, []string{"a msg_2a", "a msg_2b"}) {
+		t.Fatalf("after redacting old-1 the outbox still holds %v, want only old-2's events", got)
+	}
+	if err := s.DeleteGroup(ctx, "old-2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := queued(); len(got) != 0 {
+		t.Fatalf("after deleting old-2 the outbox still holds %v", got)
+	}
+	if n, _, err := s.WebhookQueue(ctx); err != nil || n != 0 {
+		t.Fatalf("queue = %d %v, want empty", n, err)
 	}
 }

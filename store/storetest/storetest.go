@@ -116,6 +116,7 @@ func Run(t *testing.T, o Options) {
 		{"APIKeys", testAPIKeys},
 		{"LoadAllEvents", testLoadAllEvents},
 		{"Retention", testRetention},
+		{"RetentionDropsOutbox", testRetentionDropsOutbox},
 		{"RedactUnmatchedReplies", testRedactUnmatched},
 		{"Erasure", testErasure},
 		{"TrimJournal", testTrimJournal},
