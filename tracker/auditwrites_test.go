@@ -126,3 +126,20 @@ func TestRetentionRunAuditCommitsWithPurge(t *testing.T) {
 		t.Fatalf("audit = %+v", got)
 	}
 }
+
+// A pass that stops early never reaches the write its entry rides with,
+// but it may have changed things: its entry is appended on its own once it
+// stopped, even when it stopped because its context ended.
+func TestRetentionRunStoppedEarlyIsAudited(t *testing.T) {
+	e := newEnv(t, nil)
+	ada := store.AuditActor{Type: store.ActorKey, ID: "key_ops", Name: "ops"}
+	ctx, cancel := context.WithCancel(store.WithAuditActor(context.Background(), ada))
+	cancel()
+	run, err := e.tr.NewRetainer(RetentionPolicy{}, 0).Run(ctx, "api")
+	if err == nil || run.Error == "" {
+		t.Fatalf("pass with its context ended = %+v, %v; want an error", run, err)
+	}
+	if got := auditLines(t, e); len(got) != 1 || got[0].Action != AuditRetentionRun || got[0].Actor != ada {
+		t.Fatalf("audit = %+v, want one %s by %+v", got, AuditRetentionRun, ada)
+	}
+}
