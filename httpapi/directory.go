@@ -71,9 +71,12 @@ func getDirEntry[T, J any](w http.ResponseWriter, r *http.Request, what string,
 	return nil
 }
 
-// deleteDirEntry answers DELETE /v1/{contacts,crews,templates}/{id}.
-func deleteDirEntry(w http.ResponseWriter, r *http.Request, what string, del func(context.Context, string) error) error {
-	if err := del(r.Context(), r.PathValue("id")); err != nil {
+// deleteDirEntry answers DELETE /v1/{contacts,crews,templates}/{id}; del
+// commits the audit entry of action with the delete.
+func (a *api) deleteDirEntry(w http.ResponseWriter, r *http.Request, what, action string,
+	del func(context.Context, string, ...store.AuditEntry) error) error {
+	id := r.PathValue("id")
+	if err := del(r.Context(), id, a.auditEntry(r, action, id)); err != nil {
 		return dirError(err, what)
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -238,7 +241,7 @@ func (a *api) createContact(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := a.now()
 	c.CreatedAt, c.UpdatedAt = now, now
-	if err := a.store.CreateContact(r.Context(), c); err != nil {
+	if err := a.store.CreateContact(r.Context(), c, a.auditEntry(r, auditContactCreated, "")); err != nil {
 		return dirError(err, "a contact with this number")
 	}
 	c.Tags = normalTags(c.Tags)
@@ -287,7 +290,7 @@ func (a *api) patchContact(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	c.UpdatedAt = a.now()
-	if err := a.store.UpdateContact(r.Context(), c); err != nil {
+	if err := a.store.UpdateContact(r.Context(), c, a.auditEntry(r, auditContactUpdated, c.ID)); err != nil {
 		return dirError(err, "a contact with this number")
 	}
 	c, err = a.store.GetContact(r.Context(), c.ID)
@@ -299,7 +302,7 @@ func (a *api) patchContact(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) deleteContact(w http.ResponseWriter, r *http.Request) error {
-	return deleteDirEntry(w, r, "contact", a.store.DeleteContact)
+	return a.deleteDirEntry(w, r, "contact", auditContactDeleted, a.store.DeleteContact)
 }
 
 type contactListJSON struct {
@@ -512,7 +515,9 @@ func (a *api) importContacts(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	counts, err := a.store.ImportContacts(r.Context(), contacts, dry)
+	// One entry for the whole import (none for a dry run, which writes
+	// nothing), committed with it.
+	counts, err := a.store.ImportContacts(r.Context(), contacts, dry, a.auditEntry(r, auditContactsImported, ""))
 	if err != nil {
 		return err
 	}
@@ -621,9 +626,12 @@ func (a *api) crewByRef(ctx context.Context, ref string) (store.Crew, error) {
 }
 
 // resolveMembers turns member references (contact ids or phone numbers)
-// into contact ids. A number nobody has yet becomes a new contact; an
-// unknown id is a 422 naming it.
-func (a *api) resolveMembers(ctx context.Context, refs []string) ([]string, error) {
+// into contact ids. A number nobody has yet becomes a new contact, in one
+// import audited as contacts.imported by the request's actor (the crew
+// write that follows is a transaction of its own); an unknown id is a 422
+// naming it.
+func (a *api) resolveMembers(r *http.Request, refs []string) ([]string, error) {
+	ctx := r.Context()
 	if len(refs) > maxCrewMembers {
 		return nil, invalid("members", fmt.Sprintf("at most %d members", maxCrewMembers))
 	}
@@ -676,7 +684,7 @@ func (a *api) resolveMembers(ctx context.Context, refs []string) ([]string, erro
 		out = append(out, c.ID)
 	}
 	if len(fresh) > 0 {
-		if _, err := a.store.ImportContacts(ctx, fresh, false); err != nil {
+		if _, err := a.store.ImportContacts(ctx, fresh, false, a.auditEntry(r, auditContactsImported, "")); err != nil {
 			return nil, err
 		}
 		// A concurrent writer may have created one of these numbers first:
@@ -706,7 +714,7 @@ func checkCrewName(name string) error {
 
 // applyCrewInput sets what in gives on k: a trimmed name (checked; a new
 // crew must have one), description and members (resolved to contact ids).
-func (a *api) applyCrewInput(ctx context.Context, k *store.Crew, in crewInput, create bool) error {
+func (a *api) applyCrewInput(r *http.Request, k *store.Crew, in crewInput, create bool) error {
 	if in.Name != nil {
 		k.Name = strings.TrimSpace(*in.Name)
 	}
@@ -719,7 +727,7 @@ func (a *api) applyCrewInput(ctx context.Context, k *store.Crew, in crewInput, c
 		k.Description = strings.TrimSpace(*in.Description)
 	}
 	if in.Members != nil {
-		ids, err := a.resolveMembers(ctx, *in.Members)
+		ids, err := a.resolveMembers(r, *in.Members)
 		if err != nil {
 			return err
 		}
@@ -734,12 +742,12 @@ func (a *api) createCrew(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	k := store.Crew{ID: newDirID("crw_")}
-	if err := a.applyCrewInput(r.Context(), &k, in, true); err != nil {
+	if err := a.applyCrewInput(r, &k, in, true); err != nil {
 		return err
 	}
 	now := a.now()
 	k.CreatedAt, k.UpdatedAt = now, now
-	if err := a.store.CreateCrew(r.Context(), k); err != nil {
+	if err := a.store.CreateCrew(r.Context(), k, a.auditEntry(r, auditCrewCreated, "")); err != nil {
 		return dirError(err, "a crew with this name")
 	}
 	k, err := a.store.GetCrew(r.Context(), k.ID)
@@ -763,11 +771,11 @@ func (a *api) patchCrew(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return dirError(err, "crew")
 	}
-	if err := a.applyCrewInput(r.Context(), &k, in, false); err != nil {
+	if err := a.applyCrewInput(r, &k, in, false); err != nil {
 		return err
 	}
 	k.UpdatedAt = a.now()
-	if err := a.store.UpdateCrew(r.Context(), k); err != nil {
+	if err := a.store.UpdateCrew(r.Context(), k, a.auditEntry(r, auditCrewUpdated, k.ID)); err != nil {
 		return dirError(err, "a crew with this name")
 	}
 	if k, err = a.store.GetCrew(r.Context(), k.ID); err != nil {
@@ -778,7 +786,7 @@ func (a *api) patchCrew(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) deleteCrew(w http.ResponseWriter, r *http.Request) error {
-	return deleteDirEntry(w, r, "crew", a.store.DeleteCrew)
+	return a.deleteDirEntry(w, r, "crew", auditCrewDeleted, a.store.DeleteCrew)
 }
 
 func (a *api) listCrews(w http.ResponseWriter, r *http.Request) error {
@@ -839,7 +847,7 @@ func checkTemplateText(field, text string) (*group.Template, error) {
 	return t, err
 }
 
-func (a *api) saveTemplate(ctx context.Context, t store.Template, in templateInput, create bool) (store.Template, error) {
+func (a *api) saveTemplate(r *http.Request, t store.Template, in templateInput, create bool) (store.Template, error) {
 	if in.Name != nil {
 		t.Name = strings.TrimSpace(*in.Name)
 	}
@@ -866,9 +874,9 @@ func (a *api) saveTemplate(ctx context.Context, t store.Template, in templateInp
 	var err error
 	if create {
 		t.CreatedAt = t.UpdatedAt
-		err = a.store.CreateTemplate(ctx, t)
+		err = a.store.CreateTemplate(r.Context(), t, a.auditEntry(r, auditTemplateCreated, ""))
 	} else {
-		err = a.store.UpdateTemplate(ctx, t)
+		err = a.store.UpdateTemplate(r.Context(), t, a.auditEntry(r, auditTemplateUpdated, t.ID))
 	}
 	if err != nil {
 		return t, dirError(err, "a template with this name")
@@ -881,7 +889,7 @@ func (a *api) createTemplate(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, a.cfg.MaxBodyBytes, &in); err != nil {
 		return err
 	}
-	t, err := a.saveTemplate(r.Context(), store.Template{ID: newDirID("tpl_")}, in, true)
+	t, err := a.saveTemplate(r, store.Template{ID: newDirID("tpl_")}, in, true)
 	if err != nil {
 		return err
 	}
@@ -906,7 +914,7 @@ func (a *api) patchTemplate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return dirError(err, "template")
 	}
-	if t, err = a.saveTemplate(r.Context(), t, in, false); err != nil {
+	if t, err = a.saveTemplate(r, t, in, false); err != nil {
 		return err
 	}
 	out, err := templateOf(t)
@@ -918,7 +926,7 @@ func (a *api) patchTemplate(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *api) deleteTemplate(w http.ResponseWriter, r *http.Request) error {
-	return deleteDirEntry(w, r, "template", a.store.DeleteTemplate)
+	return a.deleteDirEntry(w, r, "template", auditTemplateDeleted, a.store.DeleteTemplate)
 }
 
 func (a *api) listTemplates(w http.ResponseWriter, r *http.Request) error {

@@ -222,6 +222,7 @@ type env struct {
 	t       *testing.T
 	clock   *fakeClock
 	st      *sqlite.Store
+	path    string // the store's database file
 	svc     *fakeService
 	mini    *miniTracker
 	reg     *metrics.Registry
@@ -239,7 +240,8 @@ func newEnv(t *testing.T, mod func(*Config)) *env {
 	t.Helper()
 	ctx := context.Background()
 	clock := newClock()
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: t.TempDir() + "/db", Now: clock.Now})
+	path := t.TempDir() + "/db"
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: path, Now: clock.Now})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -263,7 +265,7 @@ func newEnv(t *testing.T, mod func(*Config)) *env {
 		},
 		IngestFunc: func(context.Context, []crewcast.Event) (bool, error) { return true, nil },
 	}
-	e := &env{t: t, clock: clock, st: st, svc: svc, mini: mini, reg: metrics.New(), done: make(chan struct{}),
+	e := &env{t: t, clock: clock, st: st, path: path, svc: svc, mini: mini, reg: metrics.New(), done: make(chan struct{}),
 		keys: map[string]string{}, keyIDs: map[string]string{}}
 	for _, k := range []struct {
 		name  string

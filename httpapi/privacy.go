@@ -47,8 +47,9 @@ func (a *api) runRetention(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The pass records itself in the audit log (tracker.Retainer.Run),
+	// with the actor the request context carries.
 	run, err := p.RunRetention(r.Context())
-	a.audit(r, requestActor(r), auditRetentionRun, "")
 	if err != nil && run.StartedAt.IsZero() {
 		return err
 	}
@@ -79,6 +80,8 @@ func (a *api) erase(w http.ResponseWriter, r *http.Request) error {
 	if _, err := group.NormalizeNumber(body.Number); err != nil {
 		return unprocessable(err.Error())
 	}
+	// The erasure commits its audit entry with its last step
+	// (tracker.Tracker.Erase), with the actor the request context carries.
 	rep, err := p.Erase(r.Context(), body.Number, by(r))
 	if errors.Is(err, tracker.ErrInvalidNumber) {
 		return unprocessable(err.Error())
@@ -86,7 +89,6 @@ func (a *api) erase(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a.audit(r, requestActor(r), auditErasure, rep.Subject)
 	writeJSON(w, http.StatusOK, rep)
 	return nil
 }

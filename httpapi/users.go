@@ -48,26 +48,25 @@ const (
 	auditKeyRevoked    = "key.revoked"
 	auditSuppressAdd   = "suppression.added"
 	auditSuppressRemov = "suppression.removed"
-	auditErasure       = "person.erased" // target: the keyed hash, never the number
-	auditRetentionRun  = "retention.run"
 )
 
-// directoryAudit names the audit action of each directory write (design.md
-// §14: contact, crew and template changes). wrapAs appends the entry after
-// the change succeeded, with the row's id as target ("" for a create or
-// an import: the new rows are in the answer, and names may be personal).
-var directoryAudit = map[string]string{
-	"POST /v1/contacts":         "contact.created",
-	"PATCH /v1/contacts/{id}":   "contact.updated",
-	"DELETE /v1/contacts/{id}":  "contact.deleted",
-	"POST /v1/contacts/import":  "contacts.imported",
-	"POST /v1/crews":            "crew.created",
-	"PATCH /v1/crews/{id}":      "crew.updated",
-	"DELETE /v1/crews/{id}":     "crew.deleted",
-	"POST /v1/templates":        "template.created",
-	"PATCH /v1/templates/{id}":  "template.updated",
-	"DELETE /v1/templates/{id}": "template.deleted",
-}
+// Audit actions of directory writes (design.md §14: contact, crew and
+// template changes). Each entry is handed to the store call that makes
+// the change and commits with it. The target is the row's id, "" for a
+// create or an import (the new rows are in the answer, and names may be
+// personal).
+const (
+	auditContactCreated   = "contact.created"
+	auditContactUpdated   = "contact.updated"
+	auditContactDeleted   = "contact.deleted"
+	auditContactsImported = "contacts.imported"
+	auditCrewCreated      = "crew.created"
+	auditCrewUpdated      = "crew.updated"
+	auditCrewDeleted      = "crew.deleted"
+	auditTemplateCreated  = "template.created"
+	auditTemplateUpdated  = "template.updated"
+	auditTemplateDeleted  = "template.deleted"
+)
 
 type userKey struct{}
 
@@ -133,11 +132,20 @@ func requestActor(r *http.Request) store.AuditActor {
 	return who
 }
 
-// audit appends one entry for an event that is not itself a store
-// transaction the entry could join (a sign-in, a sign-out): it is written
-// right after the event. (Key and suppression changes pass their entry to
-// the store, which commits it with the change.) A failure is logged, not returned:
-// the change is made and the client must hear so.
+// auditEntry is the entry of a change the request's actor makes now; the
+// caller hands it to the store write that makes the change, which commits
+// both or neither.
+func (a *api) auditEntry(r *http.Request, action, target string) store.AuditEntry {
+	return store.AuditEntry{At: a.now().UTC(), Actor: requestActor(r), Action: action, Target: target}
+}
+
+// audit appends one entry for an event that changes no stored state, so
+// there is no store transaction the entry could join (a sign-in, a failed
+// sign-in, a sign-out): it is written right after the event. Every
+// durable change (keys, suppressions, users, contacts, crews, templates,
+// erasures, retention passes, group commands) passes its entry to the
+// store write that makes it instead. A failure is logged, not returned:
+// the event happened and the client must hear so.
 func (a *api) audit(r *http.Request, who store.AuditActor, action, target string) {
 	e := store.AuditEntry{At: a.now().UTC(), Actor: who, Action: action, Target: target}
 	if err := a.store.AppendAudit(r.Context(), e); err != nil {

@@ -71,13 +71,18 @@ type Template struct {
 
 // Directory keeps contacts, crews and templates. Lookups of a missing row
 // return actor.ErrNotFound; uniqueness clashes return ErrConflict.
+//
+// Every write takes the audit entries that record it (design.md §14) and
+// commits them in the same transaction as the change: both or neither. A
+// write that fails (a missing row, a clash, a refused entry) leaves
+// neither.
 type Directory interface {
-	CreateContact(ctx context.Context, c Contact) error
+	CreateContact(ctx context.Context, c Contact, audit ...AuditEntry) error
 	GetContact(ctx context.Context, id string) (Contact, error)
 	// UpdateContact replaces every field of the contact with c.ID.
-	UpdateContact(ctx context.Context, c Contact) error
+	UpdateContact(ctx context.Context, c Contact, audit ...AuditEntry) error
 	// DeleteContact removes the contact and its crew memberships.
-	DeleteContact(ctx context.Context, id string) error
+	DeleteContact(ctx context.Context, id string, audit ...AuditEntry) error
 	ListContacts(ctx context.Context, q ContactQuery) (rows []Contact, next string, err error)
 	// ContactsByNumbers returns the contacts among numbers, keyed by number.
 	ContactsByNumbers(ctx context.Context, numbers []string) (map[string]Contact, error)
@@ -88,15 +93,16 @@ type Directory interface {
 	// ImportContacts upserts contacts by number in one transaction: a new
 	// number is created with the given ID, a known one keeps its ID and
 	// CreatedAt and takes the rest; identical rows are left alone. With
-	// dryRun nothing is written and the counts say what would happen.
-	ImportContacts(ctx context.Context, cs []Contact, dryRun bool) (ImportCounts, error)
+	// dryRun nothing is written (the audit entries neither) and the counts
+	// say what would happen.
+	ImportContacts(ctx context.Context, cs []Contact, dryRun bool, audit ...AuditEntry) (ImportCounts, error)
 
-	CreateCrew(ctx context.Context, c Crew) error
+	CreateCrew(ctx context.Context, c Crew, audit ...AuditEntry) error
 	GetCrew(ctx context.Context, id string) (Crew, error)
 	CrewByName(ctx context.Context, name string) (Crew, error)
 	// UpdateCrew replaces name, description and members of the crew c.ID.
-	UpdateCrew(ctx context.Context, c Crew) error
-	DeleteCrew(ctx context.Context, id string) error
+	UpdateCrew(ctx context.Context, c Crew, audit ...AuditEntry) error
+	DeleteCrew(ctx context.Context, id string, audit ...AuditEntry) error
 	// ListCrews returns every crew ordered by name, with its members.
 	ListCrews(ctx context.Context) ([]Crew, error)
 	// CrewContacts returns the crew's members as contacts, in member
@@ -107,10 +113,10 @@ type Directory interface {
 	// its members; actor.ErrNotFound when there is none.
 	FindCrew(ctx context.Context, ref string) (Crew, error)
 
-	CreateTemplate(ctx context.Context, t Template) error
+	CreateTemplate(ctx context.Context, t Template, audit ...AuditEntry) error
 	GetTemplate(ctx context.Context, id string) (Template, error)
 	TemplateByName(ctx context.Context, name string) (Template, error)
-	UpdateTemplate(ctx context.Context, t Template) error
-	DeleteTemplate(ctx context.Context, id string) error
+	UpdateTemplate(ctx context.Context, t Template, audit ...AuditEntry) error
+	DeleteTemplate(ctx context.Context, id string, audit ...AuditEntry) error
 	ListTemplates(ctx context.Context) ([]Template, error)
 }

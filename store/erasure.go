@@ -60,6 +60,8 @@ type Erasure interface {
 	// never applied), routes whose key names it, and the tables an engine
 	// lists in its erasure statements. A suppression of the number is
 	// replaced by one of keep with the same reason and time (keep ""
-	// deletes it: no key to keep it with).
-	EraseNumber(ctx context.Context, number, replacement, keep string) (ErasedCounts, error)
+	// deletes it: no key to keep it with). It is an erasure's last step:
+	// the audit entries that record the erasure commit in its transaction,
+	// both or neither.
+	EraseNumber(ctx context.Context, number, replacement, keep string, audit ...AuditEntry) (ErasedCounts, error)
 }

@@ -92,13 +92,19 @@ type AuditQuery struct {
 	Limit  int // default 100, max 10000
 }
 
-// Audit is the append-only audit log: entries are added (here, in Users'
-// writes, or as Effects.Audit with a unit) and removed only by retention.
+// Audit is the append-only audit log: entries are added with the durable
+// change they record (the audit argument of the Users, Keys,
+// Suppressions, Directory and Erasure writes and of PurgeAudit, or
+// Effects.Audit with a unit), on their own by AppendAudit for events that
+// change no stored state (a sign-in), and removed only by retention.
 type Audit interface {
+	// AppendAudit appends entries in a transaction of their own.
 	AppendAudit(ctx context.Context, entries ...AuditEntry) error
 	ListAudit(ctx context.Context, q AuditQuery) (rows []AuditEntry, next string, err error)
-	// PurgeAudit deletes entries older than t; returns how many.
-	PurgeAudit(ctx context.Context, before time.Time) (int, error)
+	// PurgeAudit deletes entries older than t and appends audit (the
+	// retention pass that purges) in the same transaction; returns how
+	// many it deleted. A refused entry purges nothing.
+	PurgeAudit(ctx context.Context, before time.Time, audit ...AuditEntry) (int, error)
 }
 
 type auditActorKey struct{}

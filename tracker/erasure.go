@@ -18,6 +18,11 @@ import (
 // ErrInvalidNumber: the number to erase is not a phone number. → 422
 var ErrInvalidNumber = errors.New("not a phone number")
 
+// AuditPersonErased is the audit action of an erasure (design.md §14). Its
+// target is the keyed hash of the number ("" without a hash key), never
+// the number.
+const AuditPersonErased = "person.erased"
+
 // ErasureReport answers an erasure (POST /v1/erasure). It never holds the
 // number in clear.
 type ErasureReport struct {
@@ -136,8 +141,12 @@ func (t *Tracker) suppressed(ctx context.Context, numbers []string, recent bool)
 // become opted_out in each group's turn, and a send claimed before the
 // erasure is refused at its provider call (the suppression gate is held
 // while the erasure runs, and suppressed then sees the number). It is
-// idempotent and audited by a log record that names the person by their
-// keyed hash only, and by who asked (an API key id).
+// idempotent and audited: the person.erased entry, naming the person by
+// their keyed hash only and the actor ctx carries (else the system, by
+// who asked: an API key id), commits with the erasure's last step
+// (store.EraseNumber); a refused entry fails that step and the erasure.
+// An erasure that fails on the way has no entry: it answered an error,
+// and asking again finishes it.
 func (t *Tracker) Erase(ctx context.Context, number, by string) (ErasureReport, error) {
 	n, err := group.NormalizeNumber(number)
 	if err != nil {
@@ -173,7 +182,12 @@ func (t *Tracker) Erase(ctx context.Context, number, by string) (ErasureReport, 
 			rep.Changed.Add(counts)
 		}
 	}
-	rest, err := t.st.EraseNumber(ctx, n, replacement, rep.Subject)
+	who, ok := store.AuditActorFrom(ctx)
+	if !ok {
+		who = store.AuditActor{Type: store.ActorSystem, ID: by}
+	}
+	entry := store.AuditEntry{At: t.cfg.Clock.Now().UTC(), Actor: who, Action: AuditPersonErased, Target: rep.Subject}
+	rest, err := t.st.EraseNumber(ctx, n, replacement, rep.Subject, entry)
 	if err != nil {
 		return rep, unavailable(ctx, "erase the person", err)
 	}

@@ -89,8 +89,11 @@ func HashNumber(key []byte, number string) string {
 }
 
 // RunRetention applies the policy once, at now. It is idempotent: a second
-// run at the same time changes nothing.
-func (t *Tracker) RunRetention(ctx context.Context, p RetentionPolicy) (RetentionReport, error) {
+// run at the same time changes nothing. audit (the entry of an operator's
+// pass) commits with the pass's last write, the purge of old audit
+// entries (or on its own when that purge is off), so it is written only
+// when the pass finished: an error means it was not.
+func (t *Tracker) RunRetention(ctx context.Context, p RetentionPolicy, audit ...store.AuditEntry) (RetentionReport, error) {
 	p = p.withDefaults()
 	now := t.cfg.Clock.Now()
 	var rep RetentionReport
@@ -158,13 +161,6 @@ func (t *Tracker) RunRetention(ctx context.Context, p RetentionPolicy) (Retentio
 		}
 		rep.InboxPurged = n
 	}
-	if p.AuditAfter >= 0 {
-		n, err := t.st.PurgeAudit(ctx, now.Add(-p.AuditAfter))
-		if err != nil {
-			return rep, fmt.Errorf("purge audit log: %w", err)
-		}
-		rep.AuditPurged = n
-	}
 	if p.RedactAfter >= 0 {
 		n, err := t.st.RedactUnmatchedReplies(ctx, now.Add(-p.RedactAfter), nil)
 		if err != nil {
@@ -178,6 +174,18 @@ func (t *Tracker) RunRetention(ctx context.Context, p RetentionPolicy) (Retentio
 			return rep, fmt.Errorf("hash unmatched replies: %w", err)
 		}
 		rep.RepliesRedacted += n
+	}
+	// Last: the audit log purge, with the pass's own entry.
+	if p.AuditAfter >= 0 {
+		n, err := t.st.PurgeAudit(ctx, now.Add(-p.AuditAfter), audit...)
+		if err != nil {
+			return rep, fmt.Errorf("purge audit log: %w", err)
+		}
+		rep.AuditPurged = n
+	} else if len(audit) > 0 {
+		if err := t.st.AppendAudit(ctx, audit...); err != nil {
+			return rep, fmt.Errorf("audit the retention pass: %w", err)
+		}
 	}
 	return rep, nil
 }

@@ -4,7 +4,14 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/crewcast/crewcast/store"
 )
+
+// AuditRetentionRun is the audit action of a retention pass an operator
+// asked for (design.md §14); scheduled passes are the policy's own doing
+// and are not audited.
+const AuditRetentionRun = "retention.run"
 
 // RetentionRun is one retention pass: what started it, when, and what it
 // changed (GET /v1/retention's "last").
@@ -67,13 +74,27 @@ func (t *Tracker) NewRetainer(policy RetentionPolicy, interval time.Duration) *R
 	return &Retainer{t: t, policy: policy, interval: interval}
 }
 
-// Run makes one pass now (waiting for one in progress to end first).
+// Run makes one pass now (waiting for one in progress to end first). A
+// pass asked by someone (ctx carries a store.AuditActor: the HTTP API
+// puts it there) is audited as retention.run: the entry commits with the
+// pass's last write (RunRetention). A pass that stopped early has changed
+// some of what it meant to, and may not reach that write: its entry is
+// then appended on its own once it stopped.
 func (r *Retainer) Run(ctx context.Context, trigger string) (RetentionRun, error) {
 	r.run.Lock()
 	defer r.run.Unlock()
 	clk := r.t.cfg.Clock
 	run := RetentionRun{Trigger: trigger, StartedAt: clk.Now()}
-	rep, err := r.t.RunRetention(ctx, r.policy)
+	var audit []store.AuditEntry
+	if who, ok := store.AuditActorFrom(ctx); ok {
+		audit = append(audit, store.AuditEntry{At: run.StartedAt.UTC(), Actor: who, Action: AuditRetentionRun})
+	}
+	rep, err := r.t.RunRetention(ctx, r.policy, audit...)
+	if err != nil && len(audit) > 0 {
+		if aerr := r.t.st.AppendAudit(context.WithoutCancel(ctx), audit...); aerr != nil {
+			r.t.cfg.Logger.ErrorContext(ctx, "audit write failed", "action", AuditRetentionRun, "err", aerr.Error())
+		}
+	}
 	run.FinishedAt = clk.Now()
 	run.DurationMS = run.FinishedAt.Sub(run.StartedAt).Milliseconds()
 	run.Report = rep

@@ -25,10 +25,11 @@ func outboxArgs(n, _ string) []any { return []any{sqlq.OutboxNeedle(n)} }
 
 // EraseNumber implements store.Erasure. The suppression rewrite takes the
 // suppression lock, as AddSuppression does, so it is ordered with claims.
-func (s *Store) EraseNumber(ctx context.Context, number, replacement, keep string) (store.ErasedCounts, error) {
+func (s *Store) EraseNumber(ctx context.Context, number, replacement, keep string, audit ...store.AuditEntry) (store.ErasedCounts, error) {
 	return sqlq.EraseNumber(ctx, s.queries, number, replacement, keep, sqlq.EraseOptions{
 		Lock:  `SELECT pg_advisory_xact_lock(` + strconv.FormatInt(suppressionLock, 10) + `)`,
 		Extra: erasers,
+		Audit: audit,
 	})
 }
 

@@ -29,8 +29,8 @@ func outboxArgs(n, _ string) []any { return []any{sqlq.OutboxNeedle(n)} }
 // Afterwards the WAL, which still holds the pages as they were before, is
 // checkpointed into the database file and truncated; secure_delete (set
 // when the store opens) has zeroed the erased content there.
-func (s *Store) EraseNumber(ctx context.Context, number, replacement, keep string) (store.ErasedCounts, error) {
-	counts, err := sqlq.EraseNumber(ctx, s.queries, number, replacement, keep, sqlq.EraseOptions{Extra: erasers})
+func (s *Store) EraseNumber(ctx context.Context, number, replacement, keep string, audit ...store.AuditEntry) (store.ErasedCounts, error) {
+	counts, err := sqlq.EraseNumber(ctx, s.queries, number, replacement, keep, sqlq.EraseOptions{Extra: erasers, Audit: audit})
 	if err != nil {
 		return nil, err
 	}

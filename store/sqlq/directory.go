@@ -97,18 +97,22 @@ func writeTags(ctx context.Context, tx Querier, id string, tags []string) error 
 	return nil
 }
 
-// CreateContact stores a new contact; store.ErrConflict when its number
-// or id is taken.
-func (d DB) CreateContact(ctx context.Context, c store.Contact) error {
+// CreateContact stores a new contact with its audit entries;
+// store.ErrConflict when its number or id is taken.
+func (d DB) CreateContact(ctx context.Context, c store.Contact, audit ...store.AuditEntry) error {
 	args, err := d.contactArgs(c)
 	if err != nil {
 		return d.errorf("create contact: %w", err)
 	}
+	now := d.c.Now()
 	err = d.c.WriteTx(ctx, func(tx Querier) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO contacts (`+contactCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
 			return conflict(err)
 		}
-		return writeTags(ctx, tx, c.ID, c.Tags)
+		if err := writeTags(ctx, tx, c.ID, c.Tags); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, now, audit)
 	})
 	if err != nil {
 		return d.errorf("create contact: %w", err)
@@ -125,12 +129,14 @@ func (d DB) GetContact(ctx context.Context, id string) (store.Contact, error) {
 	return c, nil
 }
 
-// UpdateContact replaces the contact c.ID (CreatedAt is kept).
-func (d DB) UpdateContact(ctx context.Context, c store.Contact) error {
+// UpdateContact replaces the contact c.ID (CreatedAt is kept) and
+// appends its audit entries.
+func (d DB) UpdateContact(ctx context.Context, c store.Contact, audit ...store.AuditEntry) error {
 	args, err := d.contactArgs(c)
 	if err != nil {
 		return d.errorf("update contact: %w", err)
 	}
+	now := d.c.Now()
 	err = d.c.WriteTx(ctx, func(tx Querier) error {
 		n, err := tx.Exec(ctx, `UPDATE contacts SET number = ?, name = ?, tags = ?, timezone = ?, fields = ?, updated_at = ? WHERE id = ?`,
 			args[1], args[2], args[3], args[4], args[5], args[7], c.ID)
@@ -140,7 +146,10 @@ func (d DB) UpdateContact(ctx context.Context, c store.Contact) error {
 		if n == 0 {
 			return fmt.Errorf("contact %q: %w", c.ID, actor.ErrNotFound)
 		}
-		return writeTags(ctx, tx, c.ID, c.Tags)
+		if err := writeTags(ctx, tx, c.ID, c.Tags); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, now, audit)
 	})
 	if err != nil {
 		return d.errorf("update contact: %w", err)
@@ -148,8 +157,10 @@ func (d DB) UpdateContact(ctx context.Context, c store.Contact) error {
 	return nil
 }
 
-// DeleteContact removes the contact, its tags and crew memberships.
-func (d DB) DeleteContact(ctx context.Context, id string) error {
+// DeleteContact removes the contact, its tags and crew memberships, and
+// appends its audit entries.
+func (d DB) DeleteContact(ctx context.Context, id string, audit ...store.AuditEntry) error {
+	now := d.c.Now()
 	err := d.c.WriteTx(ctx, func(tx Querier) error {
 		if err := execEach(ctx, tx, id, `DELETE FROM contact_tags WHERE contact_id = ?`,
 			`DELETE FROM crew_members WHERE contact_id = ?`); err != nil {
@@ -162,7 +173,7 @@ func (d DB) DeleteContact(ctx context.Context, id string) error {
 		if n == 0 {
 			return fmt.Errorf("contact %q: %w", id, actor.ErrNotFound)
 		}
-		return nil
+		return appendAudit(ctx, tx, now, audit)
 	})
 	if err != nil {
 		return d.errorf("delete contact: %w", err)
@@ -288,9 +299,10 @@ func sameContact(a, b store.Contact) bool {
 // below SQLite's bound-parameter limit (8 columns each).
 const importChunk = 200
 
-// ImportContacts upserts contacts by number in one transaction (see
-// store.Directory). A number given twice in cs: the last row wins.
-func (d DB) ImportContacts(ctx context.Context, cs []store.Contact, dryRun bool) (store.ImportCounts, error) {
+// ImportContacts upserts contacts by number and appends the import's
+// audit entries in one transaction (see store.Directory). A number given
+// twice in cs: the last row wins.
+func (d DB) ImportContacts(ctx context.Context, cs []store.Contact, dryRun bool, audit ...store.AuditEntry) (store.ImportCounts, error) {
 	var counts store.ImportCounts
 	// The last row of a number wins; keep the first position for order.
 	last := make(map[string]int, len(cs))
@@ -334,7 +346,10 @@ func (d DB) ImportContacts(ctx context.Context, cs []store.Contact, dryRun bool)
 		if dryRun {
 			return nil
 		}
-		return d.upsertContacts(ctx, tx, write)
+		if err := d.upsertContacts(ctx, tx, write); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, d.c.Now(), audit)
 	})
 	if err != nil {
 		return store.ImportCounts{}, d.errorf("import contacts: %w", err)
@@ -456,16 +471,20 @@ func writeMembers(ctx context.Context, tx Querier, crewID string, ids []string) 
 	return nil
 }
 
-// CreateCrew stores a new crew with its members; store.ErrConflict for a
-// taken name, actor.ErrNotFound for an unknown member.
-func (d DB) CreateCrew(ctx context.Context, c store.Crew) error {
+// CreateCrew stores a new crew with its members and audit entries;
+// store.ErrConflict for a taken name, actor.ErrNotFound for an unknown
+// member.
+func (d DB) CreateCrew(ctx context.Context, c store.Crew, audit ...store.AuditEntry) error {
 	now := d.c.Now()
 	err := d.c.WriteTx(ctx, func(tx Querier) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO crews (`+crewCols+`) VALUES (?, ?, ?, ?, ?)`, c.ID, c.Name, c.Description,
 			store.Nanos(OrNow(c.CreatedAt, now)), store.Nanos(OrNow(c.UpdatedAt, now))); err != nil {
 			return conflict(err)
 		}
-		return writeMembers(ctx, tx, c.ID, c.Members)
+		if err := writeMembers(ctx, tx, c.ID, c.Members); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, now, audit)
 	})
 	if err != nil {
 		return d.errorf("create crew: %w", err)
@@ -499,18 +518,23 @@ func (d DB) CrewByName(ctx context.Context, name string) (store.Crew, error) {
 	return d.crewWhere(ctx, "crew by name", "name = ?", name)
 }
 
-// UpdateCrew replaces name, description and members of crew c.ID.
-func (d DB) UpdateCrew(ctx context.Context, c store.Crew) error {
+// UpdateCrew replaces name, description and members of crew c.ID and
+// appends its audit entries.
+func (d DB) UpdateCrew(ctx context.Context, c store.Crew, audit ...store.AuditEntry) error {
+	now := d.c.Now()
 	err := d.c.WriteTx(ctx, func(tx Querier) error {
 		n, err := tx.Exec(ctx, `UPDATE crews SET name = ?, description = ?, updated_at = ? WHERE id = ?`,
-			c.Name, c.Description, store.Nanos(OrNow(c.UpdatedAt, d.c.Now())), c.ID)
+			c.Name, c.Description, store.Nanos(OrNow(c.UpdatedAt, now)), c.ID)
 		if err != nil {
 			return conflict(err)
 		}
 		if n == 0 {
 			return fmt.Errorf("crew %q: %w", c.ID, actor.ErrNotFound)
 		}
-		return writeMembers(ctx, tx, c.ID, c.Members)
+		if err := writeMembers(ctx, tx, c.ID, c.Members); err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, now, audit)
 	})
 	if err != nil {
 		return d.errorf("update crew: %w", err)
@@ -518,8 +542,10 @@ func (d DB) UpdateCrew(ctx context.Context, c store.Crew) error {
 	return nil
 }
 
-// DeleteCrew removes the crew (its contacts stay).
-func (d DB) DeleteCrew(ctx context.Context, id string) error {
+// DeleteCrew removes the crew (its contacts stay) and appends its audit
+// entries.
+func (d DB) DeleteCrew(ctx context.Context, id string, audit ...store.AuditEntry) error {
+	now := d.c.Now()
 	err := d.c.WriteTx(ctx, func(tx Querier) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM crew_members WHERE crew_id = ?`, id); err != nil {
 			return err
@@ -531,7 +557,7 @@ func (d DB) DeleteCrew(ctx context.Context, id string) error {
 		if n == 0 {
 			return fmt.Errorf("crew %q: %w", id, actor.ErrNotFound)
 		}
-		return nil
+		return appendAudit(ctx, tx, now, audit)
 	})
 	if err != nil {
 		return d.errorf("delete crew: %w", err)
@@ -631,13 +657,19 @@ func responsesText(r json.RawMessage) string {
 	return string(r)
 }
 
-// CreateTemplate stores a new template; store.ErrConflict for a taken name.
-func (d DB) CreateTemplate(ctx context.Context, t store.Template) error {
+// CreateTemplate stores a new template with its audit entries;
+// store.ErrConflict for a taken name.
+func (d DB) CreateTemplate(ctx context.Context, t store.Template, audit ...store.AuditEntry) error {
 	now := d.c.Now()
-	_, err := d.c.Write.Exec(ctx, `INSERT INTO templates (`+templateCols+`) VALUES (?, ?, ?, ?, ?, ?)`, t.ID, t.Name, t.Text,
-		responsesText(t.Responses), store.Nanos(OrNow(t.CreatedAt, now)), store.Nanos(OrNow(t.UpdatedAt, now)))
+	err := d.c.WriteTx(ctx, func(tx Querier) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO templates (`+templateCols+`) VALUES (?, ?, ?, ?, ?, ?)`, t.ID, t.Name, t.Text,
+			responsesText(t.Responses), store.Nanos(OrNow(t.CreatedAt, now)), store.Nanos(OrNow(t.UpdatedAt, now))); err != nil {
+			return conflict(err)
+		}
+		return appendAudit(ctx, tx, now, audit)
+	})
 	if err != nil {
-		return d.errorf("create template: %w", conflict(err))
+		return d.errorf("create template: %w", err)
 	}
 	return nil
 }
@@ -660,27 +692,42 @@ func (d DB) TemplateByName(ctx context.Context, name string) (store.Template, er
 	return t, nil
 }
 
-// UpdateTemplate replaces name, text and responses of template t.ID.
-func (d DB) UpdateTemplate(ctx context.Context, t store.Template) error {
-	n, err := d.c.Write.Exec(ctx, `UPDATE templates SET name = ?, text = ?, responses = ?, updated_at = ? WHERE id = ?`,
-		t.Name, t.Text, responsesText(t.Responses), store.Nanos(OrNow(t.UpdatedAt, d.c.Now())), t.ID)
+// UpdateTemplate replaces name, text and responses of template t.ID and
+// appends its audit entries.
+func (d DB) UpdateTemplate(ctx context.Context, t store.Template, audit ...store.AuditEntry) error {
+	now := d.c.Now()
+	err := d.c.WriteTx(ctx, func(tx Querier) error {
+		n, err := tx.Exec(ctx, `UPDATE templates SET name = ?, text = ?, responses = ?, updated_at = ? WHERE id = ?`,
+			t.Name, t.Text, responsesText(t.Responses), store.Nanos(OrNow(t.UpdatedAt, now)), t.ID)
+		if err != nil {
+			return conflict(err)
+		}
+		if n == 0 {
+			return fmt.Errorf("template %q: %w", t.ID, actor.ErrNotFound)
+		}
+		return appendAudit(ctx, tx, now, audit)
+	})
 	if err != nil {
-		return d.errorf("update template: %w", conflict(err))
-	}
-	if n == 0 {
-		return d.errorf("update template %q: %w", t.ID, actor.ErrNotFound)
+		return d.errorf("update template: %w", err)
 	}
 	return nil
 }
 
-// DeleteTemplate removes the template.
-func (d DB) DeleteTemplate(ctx context.Context, id string) error {
-	n, err := d.c.Write.Exec(ctx, `DELETE FROM templates WHERE id = ?`, id)
+// DeleteTemplate removes the template and appends its audit entries.
+func (d DB) DeleteTemplate(ctx context.Context, id string, audit ...store.AuditEntry) error {
+	now := d.c.Now()
+	err := d.c.WriteTx(ctx, func(tx Querier) error {
+		n, err := tx.Exec(ctx, `DELETE FROM templates WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("template %q: %w", id, actor.ErrNotFound)
+		}
+		return appendAudit(ctx, tx, now, audit)
+	})
 	if err != nil {
 		return d.errorf("delete template: %w", err)
-	}
-	if n == 0 {
-		return d.errorf("delete template %q: %w", id, actor.ErrNotFound)
 	}
 	return nil
 }

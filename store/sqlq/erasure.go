@@ -69,6 +69,9 @@ type EraseOptions struct {
 	// Extra are the engine's own erasure statements, run after
 	// NumberErasers.
 	Extra []Eraser
+	// Audit are the entries that record the erasure, appended in its
+	// transaction.
+	Audit []store.AuditEntry
 }
 
 // EraseNumber is store.Erasure's EraseNumber on d with the engine's
@@ -123,7 +126,7 @@ func EraseNumber(ctx context.Context, d DB, number, replacement, keep string, o 
 			}
 			counts["suppressions"]++
 		}
-		return nil
+		return appendAudit(ctx, tx, d.c.Now(), o.Audit)
 	})
 	if err != nil {
 		return nil, d.errorf("erase number: %w", err)

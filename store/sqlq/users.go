@@ -184,9 +184,18 @@ func (d DB) ListAudit(ctx context.Context, aq store.AuditQuery) ([]store.AuditEn
 	return out, next, nil
 }
 
-// PurgeAudit deletes entries older than before (audit retention).
-func (d DB) PurgeAudit(ctx context.Context, before time.Time) (int, error) {
-	n, err := d.c.Write.Exec(ctx, `DELETE FROM audit_log WHERE at < ?`, store.Nanos(before))
+// PurgeAudit deletes entries older than before (audit retention) and
+// appends audit, the entries of the pass that purges, in one transaction.
+func (d DB) PurgeAudit(ctx context.Context, before time.Time, audit ...store.AuditEntry) (int, error) {
+	now := d.c.Now()
+	var n int64
+	err := d.c.WriteTx(ctx, func(q Querier) error {
+		var err error
+		if n, err = q.Exec(ctx, `DELETE FROM audit_log WHERE at < ?`, store.Nanos(before)); err != nil {
+			return err
+		}
+		return appendAudit(ctx, q, now, audit)
+	})
 	if err != nil {
 		return 0, d.errorf("purge audit: %w", err)
 	}
