@@ -68,6 +68,21 @@ const (
 	auditTemplateDeleted  = "template.deleted"
 )
 
+// Audit actions of outbound webhook endpoint changes (design.md §13, §14).
+// The target is the endpoint's id (an update adds the names of the fields
+// it changed, never their values); the signing secret never appears.
+// Each entry commits with the change (store.Webhooks).
+const (
+	auditEndpointCreated   = "endpoint.created"
+	auditEndpointUpdated   = "endpoint.updated"
+	auditEndpointDisabled  = "endpoint.disabled"
+	auditEndpointEnabled   = "endpoint.enabled"
+	auditEndpointDeleted   = "endpoint.deleted"
+	auditEndpointRotated   = "endpoint.rotated"
+	auditEndpointRecovered = "endpoint.recovered"
+	auditEndpointTested    = "endpoint.tested"
+)
+
 type userKey struct{}
 
 // userFrom returns the signed-in user of a request made with a user's

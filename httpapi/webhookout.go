@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/crewcast/crewcast/actor"
@@ -137,7 +139,7 @@ func (a *api) createWebhookEndpoint(w http.ResponseWriter, r *http.Request) erro
 	now := a.now().UTC()
 	e := store.WebhookEndpoint{ID: id, URL: body.URL, Description: body.Description, Events: body.Events,
 		Signing: body.Signing, Secret: sealed, CreatedAt: now, UpdatedAt: now}
-	if err := a.store.CreateWebhookEndpoint(r.Context(), e); err != nil {
+	if err := a.store.CreateWebhookEndpoint(r.Context(), e, a.auditEntry(r, auditEndpointCreated, id)); err != nil {
 		return err
 	}
 	a.webhooksChanged(r.Context())
@@ -202,44 +204,69 @@ func (a *api) patchWebhookEndpoint(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	now := a.now().UTC()
+	// One audit entry per kind of change, as for users: the fields it
+	// changed (by name), and a disabling or re-enabling on its own.
+	var changed []string
+	var audit []store.AuditEntry
 	if body.URL != nil {
 		if err := webhookout.CheckURL(*body.URL, a.cfg.WebhookAllowPrivate); err != nil {
 			return invalid("url", err.Error())
 		}
-		e.URL = *body.URL
+		if *body.URL != e.URL {
+			e.URL = *body.URL
+			changed = append(changed, "url")
+		}
 	}
 	if body.Events != nil {
 		if err := checkEvents(body.Events); err != nil {
 			return err
 		}
-		e.Events = body.Events
+		if !slices.Equal(body.Events, e.Events) {
+			e.Events = body.Events
+			changed = append(changed, "events")
+		}
 	}
 	if body.Description != nil {
 		if len([]rune(*body.Description)) > 500 {
 			return invalid("description", "at most 500 characters")
 		}
-		e.Description = *body.Description
+		if *body.Description != e.Description {
+			e.Description = *body.Description
+			changed = append(changed, "description")
+		}
+	}
+	if len(changed) > 0 {
+		audit = append(audit, a.auditEntry(r, auditEndpointUpdated, e.ID+" "+strings.Join(changed, " ")))
 	}
 	if body.Disabled != nil {
 		switch {
 		case *body.Disabled && e.DisabledAt.IsZero():
 			e.DisabledAt, e.DisabledReason = now, "disabled by an operator"
-		case !*body.Disabled:
+			audit = append(audit, a.auditEntry(r, auditEndpointDisabled, e.ID))
+		case !*body.Disabled && !e.DisabledAt.IsZero():
 			// Enabled again: its failure clock starts over.
 			e.DisabledAt, e.DisabledReason, e.FailingSince = time.Time{}, "", time.Time{}
+			audit = append(audit, a.auditEntry(r, auditEndpointEnabled, e.ID))
 		}
 	}
-	e.UpdatedAt = now
-	if err := a.store.UpdateWebhookEndpoint(r.Context(), e); err != nil {
-		return err
+	// A request that changes nothing writes nothing (and so logs nothing).
+	if len(audit) > 0 {
+		e.UpdatedAt = now
+		if err := a.store.UpdateWebhookEndpoint(r.Context(), e, audit...); err != nil {
+			if errors.Is(err, actor.ErrNotFound) {
+				return notFound("webhook endpoint")
+			}
+			return err
+		}
+		a.webhooksChanged(r.Context())
 	}
-	a.webhooksChanged(r.Context())
 	writeJSON(w, http.StatusOK, endpointOf(e, now))
 	return nil
 }
 
 func (a *api) deleteWebhookEndpoint(w http.ResponseWriter, r *http.Request) error {
-	err := a.store.DeleteWebhookEndpoint(r.Context(), r.PathValue("id"))
+	id := r.PathValue("id")
+	err := a.store.DeleteWebhookEndpoint(r.Context(), id, a.auditEntry(r, auditEndpointDeleted, id))
 	if errors.Is(err, actor.ErrNotFound) {
 		return notFound("webhook endpoint")
 	}
@@ -268,7 +295,10 @@ func (a *api) rotateWebhookEndpoint(w http.ResponseWriter, r *http.Request) erro
 	}
 	now := a.now().UTC()
 	e.PrevSecret, e.PrevUntil, e.Secret, e.UpdatedAt = e.Secret, now.Add(rotationOverlap), sealed, now
-	if err := a.store.UpdateWebhookEndpoint(r.Context(), e); err != nil {
+	if err := a.store.UpdateWebhookEndpoint(r.Context(), e, a.auditEntry(r, auditEndpointRotated, e.ID)); err != nil {
+		if errors.Is(err, actor.ErrNotFound) {
+			return notFound("webhook endpoint")
+		}
 		return err
 	}
 	a.webhooksChanged(r.Context())
@@ -324,7 +354,12 @@ func (a *api) recoverWebhookEndpoint(w http.ResponseWriter, r *http.Request) err
 	if _, err := a.getEndpoint(r); err != nil {
 		return err
 	}
-	n, err := a.store.RecoverWebhookDeliveries(r.Context(), r.PathValue("id"), body.Since, a.now().UTC())
+	id := r.PathValue("id")
+	n, err := a.store.RecoverWebhookDeliveries(r.Context(), id, body.Since, a.now().UTC(),
+		a.auditEntry(r, auditEndpointRecovered, id+" since "+body.Since.UTC().Format(time.RFC3339)))
+	if errors.Is(err, actor.ErrNotFound) {
+		return notFound("webhook endpoint")
+	}
 	if err != nil {
 		return err
 	}
@@ -345,7 +380,7 @@ func (a *api) testWebhookEndpoint(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	row := webhookout.Test(e, nonce, a.now().UTC())
-	if err := a.store.AppendOutbox(r.Context(), []store.OutboxRow{row}); err != nil {
+	if err := a.store.AppendOutbox(r.Context(), []store.OutboxRow{row}, a.auditEntry(r, auditEndpointTested, e.ID)); err != nil {
 		return err
 	}
 	a.webhooksChanged(r.Context())

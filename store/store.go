@@ -655,19 +655,22 @@ type WebhookOutcome struct {
 
 // Webhooks keeps webhook endpoints, the outbox and its delivery queue.
 type Webhooks interface {
-	CreateWebhookEndpoint(ctx context.Context, e WebhookEndpoint) error
+	// The writes below that take audit entries append them in the same
+	// transaction as the change they record (design.md §14): both or
+	// neither. An entry never carries the endpoint's secret.
+	CreateWebhookEndpoint(ctx context.Context, e WebhookEndpoint, audit ...AuditEntry) error
 	// GetWebhookEndpoint returns actor.ErrNotFound for an unknown id.
 	GetWebhookEndpoint(ctx context.Context, id string) (WebhookEndpoint, error)
 	// ListWebhookEndpoints returns every endpoint, oldest first.
 	ListWebhookEndpoints(ctx context.Context) ([]WebhookEndpoint, error)
 	// UpdateWebhookEndpoint replaces the endpoint with e.ID (actor.ErrNotFound
 	// if there is none).
-	UpdateWebhookEndpoint(ctx context.Context, e WebhookEndpoint) error
+	UpdateWebhookEndpoint(ctx context.Context, e WebhookEndpoint, audit ...AuditEntry) error
 	// DeleteWebhookEndpoint removes the endpoint and its queue and attempts
 	// (actor.ErrNotFound if there is none).
-	DeleteWebhookEndpoint(ctx context.Context, id string) error
+	DeleteWebhookEndpoint(ctx context.Context, id string, audit ...AuditEntry) error
 	// AppendOutbox writes rows outside any commit (test events).
-	AppendOutbox(ctx context.Context, rows []OutboxRow) error
+	AppendOutbox(ctx context.Context, rows []OutboxRow, audit ...AuditEntry) error
 	// DispatchOutbox queues up to limit undispatched outbox rows, oldest
 	// first, for every enabled endpoint that wants them (due at now) and
 	// marks them dispatched, in one transaction; returns how many rows.
@@ -693,7 +696,7 @@ type Webhooks interface {
 	// RecoverWebhookDeliveries queues again, due at now, every outbox row
 	// created at or after since that the endpoint wants and has not
 	// received; returns how many.
-	RecoverWebhookDeliveries(ctx context.Context, endpointID string, since, now time.Time) (int, error)
+	RecoverWebhookDeliveries(ctx context.Context, endpointID string, since, now time.Time, audit ...AuditEntry) (int, error)
 	// WebhookQueue returns how many deliveries are pending plus how many
 	// outbox rows are undispatched, and the creation time of the oldest
 	// of them (zero when none).

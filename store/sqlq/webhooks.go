@@ -66,14 +66,22 @@ func scanEndpoint(r Rows) (store.WebhookEndpoint, error) {
 	return e, nil
 }
 
-// CreateWebhookEndpoint stores a new endpoint.
-func (d DB) CreateWebhookEndpoint(ctx context.Context, e store.WebhookEndpoint) error {
+// CreateWebhookEndpoint stores a new endpoint and appends its audit
+// entries in the same transaction.
+func (d DB) CreateWebhookEndpoint(ctx context.Context, e store.WebhookEndpoint, audit ...store.AuditEntry) error {
 	args, err := endpointArgs(&e)
 	if err != nil {
 		return d.errorf("create webhook endpoint: %w", err)
 	}
-	if _, err := d.c.Write.Exec(ctx, `INSERT INTO webhook_endpoints (`+endpointCols+`)
+	now := d.c.Now()
+	err = d.c.WriteTx(ctx, func(q Querier) error {
+		if _, err := q.Exec(ctx, `INSERT INTO webhook_endpoints (`+endpointCols+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
+			return err
+		}
+		return appendAudit(ctx, q, now, audit)
+	})
+	if err != nil {
 		return d.errorf("create webhook endpoint: %w", err)
 	}
 	return nil
@@ -100,26 +108,36 @@ func (d DB) ListWebhookEndpoints(ctx context.Context) ([]store.WebhookEndpoint, 
 	return eps, nil
 }
 
-// UpdateWebhookEndpoint replaces an endpoint.
-func (d DB) UpdateWebhookEndpoint(ctx context.Context, e store.WebhookEndpoint) error {
+// UpdateWebhookEndpoint replaces an endpoint and appends its audit
+// entries in the same transaction.
+func (d DB) UpdateWebhookEndpoint(ctx context.Context, e store.WebhookEndpoint, audit ...store.AuditEntry) error {
 	args, err := endpointArgs(&e)
 	if err != nil {
 		return d.errorf("update webhook endpoint: %w", err)
 	}
-	n, err := d.c.Write.Exec(ctx, `UPDATE webhook_endpoints SET url = ?, description = ?, events = ?, signing = ?,
+	now := d.c.Now()
+	err = d.c.WriteTx(ctx, func(q Querier) error {
+		n, err := q.Exec(ctx, `UPDATE webhook_endpoints SET url = ?, description = ?, events = ?, signing = ?,
 		secret = ?, prev_secret = ?, prev_until = ?, disabled_at = ?, disabled_reason = ?, failing_since = ?,
 		created_at = ?, updated_at = ? WHERE id = ?`, append(args[1:], args[0])...)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("webhook endpoint %q: %w", e.ID, actor.ErrNotFound)
+		}
+		return appendAudit(ctx, q, now, audit)
+	})
 	if err != nil {
 		return d.errorf("update webhook endpoint: %w", err)
-	}
-	if n == 0 {
-		return d.errorf("webhook endpoint %q: %w", e.ID, actor.ErrNotFound)
 	}
 	return nil
 }
 
-// DeleteWebhookEndpoint removes an endpoint, its queue and its attempts.
-func (d DB) DeleteWebhookEndpoint(ctx context.Context, id string) error {
+// DeleteWebhookEndpoint removes an endpoint, its queue and its attempts,
+// and appends its audit entries in the same transaction.
+func (d DB) DeleteWebhookEndpoint(ctx context.Context, id string, audit ...store.AuditEntry) error {
+	now := d.c.Now()
 	err := d.c.WriteTx(ctx, func(q Querier) error {
 		n, err := q.Exec(ctx, `DELETE FROM webhook_endpoints WHERE id = ?`, id)
 		if err != nil {
@@ -131,8 +149,10 @@ func (d DB) DeleteWebhookEndpoint(ctx context.Context, id string) error {
 		if _, err := q.Exec(ctx, `DELETE FROM webhook_deliveries WHERE endpoint_id = ?`, id); err != nil {
 			return err
 		}
-		_, err = q.Exec(ctx, `DELETE FROM webhook_attempts WHERE endpoint_id = ?`, id)
-		return err
+		if _, err := q.Exec(ctx, `DELETE FROM webhook_attempts WHERE endpoint_id = ?`, id); err != nil {
+			return err
+		}
+		return appendAudit(ctx, q, now, audit)
 	})
 	if err != nil {
 		return d.errorf("delete webhook endpoint: %w", err)
@@ -140,8 +160,8 @@ func (d DB) DeleteWebhookEndpoint(ctx context.Context, id string) error {
 	return nil
 }
 
-// AppendOutbox writes rows outside any commit.
-func (d DB) AppendOutbox(ctx context.Context, rows []store.OutboxRow) error {
+// AppendOutbox writes rows outside any commit, with their audit entries.
+func (d DB) AppendOutbox(ctx context.Context, rows []store.OutboxRow, audit ...store.AuditEntry) error {
 	now := d.c.Now()
 	err := d.c.WriteTx(ctx, func(q Querier) error {
 		for i := range rows {
@@ -149,7 +169,7 @@ func (d DB) AppendOutbox(ctx context.Context, rows []store.OutboxRow) error {
 				return err
 			}
 		}
-		return nil
+		return appendAudit(ctx, q, now, audit)
 	})
 	if err != nil {
 		return d.errorf("append outbox: %w", err)
@@ -387,7 +407,7 @@ func (d DB) ListWebhookAttempts(ctx context.Context, endpointID string, limit in
 
 // RecoverWebhookDeliveries queues again what an endpoint did not receive
 // since a time.
-func (d DB) RecoverWebhookDeliveries(ctx context.Context, endpointID string, since, now time.Time) (int, error) {
+func (d DB) RecoverWebhookDeliveries(ctx context.Context, endpointID string, since, now time.Time, audit ...store.AuditEntry) (int, error) {
 	total := 0
 	err := d.c.WriteTx(ctx, func(q Querier) error {
 		total = 0
@@ -417,7 +437,7 @@ func (d DB) RecoverWebhookDeliveries(ctx context.Context, endpointID string, sin
 			}
 			total += int(n)
 		}
-		return nil
+		return appendAudit(ctx, q, d.c.Now(), audit)
 	})
 	if err != nil {
 		return 0, d.errorf("recover webhook deliveries: %w", err)

@@ -129,6 +129,7 @@ func Run(t *testing.T, o Options) {
 		{"DirectoryAuditWithChange", testDirectoryAuditWithChange},
 		{"ErasureAuditWithChange", testErasureAuditWithChange},
 		{"RetentionAuditWithChange", testRetentionAuditWithChange},
+		{"WebhookAuditWithChange", testWebhookAuditWithChange},
 		{"WebhookEndpoints", testWebhookEndpoints},
 		{"WebhookOutbox", testWebhookOutbox},
 		{"WebhookClaimsConcurrent", testWebhookClaimsConcurrent},
