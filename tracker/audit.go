@@ -15,6 +15,7 @@ const (
 	AuditGroupSent         = "group.sent"
 	AuditGroupCanceled     = "group.canceled"
 	AuditGroupResumed      = "group.resumed"
+	AuditGroupNudged       = "group.nudged"
 	AuditRecipientResolved = "recipient.resolved"
 	AuditRecipientRetried  = "recipient.retried"
 )
@@ -39,6 +40,8 @@ func (a *groupActor) audit(who *store.AuditActor, ev group.Event) {
 		action, target, by = AuditGroupCanceled, a.key, e.By
 	case group.Resumed:
 		action, target, by = AuditGroupResumed, a.key, e.By
+	case group.Nudged:
+		action, target, by = AuditGroupNudged, a.key, e.By
 	case group.Resolved:
 		action, target, by = AuditRecipientResolved, a.recipientTarget(e.Index)+" "+e.Outcome, e.By
 	case group.RetryRequested:

@@ -7,6 +7,7 @@ const ACTIONS = [
   "group.sent",
   "group.canceled",
   "group.resumed",
+  "group.nudged",
   "recipient.resolved",
   "recipient.retried",
   "suppression.added",
