@@ -176,3 +176,27 @@ func TestDirectoryChangeFailsWithItsAudit(t *testing.T) {
 		t.Fatalf("audit = %q, want %q", got, want)
 	}
 }
+
+// A crew write naming a number nobody has yet creates that contact in the
+// crew write's own transaction (store.Crew.NewContacts): when the crew's
+// entry is refused, the contact is not made either. Failed before the
+// change: the contact was imported in a transaction of its own first and
+// stayed.
+func TestCrewNewContactsCommitWithTheCrew(t *testing.T) {
+	e := newEnv(t, nil)
+	r, b := e.do("POST", "/v1/crews", `{"name":"Day"}`, "send", nil)
+	if r.StatusCode != 201 {
+		t.Fatalf("crew: %d %s", r.StatusCode, b)
+	}
+	crew := decode[struct{ ID string }](t, b).ID
+	refuseAudit(t, e, "crew.created", "crew.updated")
+	if r, b := e.do("POST", "/v1/crews", `{"name":"Night","members":["+15550100061"]}`, "send", nil); r.StatusCode < 500 {
+		t.Fatalf("crew with its entry refused: %d %s, want an error", r.StatusCode, b)
+	}
+	if r, b := e.do("PATCH", "/v1/crews/"+crew, `{"members":["+15550100062"]}`, "send", nil); r.StatusCode < 500 {
+		t.Fatalf("crew update with its entry refused: %d %s, want an error", r.StatusCode, b)
+	}
+	if _, b := e.do("GET", "/v1/contacts", "", "read", nil); !strings.Contains(string(b), `"contacts":[]`) {
+		t.Fatalf("contacts after refused crew writes: %s", b)
+	}
+}

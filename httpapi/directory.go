@@ -626,49 +626,48 @@ func (a *api) crewByRef(ctx context.Context, ref string) (store.Crew, error) {
 }
 
 // resolveMembers turns member references (contact ids or phone numbers)
-// into contact ids. A number nobody has yet becomes a new contact, in one
-// import audited as contacts.imported by the request's actor (the crew
-// write that follows is a transaction of its own); an unknown id is a 422
-// naming it.
-func (a *api) resolveMembers(r *http.Request, refs []string) ([]string, error) {
+// into contact ids. A number nobody has yet becomes a new contact, made in
+// the crew write's own transaction (returned as fresh, for
+// store.Crew.NewContacts; audited as contacts.imported by the request's
+// actor, next to the crew's entry); an unknown id is a 422 naming it.
+func (a *api) resolveMembers(r *http.Request, refs []string) (ids []string, fresh []store.Contact, err error) {
 	ctx := r.Context()
 	if len(refs) > maxCrewMembers {
-		return nil, invalid("members", fmt.Sprintf("at most %d members", maxCrewMembers))
+		return nil, nil, invalid("members", fmt.Sprintf("at most %d members", maxCrewMembers))
 	}
-	var ids, numbers []string
+	var known, numbers []string
 	isID := make([]bool, len(refs))
 	for i, ref := range refs {
 		ref = strings.TrimSpace(ref)
 		if strings.HasPrefix(ref, "ct_") {
-			ids = append(ids, ref)
+			known = append(known, ref)
 			isID[i] = true
 			continue
 		}
 		n, err := group.NormalizeNumber(ref)
 		if err != nil {
-			return nil, &apiError{Status: http.StatusBadRequest, Code: codeInvalidRequest,
+			return nil, nil, &apiError{Status: http.StatusBadRequest, Code: codeInvalidRequest,
 				Message: fmt.Sprintf("members[%d]: %q is neither a contact id nor a phone number", i, ref),
 				Fields:  []group.FieldError{{Field: fmt.Sprintf("members[%d]", i), Message: "neither a contact id nor a phone number", Input: ref}}}
 		}
 		refs[i] = n
 		numbers = append(numbers, n)
 	}
-	byID, err := a.store.ContactsByIDs(ctx, ids)
+	byID, err := a.store.ContactsByIDs(ctx, known)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	byNumber, err := a.store.ContactsByNumbers(ctx, numbers)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]string, 0, len(refs))
-	var fresh []store.Contact
 	now := a.now()
 	for i, ref := range refs {
 		ref = strings.TrimSpace(ref)
 		if isID[i] {
 			if _, ok := byID[ref]; !ok {
-				return nil, &apiError{Status: http.StatusUnprocessableEntity, Code: codeInvalidRequest,
+				return nil, nil, &apiError{Status: http.StatusUnprocessableEntity, Code: codeInvalidRequest,
 					Message: fmt.Sprintf("members[%d]: no contact %q", i, ref),
 					Fields:  []group.FieldError{{Field: fmt.Sprintf("members[%d]", i), Message: "no such contact", Input: ref}}}
 			}
@@ -683,23 +682,18 @@ func (a *api) resolveMembers(r *http.Request, refs []string) ([]string, error) {
 		}
 		out = append(out, c.ID)
 	}
-	if len(fresh) > 0 {
-		if _, err := a.store.ImportContacts(ctx, fresh, false, a.auditEntry(r, auditContactsImported, "")); err != nil {
-			return nil, err
-		}
-		// A concurrent writer may have created one of these numbers first:
-		// read the ids the store kept.
-		got, err := a.store.ContactsByNumbers(ctx, numbers)
-		if err != nil {
-			return nil, err
-		}
-		for i, ref := range refs {
-			if !isID[i] {
-				out[i] = got[strings.TrimSpace(ref)].ID
-			}
-		}
+	return out, fresh, nil
+}
+
+// crewAudit is the audit of a crew write: the creation of its new
+// contacts (contacts.imported), if any, then the crew's own entry; the
+// store commits them with the write.
+func (a *api) crewAudit(r *http.Request, k store.Crew, action, target string) []store.AuditEntry {
+	var out []store.AuditEntry
+	if len(k.NewContacts) > 0 {
+		out = append(out, a.auditEntry(r, auditContactsImported, ""))
 	}
-	return out, nil
+	return append(out, a.auditEntry(r, action, target))
 }
 
 func checkCrewName(name string) error {
@@ -727,11 +721,11 @@ func (a *api) applyCrewInput(r *http.Request, k *store.Crew, in crewInput, creat
 		k.Description = strings.TrimSpace(*in.Description)
 	}
 	if in.Members != nil {
-		ids, err := a.resolveMembers(r, *in.Members)
+		ids, fresh, err := a.resolveMembers(r, *in.Members)
 		if err != nil {
 			return err
 		}
-		k.Members = ids
+		k.Members, k.NewContacts = ids, fresh
 	}
 	return nil
 }
@@ -747,7 +741,7 @@ func (a *api) createCrew(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := a.now()
 	k.CreatedAt, k.UpdatedAt = now, now
-	if err := a.store.CreateCrew(r.Context(), k, a.auditEntry(r, auditCrewCreated, "")); err != nil {
+	if err := a.store.CreateCrew(r.Context(), k, a.crewAudit(r, k, auditCrewCreated, "")...); err != nil {
 		return dirError(err, "a crew with this name")
 	}
 	k, err := a.store.GetCrew(r.Context(), k.ID)
@@ -775,7 +769,7 @@ func (a *api) patchCrew(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	k.UpdatedAt = a.now()
-	if err := a.store.UpdateCrew(r.Context(), k, a.auditEntry(r, auditCrewUpdated, k.ID)); err != nil {
+	if err := a.store.UpdateCrew(r.Context(), k, a.crewAudit(r, k, auditCrewUpdated, k.ID)...); err != nil {
 		return dirError(err, "a crew with this name")
 	}
 	if k, err = a.store.GetCrew(r.Context(), k.ID); err != nil {

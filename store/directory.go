@@ -53,9 +53,16 @@ type Crew struct {
 	Name        string // unique
 	Description string
 	// Members are contact ids, in the order they were added.
-	Members   []string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Members []string
+	// NewContacts, on a write (CreateCrew, UpdateCrew), are contacts to
+	// create in the crew write's own transaction, before its members are
+	// written: the people a crew names by a number nobody had. A number
+	// that has a contact by then (a concurrent writer) keeps it, and a
+	// member naming the new contact's id names the stored one instead.
+	// Reads leave it empty.
+	NewContacts []Contact
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // Template is a saved message text with its response options.

@@ -419,6 +419,75 @@ func members(ctx context.Context, q Querier, crewID string) ([]string, error) {
 	return queryAll(ctx, q, scanString, `SELECT contact_id FROM crew_members WHERE crew_id = ? ORDER BY position, contact_id`, crewID)
 }
 
+// createCrewContacts inserts c.NewContacts in the crew write's
+// transaction (a number that has a contact by now keeps it: ON CONFLICT
+// DO NOTHING, so a concurrent writer's contact is never overwritten) and
+// points c.Members at the stored ids.
+func (d DB) createCrewContacts(ctx context.Context, tx Querier, c *store.Crew) error {
+	if len(c.NewContacts) == 0 {
+		return nil
+	}
+	for rest := c.NewContacts; len(rest) > 0; {
+		n := min(importChunk, len(rest))
+		args := make([]any, 0, 8*n)
+		for _, nc := range rest[:n] {
+			a, err := d.contactArgs(nc)
+			if err != nil {
+				return err
+			}
+			args = append(args, a...)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO contacts (`+contactCols+`) VALUES `+
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?),", n), ",")+
+			` ON CONFLICT (number) DO NOTHING`, args...); err != nil {
+			return conflict(err)
+		}
+		rest = rest[n:]
+	}
+	stored := make(map[string]string, len(c.NewContacts)) // number → id
+	for rest := c.NewContacts; len(rest) > 0; {
+		n := min(500, len(rest))
+		args := make([]any, n)
+		for i, nc := range rest[:n] {
+			args[i] = nc.Number
+		}
+		pairs, err := queryAll(ctx, tx, func(r Rows) ([2]string, error) {
+			var p [2]string
+			err := r.Scan(&p[0], &p[1])
+			return p, err
+		}, `SELECT number, id FROM contacts WHERE number IN (`+strings.TrimSuffix(strings.Repeat("?,", n), ",")+`)`, args...)
+		if err != nil {
+			return err
+		}
+		for _, p := range pairs {
+			stored[p[0]] = p[1]
+		}
+		rest = rest[n:]
+	}
+	remap := make(map[string]string, len(c.NewContacts))
+	for _, nc := range c.NewContacts {
+		id, ok := stored[nc.Number]
+		if !ok {
+			return fmt.Errorf("contact %q: %w", nc.ID, actor.ErrNotFound)
+		}
+		remap[nc.ID] = id
+		if id == nc.ID && len(nc.Tags) > 0 {
+			if err := writeTags(ctx, tx, id, nc.Tags); err != nil {
+				return err
+			}
+		}
+	}
+	members := make([]string, len(c.Members))
+	for i, m := range c.Members {
+		if id, ok := remap[m]; ok {
+			m = id
+		}
+		members[i] = m
+	}
+	c.Members = members
+	return nil
+}
+
 // writeMembers replaces a crew's members; an unknown contact id is
 // actor.ErrNotFound naming it.
 func writeMembers(ctx context.Context, tx Querier, crewID string, ids []string) error {
@@ -471,7 +540,8 @@ func writeMembers(ctx context.Context, tx Querier, crewID string, ids []string) 
 	return nil
 }
 
-// CreateCrew stores a new crew with its members and audit entries;
+// CreateCrew stores a new crew with its new contacts, members and audit
+// entries in one transaction;
 // store.ErrConflict for a taken name, actor.ErrNotFound for an unknown
 // member.
 func (d DB) CreateCrew(ctx context.Context, c store.Crew, audit ...store.AuditEntry) error {
@@ -480,6 +550,9 @@ func (d DB) CreateCrew(ctx context.Context, c store.Crew, audit ...store.AuditEn
 		if _, err := tx.Exec(ctx, `INSERT INTO crews (`+crewCols+`) VALUES (?, ?, ?, ?, ?)`, c.ID, c.Name, c.Description,
 			store.Nanos(OrNow(c.CreatedAt, now)), store.Nanos(OrNow(c.UpdatedAt, now))); err != nil {
 			return conflict(err)
+		}
+		if err := d.createCrewContacts(ctx, tx, &c); err != nil {
+			return err
 		}
 		if err := writeMembers(ctx, tx, c.ID, c.Members); err != nil {
 			return err
@@ -518,8 +591,9 @@ func (d DB) CrewByName(ctx context.Context, name string) (store.Crew, error) {
 	return d.crewWhere(ctx, "crew by name", "name = ?", name)
 }
 
-// UpdateCrew replaces name, description and members of crew c.ID and
-// appends its audit entries.
+// UpdateCrew replaces name, description and members of crew c.ID,
+// creating its new contacts, and appends its audit entries, in one
+// transaction.
 func (d DB) UpdateCrew(ctx context.Context, c store.Crew, audit ...store.AuditEntry) error {
 	now := d.c.Now()
 	err := d.c.WriteTx(ctx, func(tx Querier) error {
@@ -530,6 +604,9 @@ func (d DB) UpdateCrew(ctx context.Context, c store.Crew, audit ...store.AuditEn
 		}
 		if n == 0 {
 			return fmt.Errorf("crew %q: %w", c.ID, actor.ErrNotFound)
+		}
+		if err := d.createCrewContacts(ctx, tx, &c); err != nil {
+			return err
 		}
 		if err := writeMembers(ctx, tx, c.ID, c.Members); err != nil {
 			return err

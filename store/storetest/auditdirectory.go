@@ -281,3 +281,67 @@ func testRetentionAuditWithChange(t *testing.T, o Options) {
 	}
 	r.check()
 }
+
+// testCrewNewContactsWithCrew: a crew write naming numbers nobody has yet
+// creates their contacts (Crew.NewContacts) in the crew write's own
+// transaction, with both audit entries: a refused entry leaves neither
+// the crew nor the contacts, and a number that already has a contact
+// keeps it, the crew naming the stored contact.
+func testCrewNewContactsWithCrew(t *testing.T, o Options) {
+	r := newAuditRecorder(t, o)
+	s := r.s
+	ctx := context.Background()
+	kept := store.Contact{ID: "ct_kept", Number: "+15550170101", Name: "Kept"}
+	if err := s.CreateContact(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	fresh := store.Contact{ID: "ct_fresh", Number: "+15550170102", CreatedAt: t0, UpdatedAt: t0}
+	again := store.Contact{ID: "ct_again", Number: kept.Number, CreatedAt: t0, UpdatedAt: t0} // raced: the number has a contact by now
+	crew := store.Crew{ID: "crw_new", Name: "New", Members: []string{fresh.ID, again.ID},
+		NewContacts: []store.Contact{fresh, again}}
+	numberOf := func(n string) []store.Contact {
+		t.Helper()
+		got, err := s.ContactsByNumbers(ctx, []string{n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []store.Contact
+		for _, c := range got {
+			out = append(out, c)
+		}
+		return out
+	}
+
+	r.refused("CreateCrew with new contacts", s.CreateCrew(ctx, crew, store.AuditEntry{At: t0, Actor: r.who, Action: "contacts.imported"}, r.bad()))
+	if _, err := s.GetCrew(ctx, crew.ID); !errors.Is(err, actor.ErrNotFound) {
+		t.Fatalf("crew after a refused write: %v, want not found", err)
+	}
+	if got := numberOf(fresh.Number); len(got) != 0 {
+		t.Fatalf("contact of a refused crew write = %+v, want none", got)
+	}
+	if err := s.CreateCrew(ctx, crew, r.ok("contacts.imported", ""), r.ok("crew.created", "")); err != nil {
+		t.Fatal(err)
+	}
+	k, err := s.GetCrew(ctx, crew.ID)
+	if err != nil || !slices.Equal(k.Members, []string{fresh.ID, kept.ID}) || len(k.NewContacts) != 0 {
+		t.Fatalf("crew = %+v, %v; want members %q", k, err, []string{fresh.ID, kept.ID})
+	}
+	if c, err := s.GetContact(ctx, kept.ID); err != nil || c.Name != "Kept" {
+		t.Fatalf("the existing contact = %+v, %v; want it unchanged", c, err)
+	}
+
+	// An update does the same.
+	later := store.Contact{ID: "ct_later", Number: "+15550170103", CreatedAt: t0, UpdatedAt: t0}
+	k.Members, k.NewContacts = append(k.Members, later.ID), []store.Contact{later}
+	r.refused("UpdateCrew with new contacts", s.UpdateCrew(ctx, k, store.AuditEntry{At: t0, Actor: r.who, Action: "contacts.imported"}, r.bad()))
+	if got := numberOf(later.Number); len(got) != 0 {
+		t.Fatalf("contact of a refused crew update = %+v, want none", got)
+	}
+	if err := s.UpdateCrew(ctx, k, r.ok("contacts.imported", ""), r.ok("crew.updated", crew.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := s.GetCrew(ctx, crew.ID); err != nil || !slices.Equal(k.Members, []string{fresh.ID, kept.ID, later.ID}) {
+		t.Fatalf("crew after the update = %+v, %v", k, err)
+	}
+	r.check()
+}

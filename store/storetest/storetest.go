@@ -130,6 +130,7 @@ func Run(t *testing.T, o Options) {
 		{"ErasureAuditWithChange", testErasureAuditWithChange},
 		{"RetentionAuditWithChange", testRetentionAuditWithChange},
 		{"WebhookAuditWithChange", testWebhookAuditWithChange},
+		{"CrewNewContactsWithCrew", testCrewNewContactsWithCrew},
 		{"WebhookEndpoints", testWebhookEndpoints},
 		{"WebhookOutbox", testWebhookOutbox},
 		{"WebhookClaimsConcurrent", testWebhookClaimsConcurrent},
