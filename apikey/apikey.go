@@ -173,6 +173,18 @@ func Generate(r io.Reader, name string, scopes []Scope, now time.Time) (plaintex
 	return plaintext, rec, nil
 }
 
+// Audit actions of key changes (design.md §14), for the API and the CLI.
+const (
+	AuditKeyCreated = "key.created"
+	AuditKeyRevoked = "key.revoked"
+)
+
+// AuditTarget is how the audit log names a key: its id, name and scopes
+// (never the key).
+func AuditTarget(k store.APIKey) string {
+	return k.ID + " " + k.Name + " " + strings.Join(k.Scopes, ",")
+}
+
 // Create generates a key and stores it. The plaintext is returned only here.
 func Create(ctx context.Context, keys store.Keys, name string, scopes []Scope, now time.Time) (string, store.APIKey, error) {
 	return CreateAudited(ctx, keys, name, scopes, now, nil)
@@ -226,7 +238,12 @@ func EnsureBootstrap(ctx context.Context, keys store.Keys, plaintext string, now
 		Scopes:    []string{string(ScopeAdmin)},
 		CreatedAt: now.UTC(),
 	}
-	if err := keys.CreateKey(ctx, rec); err != nil {
+	// Audited, by the system (the key comes from the configuration), in
+	// the key's own transaction: a process that loses the race to
+	// register it writes neither.
+	entry := store.AuditEntry{At: rec.CreatedAt, Actor: store.AuditActor{Type: store.ActorSystem, ID: "bootstrap", Name: "CREWCAST_ADMIN_KEY"},
+		Action: AuditKeyCreated, Target: AuditTarget(rec)}
+	if err := keys.CreateKey(ctx, rec, entry); err != nil {
 		// Another process may have registered it at the same moment.
 		if again, gerr := keys.KeyByPrefix(ctx, prefix); gerr == nil && subtle.ConstantTimeCompare(again.Hash, hash) == 1 {
 			return again, nil

@@ -283,6 +283,15 @@ func TestEnsureBootstrapConcurrent(t *testing.T) {
 			t.Errorf("call %d: %s %v", i, ids[i], errs[i])
 		}
 	}
+	// The registration is audited once, by the system, with the key.
+	entries, _, err := st.ListAudit(ctx, store.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Action != AuditKeyCreated || entries[0].Actor.Type != store.ActorSystem ||
+		entries[0].Actor.ID != "bootstrap" || entries[0].Target != ids[0]+" bootstrap admin" {
+		t.Fatalf("audit after 8 bootstrap registrations = %+v, want one key.created by the system", entries)
+	}
 }
 
 func TestEnsureBootstrapPrefixConflict(t *testing.T) {

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/crewcast/crewcast/actor"
@@ -79,7 +78,7 @@ func (a *api) createKey(w http.ResponseWriter, r *http.Request) error {
 	// The audit entry commits with the key: both or neither.
 	who := requestActor(r)
 	plaintext, rec, err := apikey.CreateAudited(r.Context(), a.store, body.Name, scopes, a.now(), func(rec store.APIKey) store.AuditEntry {
-		return store.AuditEntry{At: rec.CreatedAt, Actor: who, Action: auditKeyCreated, Target: rec.ID + " " + rec.Name + " " + strings.Join(rec.Scopes, ",")}
+		return store.AuditEntry{At: rec.CreatedAt, Actor: who, Action: auditKeyCreated, Target: apikey.AuditTarget(rec)}
 	})
 	if err != nil {
 		return err

@@ -44,8 +44,8 @@ const (
 	auditUserPassword  = "user.password_reset"
 	auditUserDisabled  = "user.disabled"
 	auditUserEnabled   = "user.enabled"
-	auditKeyCreated    = "key.created"
-	auditKeyRevoked    = "key.revoked"
+	auditKeyCreated    = apikey.AuditKeyCreated
+	auditKeyRevoked    = apikey.AuditKeyRevoked
 	auditSuppressAdd   = "suppression.added"
 	auditSuppressRemov = "suppression.removed"
 )

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -254,6 +255,27 @@ func TestKeysCommands(t *testing.T) {
 	// Flags may follow the positional argument.
 	if code, out, errs := runCLI(ctx, "keys", "revoke", id, "--db", db); code != 0 || !strings.Contains(out, "revoked "+id) {
 		t.Fatalf("revoke: %d %q %q", code, out, errs)
+	}
+	// Keys made and revoked on the database directly are audited too
+	// (design.md §14), by the system actor "cli", each with its change.
+	st, err = sqlite.Open(ctx, sqlite.Config{Path: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _, err := st.ListAudit(ctx, store.AuditQuery{})
+	_ = st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, en := range entries {
+		if en.Actor.Type != store.ActorSystem || en.Actor.ID != "cli" {
+			t.Errorf("entry %+v: actor is not the CLI", en)
+		}
+		got = append(got, en.Action)
+	}
+	if want := []string{"key.revoked", "key.created", "key.created"}; !slices.Equal(got, want) || !strings.HasPrefix(entries[0].Target, id) {
+		t.Fatalf("audit after keys create/revoke --db = %q (%+v), want %q", got, entries, want)
 	}
 	_, list, _ = runCLI(ctx, "keys", "list", "--db", db)
 	fields := strings.Fields(lines(list)[1])

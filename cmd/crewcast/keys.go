@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"os/user"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -112,7 +113,11 @@ func keysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		defer st.Close()
-		key, rec, err := apikey.Create(ctx, st, *name, []apikey.Scope{s}, time.Now())
+		// Audited like a key made through the API, by the system actor
+		// "cli", in the key's own transaction.
+		key, rec, err := apikey.CreateAudited(ctx, st, *name, []apikey.Scope{s}, time.Now(), func(rec store.APIKey) store.AuditEntry {
+			return store.AuditEntry{At: rec.CreatedAt, Actor: cliActor(), Action: apikey.AuditKeyCreated, Target: apikey.AuditTarget(rec)}
+		})
 		if err != nil {
 			return err
 		}
@@ -195,7 +200,9 @@ func keysRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		defer st.Close()
-		if err := st.RevokeKey(ctx, pos[0], time.Now()); err != nil {
+		now := time.Now().UTC()
+		entry := store.AuditEntry{At: now, Actor: cliActor(), Action: apikey.AuditKeyRevoked, Target: pos[0]}
+		if err := st.RevokeKey(ctx, pos[0], now, entry); err != nil {
 			if errors.Is(err, actor.ErrNotFound) {
 				return fmt.Errorf("no key with ID %q", pos[0])
 			}
@@ -230,4 +237,15 @@ func timePtr(t time.Time) *time.Time {
 		return nil
 	}
 	return &t
+}
+
+// cliActor is who the audit log names for a key change made with --db,
+// straight on the database: the system, as "cli", with the operating
+// system's user name when known (there is no API key or board user).
+func cliActor() store.AuditActor {
+	name := ""
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	return store.AuditActor{Type: store.ActorSystem, ID: "cli", Name: name}
 }
