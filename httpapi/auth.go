@@ -71,7 +71,7 @@ func (a *api) authorize(r *http.Request, rt route) (*http.Request, error) {
 	if u != nil {
 		ctx = context.WithValue(ctx, userKey{}, *u)
 	}
-	return r.WithContext(store.WithAuditActor(ctx, actorOf(p, u, clientIP(r)))), nil
+	return r.WithContext(store.WithAuditActor(ctx, actorOf(p, u, a.requestIP(r)))), nil
 }
 
 // authenticate finds the caller: an Authorization: Bearer key wins over a

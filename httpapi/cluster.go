@@ -161,6 +161,12 @@ type GroupRouter interface {
 // another node, so that the owner never forwards it again.
 const forwardedHeader = "X-Crewcast-Forwarded"
 
+// clientAddrHeader carries, on a forwarded command, the address the
+// client's request came from: the owner audits the command (design §14,
+// "from which address") and would otherwise see the forwarding node's.
+// It is believed only on a request that carries the cluster secret.
+const clientAddrHeader = "X-Crewcast-Client-Addr"
+
 // movingRetryAfter is the Retry-After (seconds) while a group's shard moves.
 const movingRetryAfter = "1"
 
@@ -205,6 +211,7 @@ func (a *api) forwardToOwner(w http.ResponseWriter, r *http.Request) (bool, erro
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host
 			pr.Out.Header.Set(forwardedHeader, a.cfg.ClusterSecret)
+			pr.Out.Header.Set(clientAddrHeader, clientIP(pr.In)) // never what the client claimed
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) { proxyErr = err },
 	}
@@ -214,6 +221,16 @@ func (a *api) forwardToOwner(w http.ResponseWriter, r *http.Request) (bool, erro
 		return true, moving()
 	}
 	return true, nil
+}
+
+// requestIP is the address a request came from for the audit trail: the
+// client's as the forwarding node saw it on a command forwarded by a node
+// of this cluster, else the TCP peer's (clientIP).
+func (a *api) requestIP(r *http.Request) string {
+	if ip := r.Header.Get(clientAddrHeader); ip != "" && a.trustedForward(r) {
+		return ip
+	}
+	return clientIP(r)
 }
 
 // trustedForward reports whether r was forwarded by a node of this
