@@ -243,8 +243,9 @@ func (a *api) patchWebhookEndpoint(w http.ResponseWriter, r *http.Request) error
 		case *body.Disabled && e.DisabledAt.IsZero():
 			e.DisabledAt, e.DisabledReason = now, "disabled by an operator"
 			audit = append(audit, a.auditEntry(r, auditEndpointDisabled, e.ID))
-		case !*body.Disabled && !e.DisabledAt.IsZero():
-			// Enabled again: its failure clock starts over.
+		case !*body.Disabled && (!e.DisabledAt.IsZero() || !e.FailingSince.IsZero()):
+			// Enabled again: its failure clock starts over (also for an
+			// endpoint failing but not yet disabled).
 			e.DisabledAt, e.DisabledReason, e.FailingSince = time.Time{}, "", time.Time{}
 			audit = append(audit, a.auditEntry(r, auditEndpointEnabled, e.ID))
 		}
