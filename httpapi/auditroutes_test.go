@@ -325,6 +325,15 @@ func TestEveryChangingRouteAppendsOneAuditEntry(t *testing.T) {
 	step(req{method: "POST", pattern: "/v1/erasure", path: "/v1/erasure", body: `{"number":"` + okNum + `"}`, key: "admin", status: 200,
 		action: tracker.AuditPersonErased, who: admin})
 
+	// The preview changes nothing and logs nothing.
+	before := entries()
+	if r, b := e.do("POST", "/v1/groups/preview", `{"from":"+15550100000","to":["+15550170051"],"text":"Crew call"}`, "send", nil); r.StatusCode != 200 {
+		t.Fatalf("preview: %d %s", r.StatusCode, b)
+	}
+	if added := newAuditEntries(before, entries()); len(added) != 0 {
+		t.Fatalf("preview left audit entries: %+v", added)
+	}
+
 	for _, rt := range routeTable {
 		k := rt.Method + " " + rt.Pattern
 		if rt.Method == http.MethodGet || covered[k] {
