@@ -340,3 +340,52 @@ func TestCommitRaces(t *testing.T) {
 		t.Fatalf("unit after the failures: %+v %v", k, err)
 	}
 }
+
+// TestStampIsTheCheckedEpoch stages a node fencing itself (DropShards)
+// after its commit checked and locked the lease and before the events are
+// written: the commit is valid at the epoch it checked and must record
+// that epoch, not the 0 the store holds from then on (the stale writes T8
+// once counted). Failed on the old code: the stamp was read again when
+// the events were queued.
+func TestStampIsTheCheckedEpoch(t *testing.T) {
+	url := serverURL(t)
+	schema := newSchema(t, url)
+	s := openIn(t, url, schema, storetest.Config{Owner: "node-a", Leased: true})
+	ctx := context.Background()
+	ev := func(n string) []actor.Event { return []actor.Event{{Type: "t", Data: []byte(n)}} }
+	for _, bulk := range []bool{true, false} {
+		key := fmt.Sprintf("drop-%v", bulk)
+		sh := store.ShardOf(key)
+		got, err := s.AcquireShards(ctx, "node-a", []int{sh}, time.Minute)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("acquire: %+v %v", got, err)
+		}
+		s.afterPrefetch = func() { s.DropShards([]int{sh}) }
+		units := []actor.Unit{{Key: key, Events: ev("1")}}
+		if !bulk {
+			// An idempotency key another writer adds after the prefetch
+			// fails the bulk statement, so the units go one by one.
+			s.afterPrefetch = func() {
+				s.DropShards([]int{sh})
+				if _, err := s.pool.Exec(ctx, `INSERT INTO idempotency_keys (key, request_hash, group_id, created_at)
+					VALUES ('race', 'h', 'x', 1)`); err != nil {
+					t.Error(err)
+				}
+			}
+			units = append(units, actor.Unit{Key: key, ExpectSeq: 1, Events: ev("2"),
+				Effects: []any{store.Effects{Idempotency: &store.IdempotencyKey{Key: "race", GroupID: "y"}}}})
+		}
+		res, err := s.Commit(ctx, units)
+		s.afterPrefetch = nil
+		if err != nil || res[0] != nil || (!bulk && !errors.Is(res[1], store.ErrIdempotencyConflict)) {
+			t.Fatalf("bulk %v: commit = %v %v", bulk, res, err)
+		}
+		stamps, err := s.JournalStamps(ctx, key)
+		if err != nil || len(stamps) != 1 {
+			t.Fatalf("bulk %v: stamps = %+v %v", bulk, stamps, err)
+		}
+		if stamps[0].Epoch != got[0].Epoch || stamps[0].Node != "node-a" {
+			t.Fatalf("bulk %v: stamped epoch %d by %q; the commit checked epoch %d", bulk, stamps[0].Epoch, stamps[0].Node, got[0].Epoch)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -55,17 +56,36 @@ func (a api) stamps(ctx context.Context, id string) ([]stampJSON, error) {
 }
 
 // staleWrites counts journal events whose epoch is lower than one
-// committed before them: a stale owner's write after a takeover.
+// committed before them (a stale owner's write after a takeover), and
+// events with no epoch at all: in a cluster every commit passed a lease
+// check, and epochs start at 1.
 func staleWrites(evs []stampJSON) int {
 	n := 0
 	var hi uint64
 	for _, e := range evs {
-		if e.Epoch < hi {
+		if e.Epoch < hi || e.Epoch == 0 {
 			n++
 		}
 		hi = max(hi, e.Epoch)
 	}
 	return n
+}
+
+// staleDetail describes the first few events staleWrites counts (seq,
+// epoch, node and the epoch they fell below), for the report.
+func staleDetail(evs []stampJSON) string {
+	var out []string
+	var hi uint64
+	var hiNode string
+	for _, e := range evs {
+		if (e.Epoch < hi || e.Epoch == 0) && len(out) < 8 {
+			out = append(out, fmt.Sprintf("seq %d epoch %d by %s after epoch %d by %s", e.Seq, e.Epoch, e.Node, hi, hiNode))
+		}
+		if e.Epoch >= hi {
+			hi, hiNode = e.Epoch, e.Node
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // t8ShortIterations is T8's iterations in the short (CI) run: as many as
@@ -229,7 +249,7 @@ func runT8(ctx context.Context, h *harness) (res scenarioResult) {
 		}
 		if n := staleWrites(evs); n > 0 {
 			stale += n
-			res.problems = append(res.problems, fmt.Sprintf("group %s: %d events committed at a lower epoch after a higher one", id, n))
+			res.problems = append(res.problems, fmt.Sprintf("group %s: %d events committed at a lower epoch after a higher one: %s", id, n, staleDetail(evs)))
 		}
 	}
 	dups := 0
