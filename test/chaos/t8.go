@@ -159,6 +159,12 @@ func runT8(ctx context.Context, h *harness) (res scenarioResult) {
 		return g.ID, byID[v.Group.Owner], nil
 	}
 	for it := range iterations {
+		// The node paused last time rejoins and gets its share back by
+		// hand-offs: wait for that, or the group may move while it fans
+		// out and the pause hit a node that no longer owns it.
+		if err := cl.awaitEven(ctx, 30*time.Second); err != nil {
+			return res.fail("iteration %d: %v", it, err)
+		}
 		via := nodes[it%len(nodes)]
 		id, owner, err := newPaced(via, "t8")
 		if err != nil {
@@ -167,6 +173,9 @@ func runT8(ctx context.Context, h *harness) (res scenarioResult) {
 		ids = append(ids, id)
 		if err := sleep(ctx, 1500*time.Millisecond); err != nil { // fan-out under way
 			return res.fail("%v", err)
+		}
+		if v, err := via.api.cluster(ctx, id); err == nil && v.Group != nil && byID[v.Group.Owner] != nil {
+			owner = byID[v.Group.Owner] // the owner now, the one to pause
 		}
 		other := live(owner)
 		h.proxy.setUpstream(other.p.url) // webhooks keep being acknowledged
@@ -190,6 +199,9 @@ func runT8(ctx context.Context, h *harness) (res scenarioResult) {
 	// SIGTERM hand-offs, as many as pauses: each stopped node is started
 	// again and gets its share back before the next.
 	for it := range iterations {
+		if err := cl.awaitEven(ctx, 30*time.Second); err != nil {
+			return res.fail("hand-off %d: %v", it, err)
+		}
 		id, owner, err := newPaced(nodes[it%len(nodes)], "t8-handoff")
 		if err != nil {
 			return res.fail("create group: %v", err)
@@ -372,7 +384,13 @@ func startCluster(ctx context.Context, h *harness, res *scenarioResult, prefix s
 		cl.nodes = append(cl.nodes, s)
 		cl.byID[id] = s
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	return cl, cl.awaitEven(ctx, 30*time.Second)
+}
+
+// awaitEven waits until the three nodes are alive and hold 21 or 22
+// shards each.
+func (cl *testCluster) awaitEven(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
 	for {
 		v, err := cl.nodes[0].api.cluster(ctx, "")
 		even := err == nil && len(v.Nodes) == 3
@@ -380,13 +398,13 @@ func startCluster(ctx context.Context, h *harness, res *scenarioResult, prefix s
 			even = even && n.Alive && n.Shards >= 21 && n.Shards <= 22
 		}
 		if even {
-			return cl, nil
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return cl, fmt.Errorf("no even split of the shards within 30 s: %+v %v", v.Nodes, err)
+			return fmt.Errorf("no even split of the shards within %s: %+v %v", limit, v.Nodes, err)
 		}
 		if err := sleep(ctx, 100*time.Millisecond); err != nil {
-			return cl, err
+			return err
 		}
 	}
 }
