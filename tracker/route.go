@@ -43,21 +43,74 @@ type routeReq struct {
 	events []crewcast.Event
 }
 
-// router routes newly ingested webhooks until Stop.
+// routeBatchMax bounds the webhooks a router takes at once.
+const routeBatchMax = 128
+
+// router routes newly ingested webhooks until Stop, every one waiting at
+// once: the message-id routes the batch needs and this node has not cached
+// are read in one query first (cacheRoutes).
 func (t *Tracker) router() {
 	defer t.wg.Done()
 	for {
+		var batch []routeReq
 		select {
 		case <-t.stop:
 			return
 		case r := <-t.route:
-			ctx, cancel := context.WithTimeout(t.bg, 10*time.Second)
+			batch = append(batch, r)
+		}
+		for more := true; more && len(batch) < routeBatchMax; {
+			select {
+			case r := <-t.route:
+				batch = append(batch, r)
+			default:
+				more = false
+			}
+		}
+		ctx, cancel := context.WithTimeout(t.bg, 10*time.Second)
+		t.cacheRoutes(ctx, batch)
+		for _, r := range batch {
 			if err := t.routeEntry(ctx, r.ref, r.events, time.Time{}); err != nil {
 				// The entry is durable and unprocessed: the sweep retries it.
 				t.log.Warn("route webhook", "provider", r.ref.Provider, "err", err)
 			}
-			cancel()
 		}
+		cancel()
+	}
+}
+
+// cacheRoutes reads into the route cache, in one query, the message-id
+// routes of batch's status webhooks that are not cached. A node receives
+// webhooks for groups other nodes sent (a cluster behind a load balancer),
+// whose routes it never wrote: without this, each costs a round trip. What
+// the query does not find (a webhook that beat its send result) takes
+// routeEntry's usual path, one lookup and the parked mark.
+func (t *Tracker) cacheRoutes(ctx context.Context, batch []routeReq) {
+	br, ok := t.st.(store.RouteBatchReader)
+	if !ok {
+		return
+	}
+	var keys []string
+	for _, r := range batch {
+		if len(r.events) == 0 || r.events[0].Kind == crewcast.KindInbound {
+			continue
+		}
+		ev := r.events[0]
+		k := msgKey(ev.Provider, ev.MessageID)
+		if _, ok := t.routes.get(k); !ok {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) < 2 {
+		return // one lookup either way
+	}
+	got, err := br.GetRoutes(ctx, keys)
+	if err != nil {
+		t.log.Warn("read routes of a webhook batch; reading them one by one", "err", err)
+		return
+	}
+	for k, r := range got {
+		t.routes.put(k, r.Value)
 	}
 }
 
@@ -354,7 +407,7 @@ func (l *lingerSet) done(id string) {
 
 func (t *Tracker) deliver(id string, r routed) {
 	if !t.ownsKey(id) {
-		t.wakeOwner(store.ShardOf(id)) // held by another node: it applies the entry from the shared inbox (cluster.go)
+		t.forwardEntry(id, r) // held by another node: it applies the entry (cluster.go)
 		return
 	}
 	k := inboxKey{r.ref.Provider, r.ref.EventID}
