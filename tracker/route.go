@@ -68,7 +68,13 @@ func (t *Tracker) router() {
 			}
 		}
 		ctx, cancel := context.WithTimeout(t.bg, 10*time.Second)
-		t.cacheRoutes(ctx, batch)
+		firsts := make([]crewcast.Event, 0, len(batch))
+		for _, r := range batch {
+			if len(r.events) > 0 {
+				firsts = append(firsts, r.events[0])
+			}
+		}
+		t.cacheRoutes(ctx, firsts)
 		for _, r := range batch {
 			if err := t.routeEntry(ctx, r.ref, r.events, time.Time{}); err != nil {
 				// The entry is durable and unprocessed: the sweep retries it.
@@ -80,22 +86,22 @@ func (t *Tracker) router() {
 }
 
 // cacheRoutes reads into the route cache, in one query, the message-id
-// routes of batch's status webhooks that are not cached. A node receives
-// webhooks for groups other nodes sent (a cluster behind a load balancer),
-// whose routes it never wrote: without this, each costs a round trip. What
-// the query does not find (a webhook that beat its send result) takes
-// routeEntry's usual path, one lookup and the parked mark.
-func (t *Tracker) cacheRoutes(ctx context.Context, batch []routeReq) {
+// routes of the status webhooks (each given by its first event) that are
+// not cached. A node receives webhooks for groups other nodes sent (a
+// cluster behind a load balancer), whose routes it never wrote: without
+// this, each costs a round trip. What the query does not find (a webhook
+// that beat its send result) takes routeEntry's usual path, one lookup and
+// the parked mark.
+func (t *Tracker) cacheRoutes(ctx context.Context, firsts []crewcast.Event) {
 	br, ok := t.st.(store.RouteBatchReader)
 	if !ok {
 		return
 	}
 	var keys []string
-	for _, r := range batch {
-		if len(r.events) == 0 || r.events[0].Kind == crewcast.KindInbound {
+	for _, ev := range firsts {
+		if ev.Kind == crewcast.KindInbound || ev.MessageID == "" {
 			continue
 		}
-		ev := r.events[0]
 		k := msgKey(ev.Provider, ev.MessageID)
 		if _, ok := t.routes.get(k); !ok {
 			keys = append(keys, k)
@@ -190,16 +196,35 @@ func (t *Tracker) Sweep(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("read pending inbox: %w", err)
 		}
-		for _, e := range entries {
+		// Decode the entries not on their way to a group, then read the
+		// page's uncached routes in one query.
+		var firsts []crewcast.Event
+		decoded := make([][]crewcast.Event, len(entries))
+		decodeErr := make([]error, len(entries))
+		skip := make([]bool, len(entries))
+		for i, e := range entries {
+			t.mu.Lock()
+			_, skip[i] = t.routing[inboxKey{e.Provider, e.EventID}]
+			t.mu.Unlock()
+			if skip[i] {
+				continue
+			}
+			decodeErr[i] = json.Unmarshal(e.Payload, &decoded[i])
+			if decodeErr[i] == nil && len(decoded[i]) > 0 {
+				firsts = append(firsts, decoded[i][0])
+			}
+		}
+		t.cacheRoutes(ctx, firsts)
+		for i, e := range entries {
 			after = store.InboxRef{Provider: e.Provider, EventID: e.EventID}
 			t.mu.Lock()
 			_, busy := t.routing[inboxKey{e.Provider, e.EventID}]
 			t.mu.Unlock()
-			if busy {
+			if skip[i] || busy {
 				continue
 			}
-			var events []crewcast.Event
-			if err := json.Unmarshal(e.Payload, &events); err != nil || len(events) == 0 {
+			events, err := decoded[i], decodeErr[i]
+			if err != nil || len(events) == 0 {
 				// Cannot be applied by anyone: acknowledge rather than loop.
 				t.log.Error("unreadable inbox entry acknowledged", "provider", e.Provider, "err", err)
 				if err := t.st.AckInbox(ctx, []store.InboxRef{after}); err != nil {
