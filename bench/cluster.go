@@ -123,7 +123,7 @@ func benchCluster(ctx context.Context, c config, rep harness.Reporter) error {
 			return fmt.Errorf("%d nodes: %d errors, first: %v", sd.nodes, res.Errors, res.FirstError)
 		}
 		if res.Exhausted {
-			return fmt.Errorf("%d nodes: the %d signed webhooks ran out (raise -ingest-max)", sd.nodes, len(sd.hooks))
+			rep.Progress("cluster: %d nodes: the %d signed webhooks ran out in round %d; the window ended early (raise -ingest-max)", sd.nodes, len(sd.hooks), round+1)
 		}
 		sd.ok += res.OK
 		sd.elapsed += res.Elapsed
@@ -147,7 +147,12 @@ func benchCluster(ctx context.Context, c config, rep harness.Reporter) error {
 			}
 		}
 	}
-	rate := func(sd *side) float64 { return float64(sd.ok) / sd.elapsed.Seconds() }
+	rate := func(sd *side) float64 {
+		if sd.elapsed <= 0 {
+			return 0
+		}
+		return float64(sd.ok) / sd.elapsed.Seconds()
+	}
 	rep.Progress("cluster: rounds through 1 node %.0f req/s, through 3 nodes %.0f req/s", one.rates, three.rates)
 	rep.Result("cluster_ingest_1node", rate(one), "req/s")
 	rep.Result("cluster_ingest_3nodes", rate(three), "req/s")
