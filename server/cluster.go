@@ -76,8 +76,10 @@ func (s *Server) openClusterStore(ctx context.Context) (store.Store, error) {
 		cc.AdvertiseURL = s.url // the listen address: right on one machine
 	}
 	s.cfg.Cluster = cc
+	// A node paused mid-commit must not hold its lease rows locked past
+	// the lease: PostgreSQL ends its transaction after half the TTL.
 	return postgres.Open(ctx, postgres.Config{URL: cfg.DB, Schema: cfg.DBSchema, Now: cfg.Clock.Now, Logger: cfg.Logger,
-		Owner: cc.NodeID, Leased: true})
+		Owner: cc.NodeID, Leased: true, IdleInTxLimit: cc.LeaseTTL / 2})
 }
 
 // startCluster runs the lease keeper of a started tracker.

@@ -166,6 +166,15 @@ type Routes interface {
 	DeleteRoute(ctx context.Context, key string) error
 }
 
+// RouteBatchReader reads many routes in one query (both engines): a node
+// routing a batch of webhooks for groups it does not own reads their routes
+// at once instead of one round trip each.
+type RouteBatchReader interface {
+	// GetRoutes returns the routes of keys that exist and have not
+	// expired, by key; missing and expired keys are absent.
+	GetRoutes(ctx context.Context, keys []string) (map[string]Route, error)
+}
+
 // ---- Projections (reports) ----
 
 // GroupRow is the report projection of one group.

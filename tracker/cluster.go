@@ -2,6 +2,7 @@ package tracker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -72,8 +73,36 @@ var errNotOwner = &crewcast.SendError{Provider: "crewcast", Class: crewcast.Clas
 	Detail: "not sent: the group moved to another node before the provider call", RetryAfter: time.Millisecond}
 
 // inboxChannel is the NOTIFY channel of webhooks made durable for a group
-// another node owns; the payload is the group's shard.
+// another node owns. A payload is lines, each either a shard number (its
+// owner sweeps the inbox: an entry it must look for itself) or a forward:
+// the group's shard, a space and a JSON object (the entry, its events and
+// its group, which the owner applies without reading the store; the other
+// nodes skip the line by its shard without decoding it).
 const inboxChannel = "crewcast_inbox"
+
+// forward is a webhook this node made durable (and routed) for a group of
+// a shard another node holds, sent to that owner in the wake-up itself:
+// the owner hands it to the group as its own router would, so a webhook
+// received anywhere costs the owner no store read. The entry is in the
+// shared inbox either way; a forward that is lost (a listener
+// reconnecting, a node stopping) is found by the owner's periodic sweep.
+type forward struct {
+	Group    string           `json:"g"`
+	Provider string           `json:"p"`
+	EventID  string           `json:"e"`
+	Orphan   bool             `json:"o,omitempty"`
+	Events   []crewcast.Event `json:"v"`
+}
+
+// wakeUp is one line of an inbox wake-up: a forward, or (fwd nil) a
+// request that shard's owner sweep.
+type wakeUp struct {
+	shard int
+	fwd   *forward
+}
+
+// maxNotifyPayload keeps a NOTIFY payload under PostgreSQL's 8000 bytes.
+const maxNotifyPayload = 7000
 
 // cluster is the keeper's state.
 type cluster struct {
@@ -92,7 +121,10 @@ type cluster struct {
 
 	stop chan struct{}
 	done chan struct{}
-	wake chan int // shards whose owner to notify (wakeOwner)
+	wake chan wakeUp // what to tell shards' owners (wakeOwner, forwardEntry)
+	// missed holds shards whose forward did not fit in wake: their owners
+	// are asked to sweep instead.
+	missed map[int]bool
 }
 
 // safetyMargin is how long before a lease could expire the node stops
@@ -119,7 +151,7 @@ func (t *Tracker) StartCluster(cfg ClusterConfig) error {
 		cfg.DrainTimeout = t.cfg.SendTimeout + 5*time.Second
 	}
 	c := &cluster{cfg: cfg, t: t, held: map[int]bool{}, draining: map[int]bool{},
-		stop: make(chan struct{}), done: make(chan struct{}), wake: make(chan int, 256)}
+		stop: make(chan struct{}), done: make(chan struct{}), wake: make(chan wakeUp, 4096), missed: map[int]bool{}}
 	t.cluster.Store(c)
 	// Before any request is served (the server starts HTTP after this).
 	t.cfg.NewID = t.ownedID(t.cfg.NewID)
@@ -152,36 +184,95 @@ func (t *Tracker) wakeOwner(shard int) {
 	if c == nil || c.cfg.Notifier == nil {
 		return
 	}
+	c.send(wakeUp{shard: shard})
+}
+
+// forwardEntry sends r, a webhook made durable here and routed to group id
+// of another node's shard, to that node (see forward). It never blocks.
+func (t *Tracker) forwardEntry(id string, r routed) {
+	c := t.cluster.Load()
+	if c == nil || c.cfg.Notifier == nil {
+		return
+	}
+	c.send(wakeUp{shard: store.ShardOf(id), fwd: &forward{Group: id, Provider: r.ref.Provider, EventID: r.ref.EventID,
+		Orphan: r.orphan, Events: r.events}})
+}
+
+// send queues w for notify; when the queue is full, the shard's owner is
+// asked to sweep instead (at the next batch).
+func (c *cluster) send(w wakeUp) {
 	select {
-	case c.wake <- shard:
+	case c.wake <- w:
 	default:
+		c.mu.Lock()
+		c.missed[w.shard] = true
+		c.mu.Unlock()
 	}
 }
 
-// notify sends the wake-ups, one NOTIFY per shard and batch.
+// notify sends the wake-ups: every batch waiting, as few NOTIFYs as fit
+// (maxNotifyPayload), sweep requests once per shard.
 func (c *cluster) notify() {
 	for {
-		var first int
+		var first wakeUp
 		select {
 		case <-c.stop:
 			return
 		case first = <-c.wake:
 		}
-		shards := map[int]bool{first: true}
-		for more := true; more; {
+		batch := []wakeUp{first}
+		for more := true; more && len(batch) < cap(c.wake); {
 			select {
-			case sh := <-c.wake:
-				shards[sh] = true
+			case w := <-c.wake:
+				batch = append(batch, w)
 			default:
 				more = false
 			}
 		}
+		sweeps := map[int]bool{}
+		c.mu.Lock()
+		for sh := range c.missed {
+			sweeps[sh] = true
+		}
+		clear(c.missed)
+		c.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
-		for sh := range shards {
-			if err := c.cfg.Notifier.Notify(ctx, inboxChannel, strconv.Itoa(sh)); err != nil {
-				c.t.log.Warn("notify owner", "err", err)
+		var b strings.Builder
+		flush := func() {
+			if b.Len() > 0 {
+				if err := c.cfg.Notifier.Notify(ctx, inboxChannel, b.String()); err != nil {
+					c.t.log.Warn("notify owner", "err", err)
+				}
+				b.Reset()
 			}
 		}
+		add := func(line []byte) {
+			if b.Len()+len(line)+1 > maxNotifyPayload {
+				flush()
+			}
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.Write(line)
+		}
+		for _, w := range batch {
+			if w.fwd == nil {
+				sweeps[w.shard] = true
+				continue
+			}
+			obj, err := json.Marshal(w.fwd)
+			line := append(strconv.AppendInt(nil, int64(w.shard), 10), ' ')
+			line = append(line, obj...)
+			if err != nil || len(line) >= maxNotifyPayload {
+				sweeps[w.shard] = true // too big for a NOTIFY: the owner finds it itself
+				continue
+			}
+			add(line)
+		}
+		for sh := range sweeps {
+			add([]byte(strconv.Itoa(sh)))
+		}
+		flush()
 		cancel()
 	}
 }
@@ -193,9 +284,7 @@ func (c *cluster) listen() {
 	go func() { <-c.stop; cancel() }()
 	for ctx.Err() == nil {
 		err := c.cfg.Notifier.Listen(ctx, inboxChannel, func(payload string) {
-			if sh, err := strconv.Atoi(payload); err == nil && c.holds(sh) {
-				c.t.sweepSoon()
-			}
+			c.received(payload)
 		})
 		if err != nil {
 			c.t.log.Warn("listen for webhooks of other nodes; listening again", "err", err)
@@ -204,6 +293,33 @@ func (c *cluster) listen() {
 			case <-time.After(time.Second):
 			}
 		}
+	}
+}
+
+// received handles one inbox wake-up (see inboxChannel): forwards of the
+// shards this node holds go to their groups, sweep requests for them start
+// a sweep; the rest is another node's.
+func (c *cluster) received(payload string) {
+	sweep := false
+	for line := range strings.SplitSeq(payload, "\n") {
+		shard, obj, isForward := strings.Cut(line, " ")
+		sh, err := strconv.Atoi(shard)
+		if err != nil || !c.holds(sh) {
+			continue // another node's (or not ours to read)
+		}
+		if !isForward {
+			sweep = true
+			continue
+		}
+		var f forward
+		if err := json.Unmarshal([]byte(obj), &f); err != nil || f.Group == "" || f.EventID == "" || len(f.Events) == 0 || store.ShardOf(f.Group) != sh {
+			c.t.log.Warn("unreadable webhook forward ignored; the sweep finds its entry", "err", err)
+			continue
+		}
+		c.t.deliver(f.Group, routed{ref: store.InboxRef{Provider: f.Provider, EventID: f.EventID}, events: f.Events, orphan: f.Orphan})
+	}
+	if sweep {
+		c.t.sweepSoon()
 	}
 }
 

@@ -2,9 +2,11 @@ package tracker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -356,4 +358,94 @@ func TestClusterQueuedSendOfAMovedGroupIsNotMade(t *testing.T) {
 		t.Fatalf("the provider was called: ledger %d → %d", before, after)
 	}
 	a.link.cut.Store(false)
+}
+
+// A webhook made durable by a node that does not own its group is
+// forwarded to the owner in the wake-up (entry, events and group), and the
+// owner applies just that, without sweeping the whole pending inbox (issue
+// 15: a sweep per wake-up cost ingest through three nodes much of its
+// rate). An entry no forward names still waits for the owner's sweep, the
+// safety net, which routes it. Failed before forwards: the wake-up swept
+// the stray entry too.
+func TestClusterForwardAppliesTheEntryOnly(t *testing.T) {
+	url := os.Getenv("CREWCAST_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("cluster tests need CREWCAST_TEST_POSTGRES (e.g. postgres://root@127.0.0.1:5432/test?sslmode=disable); CI sets it")
+	}
+	schema := itSchema(t, url)
+	h := newHarness(t, sim.DefaultFaults(), nil)
+	a := startNodeWith(t, h, url, schema, "node-a", time.Hour)
+	b := startNodeWith(t, h, url, schema, "node-b", time.Hour)
+	awaitShards(t, 15*time.Second, "an even split", func() bool {
+		return len(a.tr.ClusterShards()) == store.NumShards/2 && len(b.tr.ClusterShards()) == store.NumShards/2
+	})
+	var mu sync.Mutex
+	receipts := map[string]crewcast.Event{} // a status event per message id
+	seen := func(events []crewcast.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ev := range events {
+			if ev.Kind != crewcast.KindInbound && ev.MessageID != "" {
+				receipts[ev.MessageID] = ev
+			}
+		}
+	}
+	h.onIngest.Store(&seen)
+	const n = 2
+	id, owner := createOnOwner(t, []*clusterNode{a, b}, itNumbers(n))
+	other := a
+	if owner == a {
+		other = b
+	}
+	h.target.Store(owner.tr)
+	awaitGroup(t, owner.tr, owner.st, id, 30*time.Second, "every recipient delivered",
+		func(g store.GroupRow) bool { return g.Counts["delivered"] == n })
+	mu.Lock()
+	var evs []crewcast.Event
+	for _, ev := range receipts {
+		evs = append(evs, ev)
+	}
+	mu.Unlock()
+	if len(evs) < 2 {
+		t.Fatalf("receipts for %d messages, want 2", len(evs))
+	}
+	ctx := context.Background()
+	// The stray entry: durable in the shared inbox, no forward names it.
+	stray := evs[0]
+	stray.EventID = "stray-" + stray.EventID
+	payload, err := json.Marshal([]crewcast.Event{stray})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.st.InsertInbox(ctx, []store.InboxEntry{{Provider: stray.Provider, EventID: stray.EventID,
+		MessageID: stray.MessageID, Payload: payload, ReceivedAt: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	// The forwarded one: received by the other node, which forwards it.
+	named := evs[1]
+	named.EventID = "named-" + named.EventID
+	if _, err := other.tr.Ingest(ctx, []crewcast.Event{named}); err != nil {
+		t.Fatal(err)
+	}
+	pending := func(eventID string) bool {
+		es, err := owner.st.PendingInbox(ctx, store.InboxRef{}, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			if e.EventID == eventID {
+				return true
+			}
+		}
+		return false
+	}
+	awaitShards(t, 15*time.Second, "the forwarded entry applied by its owner", func() bool { return !pending(named.EventID) })
+	time.Sleep(500 * time.Millisecond) // a sweep the wake-up started would be done by now
+	if !pending(stray.EventID) {
+		t.Fatal("the entry no forward named was routed too: the wake-up swept the whole inbox")
+	}
+	if err := owner.tr.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	awaitShards(t, 15*time.Second, "the stray entry applied after the owner's sweep", func() bool { return !pending(stray.EventID) })
 }

@@ -43,21 +43,80 @@ type routeReq struct {
 	events []crewcast.Event
 }
 
-// router routes newly ingested webhooks until Stop.
+// routeBatchMax bounds the webhooks a router takes at once.
+const routeBatchMax = 128
+
+// router routes newly ingested webhooks until Stop, every one waiting at
+// once: the message-id routes the batch needs and this node has not cached
+// are read in one query first (cacheRoutes).
 func (t *Tracker) router() {
 	defer t.wg.Done()
 	for {
+		var batch []routeReq
 		select {
 		case <-t.stop:
 			return
 		case r := <-t.route:
-			ctx, cancel := context.WithTimeout(t.bg, 10*time.Second)
+			batch = append(batch, r)
+		}
+		for more := true; more && len(batch) < routeBatchMax; {
+			select {
+			case r := <-t.route:
+				batch = append(batch, r)
+			default:
+				more = false
+			}
+		}
+		ctx, cancel := context.WithTimeout(t.bg, 10*time.Second)
+		firsts := make([]crewcast.Event, 0, len(batch))
+		for _, r := range batch {
+			if len(r.events) > 0 {
+				firsts = append(firsts, r.events[0])
+			}
+		}
+		t.cacheRoutes(ctx, firsts)
+		for _, r := range batch {
 			if err := t.routeEntry(ctx, r.ref, r.events, time.Time{}); err != nil {
 				// The entry is durable and unprocessed: the sweep retries it.
 				t.log.Warn("route webhook", "provider", r.ref.Provider, "err", err)
 			}
-			cancel()
 		}
+		cancel()
+	}
+}
+
+// cacheRoutes reads into the route cache, in one query, the message-id
+// routes of the status webhooks (each given by its first event) that are
+// not cached. A node receives webhooks for groups other nodes sent (a
+// cluster behind a load balancer), whose routes it never wrote: without
+// this, each costs a round trip. What the query does not find (a webhook
+// that beat its send result) takes routeEntry's usual path, one lookup and
+// the parked mark.
+func (t *Tracker) cacheRoutes(ctx context.Context, firsts []crewcast.Event) {
+	br, ok := t.st.(store.RouteBatchReader)
+	if !ok {
+		return
+	}
+	var keys []string
+	for _, ev := range firsts {
+		if ev.Kind == crewcast.KindInbound || ev.MessageID == "" {
+			continue
+		}
+		k := msgKey(ev.Provider, ev.MessageID)
+		if _, ok := t.routes.get(k); !ok {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) < 2 {
+		return // one lookup either way
+	}
+	got, err := br.GetRoutes(ctx, keys)
+	if err != nil {
+		t.log.Warn("read routes of a webhook batch; reading them one by one", "err", err)
+		return
+	}
+	for k, r := range got {
+		t.routes.put(k, r.Value)
 	}
 }
 
@@ -137,16 +196,35 @@ func (t *Tracker) Sweep(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("read pending inbox: %w", err)
 		}
-		for _, e := range entries {
+		// Decode the entries not on their way to a group, then read the
+		// page's uncached routes in one query.
+		var firsts []crewcast.Event
+		decoded := make([][]crewcast.Event, len(entries))
+		decodeErr := make([]error, len(entries))
+		skip := make([]bool, len(entries))
+		for i, e := range entries {
+			t.mu.Lock()
+			_, skip[i] = t.routing[inboxKey{e.Provider, e.EventID}]
+			t.mu.Unlock()
+			if skip[i] {
+				continue
+			}
+			decodeErr[i] = json.Unmarshal(e.Payload, &decoded[i])
+			if decodeErr[i] == nil && len(decoded[i]) > 0 {
+				firsts = append(firsts, decoded[i][0])
+			}
+		}
+		t.cacheRoutes(ctx, firsts)
+		for i, e := range entries {
 			after = store.InboxRef{Provider: e.Provider, EventID: e.EventID}
 			t.mu.Lock()
 			_, busy := t.routing[inboxKey{e.Provider, e.EventID}]
 			t.mu.Unlock()
-			if busy {
+			if skip[i] || busy {
 				continue
 			}
-			var events []crewcast.Event
-			if err := json.Unmarshal(e.Payload, &events); err != nil || len(events) == 0 {
+			events, err := decoded[i], decodeErr[i]
+			if err != nil || len(events) == 0 {
 				// Cannot be applied by anyone: acknowledge rather than loop.
 				t.log.Error("unreadable inbox entry acknowledged", "provider", e.Provider, "err", err)
 				if err := t.st.AckInbox(ctx, []store.InboxRef{after}); err != nil {
@@ -354,7 +432,7 @@ func (l *lingerSet) done(id string) {
 
 func (t *Tracker) deliver(id string, r routed) {
 	if !t.ownsKey(id) {
-		t.wakeOwner(store.ShardOf(id)) // held by another node: it applies the entry from the shared inbox (cluster.go)
+		t.forwardEntry(id, r) // held by another node: it applies the entry (cluster.go)
 		return
 	}
 	k := inboxKey{r.ref.Provider, r.ref.EventID}

@@ -57,15 +57,21 @@ const (
 var sqlUpGroup = sqlq.Rebind(sqlq.UpsertGroup)
 
 // stamp is what every journal event records about who committed it: the
-// epoch of its shard's lease this instance holds (the one the commit
-// checked) and the node (design §9: an audit can prove no stale owner wrote).
+// epoch of its shard's lease that this commit checked (and locked) and the
+// node (design §9: an audit can prove no stale owner wrote).
 type stamp struct {
 	node  string
 	epoch func(key string) int64
 }
 
-func (s *Store) stamp() stamp {
-	return stamp{node: s.cfg.Owner, epoch: func(key string) int64 { return int64(s.epochs.Of(store.ShardOf(key))) }}
+// stamp stamps with the epochs the commit's prefetch checked, never with
+// what this instance holds when the events are queued: a release, a
+// self-fencing or an acquisition may change that between the two, and
+// the commit (its lease row locked since the check) is still valid at
+// the epoch it checked. T8 once counted events stamped with epoch 0 that
+// way as stale writes.
+func (s *Store) stamp(checked map[int]int64) stamp {
+	return stamp{node: s.cfg.Owner, epoch: func(key string) int64 { return checked[store.ShardOf(key)] }}
 }
 
 // leaseLive is the commit's expiry check: a lease with an expiry must not
@@ -149,7 +155,7 @@ func (s *Store) Commit(ctx context.Context, units []actor.Unit) ([]error, error)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
-	okShards, state, err := s.prefetch(ctx, tx, units, effs, pending)
+	checked, state, err := s.prefetch(ctx, tx, units, effs, pending)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +166,7 @@ func (s *Store) Commit(ctx context.Context, units []actor.Unit) ([]error, error)
 	// multi-row statements inside one savepoint. Anything that fails in it
 	// (a race the prefetch could not see) rolls it back whole and the
 	// per-unit path below runs instead.
-	if ok, err := s.commitBulk(ctx, tx, units, effs, pending, okShards, state, results, now); err != nil {
+	if ok, err := s.commitBulk(ctx, tx, units, effs, pending, checked, state, results, now); err != nil {
 		return nil, err
 	} else if ok {
 		if err := tx.Commit(ctx); err != nil {
@@ -169,7 +175,7 @@ func (s *Store) Commit(ctx context.Context, units []actor.Unit) ([]error, error)
 		return results, nil
 	}
 	for len(pending) > 0 {
-		sent := planRound(units, effs, pending, okShards, state.clone(), results)
+		sent := planRound(units, effs, pending, checked, state.clone(), results)
 		if len(sent) == 0 {
 			break
 		}
@@ -178,7 +184,7 @@ func (s *Store) Commit(ctx context.Context, units []actor.Unit) ([]error, error)
 		for k, i := range sent {
 			before := b.Len()
 			b.Queue(`SAVEPOINT unit`)
-			if err := queueUnit(b, &units[i], effs[i], now, s.stamp()); err != nil {
+			if err := queueUnit(b, &units[i], effs[i], now, s.stamp(checked)); err != nil {
 				return nil, err
 			}
 			b.Queue(`RELEASE SAVEPOINT unit`)
@@ -241,14 +247,15 @@ func (s *Store) Commit(ctx context.Context, units []actor.Unit) ([]error, error)
 }
 
 // planRound checks pending units in order against plan (a copy of the
-// commit state that it advances as units pass): fenced shards, expected
+// commit state that it advances as units pass): fenced shards (no epoch in
+// checked, the shards whose lease the prefetch found live), expected
 // sequences, idempotency keys. Failures go to results; the units that pass
 // are returned in order.
-func planRound(units []actor.Unit, effs [][]*store.Effects, pending []int, okShards map[int]bool, plan commitState, results []error) []int {
+func planRound(units []actor.Unit, effs [][]*store.Effects, pending []int, checked map[int]int64, plan commitState, results []error) []int {
 	var sent []int
 	for _, i := range pending {
 		u := &units[i]
-		if !okShards[store.ShardOf(u.Key)] {
+		if checked[store.ShardOf(u.Key)] == 0 {
 			results[i] = actor.ErrFenced
 			continue
 		}
@@ -280,14 +287,14 @@ func planRound(units []actor.Unit, effs [][]*store.Effects, pending []int, okSha
 // statements inside one savepoint. It reports false (with the savepoint
 // rolled back) when a statement failed in a way that belongs to one unit.
 func (s *Store) commitBulk(ctx context.Context, tx pgx.Tx, units []actor.Unit, effs [][]*store.Effects, pending []int,
-	okShards map[int]bool, state commitState, results []error, now time.Time) (bool, error) {
-	sent := planRound(units, effs, pending, okShards, state.clone(), results)
+	checked map[int]int64, state commitState, results []error, now time.Time) (bool, error) {
+	sent := planRound(units, effs, pending, checked, state.clone(), results)
 	if len(sent) == 0 {
 		return true, nil
 	}
 	b := &pgx.Batch{}
 	b.Queue(`SAVEPOINT bulk`)
-	if err := queueMerged(b, units, effs, sent, now, s.stamp()); err != nil {
+	if err := queueMerged(b, units, effs, sent, now, s.stamp(checked)); err != nil {
 		return false, err
 	}
 	b.Queue(`RELEASE SAVEPOINT bulk`)
@@ -484,9 +491,10 @@ func queueAudit(b *pgx.Batch, entries []store.AuditEntry, now time.Time) {
 }
 
 // prefetch reads, inside tx, which shards this store still holds (locking
-// those lease rows FOR SHARE until the end of the transaction), the journal
-// head of every key and which idempotency keys already exist.
-func (s *Store) prefetch(ctx context.Context, tx pgx.Tx, units []actor.Unit, effs [][]*store.Effects, pending []int) (map[int]bool, commitState, error) {
+// those lease rows FOR SHARE until the end of the transaction; the result
+// maps each to the epoch checked), the journal head of every key and which
+// idempotency keys already exist.
+func (s *Store) prefetch(ctx context.Context, tx pgx.Tx, units []actor.Unit, effs [][]*store.Effects, pending []int) (map[int]int64, commitState, error) {
 	seenShard := map[int]bool{}
 	seenKey := map[string]bool{}
 	var shards, epochs []int64
@@ -514,7 +522,7 @@ func (s *Store) prefetch(ctx context.Context, tx pgx.Tx, units []actor.Unit, eff
 		}
 	}
 	state := commitState{heads: map[string]uint64{}, idem: map[string]bool{}, suppressed: map[string]bool{}}
-	ok := map[int]bool{}
+	ok := map[int]int64{}
 	b := &pgx.Batch{}
 	// Claims against suppressions: take the lock first, so the suppression
 	// read below (its own statement, so its own snapshot) sees every
@@ -537,16 +545,16 @@ func (s *Store) prefetch(ctx context.Context, tx pgx.Tx, units []actor.Unit, eff
 			})
 		})
 	}
-	b.Queue(`SELECT l.shard FROM shard_leases l
+	b.Queue(`SELECT l.shard, l.epoch FROM shard_leases l
 		JOIN unnest($1::bigint[], $2::bigint[]) AS m(shard, epoch) ON l.shard = m.shard AND l.epoch = m.epoch
 		WHERE `+leaseLive+`
 		ORDER BY l.shard FOR SHARE OF l`, shards, epochs).Query(func(rows pgx.Rows) error {
 		return forEach(rows, func() error {
-			var sh int64
-			if err := rows.Scan(&sh); err != nil {
+			var sh, epoch int64
+			if err := rows.Scan(&sh, &epoch); err != nil {
 				return err
 			}
-			ok[int(sh)] = true
+			ok[int(sh)] = epoch
 			return nil
 		})
 	})

@@ -25,6 +25,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"strconv"
 	"sync"
 	"time"
 
@@ -59,6 +60,15 @@ type Config struct {
 	// Now is the clock for route expiry, retention and default
 	// timestamps (default time.Now).
 	Now func() time.Time
+	// IdleInTxLimit, when set, is how long PostgreSQL lets one of this
+	// store's sessions sit idle inside a transaction before it ends the
+	// session (idle_in_transaction_session_timeout), rolling the
+	// transaction back. A commit holds its shards' lease rows FOR SHARE
+	// until it ends; a node paused or cut off mid-commit would otherwise
+	// keep every other node's takeover of those shards waiting until it
+	// resumes (T8 saw failovers of more than 11 s). Several nodes set it
+	// below the lease TTL; no statement of a healthy node is idle that long.
+	IdleInTxLimit time.Duration
 	// MaxConns bounds the connection pool (default 10).
 	MaxConns int32
 	// Logger receives migration progress (default: discard).
@@ -142,6 +152,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	pc.MaxConns = cfg.MaxConns
 	pc.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	if cfg.IdleInTxLimit > 0 {
+		pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(max(cfg.IdleInTxLimit.Milliseconds(), 1), 10)
+	}
 	if cfg.Schema != "" {
 		if err := createSchema(ctx, pc.ConnConfig.Copy(), cfg.Schema); err != nil {
 			return nil, err

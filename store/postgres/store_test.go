@@ -340,3 +340,123 @@ func TestCommitRaces(t *testing.T) {
 		t.Fatalf("unit after the failures: %+v %v", k, err)
 	}
 }
+
+// TestStampIsTheCheckedEpoch stages a node fencing itself (DropShards)
+// after its commit checked and locked the lease and before the events are
+// written: the commit is valid at the epoch it checked and must record
+// that epoch, not the 0 the store holds from then on (the stale writes T8
+// once counted). Failed on the old code: the stamp was read again when
+// the events were queued.
+func TestStampIsTheCheckedEpoch(t *testing.T) {
+	url := serverURL(t)
+	schema := newSchema(t, url)
+	s := openIn(t, url, schema, storetest.Config{Owner: "node-a", Leased: true})
+	ctx := context.Background()
+	ev := func(n string) []actor.Event { return []actor.Event{{Type: "t", Data: []byte(n)}} }
+	for _, bulk := range []bool{true, false} {
+		key := fmt.Sprintf("drop-%v", bulk)
+		sh := store.ShardOf(key)
+		got, err := s.AcquireShards(ctx, "node-a", []int{sh}, time.Minute)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("acquire: %+v %v", got, err)
+		}
+		s.afterPrefetch = func() { s.DropShards([]int{sh}) }
+		units := []actor.Unit{{Key: key, Events: ev("1")}}
+		if !bulk {
+			// An idempotency key another writer adds after the prefetch
+			// fails the bulk statement, so the units go one by one.
+			s.afterPrefetch = func() {
+				s.DropShards([]int{sh})
+				if _, err := s.pool.Exec(ctx, `INSERT INTO idempotency_keys (key, request_hash, group_id, created_at)
+					VALUES ('race', 'h', 'x', 1)`); err != nil {
+					t.Error(err)
+				}
+			}
+			units = append(units, actor.Unit{Key: key, ExpectSeq: 1, Events: ev("2"),
+				Effects: []any{store.Effects{Idempotency: &store.IdempotencyKey{Key: "race", GroupID: "y"}}}})
+		}
+		res, err := s.Commit(ctx, units)
+		s.afterPrefetch = nil
+		if err != nil || res[0] != nil || (!bulk && !errors.Is(res[1], store.ErrIdempotencyConflict)) {
+			t.Fatalf("bulk %v: commit = %v %v", bulk, res, err)
+		}
+		stamps, err := s.JournalStamps(ctx, key)
+		if err != nil || len(stamps) != 1 {
+			t.Fatalf("bulk %v: stamps = %+v %v", bulk, stamps, err)
+		}
+		if stamps[0].Epoch != got[0].Epoch || stamps[0].Node != "node-a" {
+			t.Fatalf("bulk %v: stamped epoch %d by %q; the commit checked epoch %d", bulk, stamps[0].Epoch, stamps[0].Node, got[0].Epoch)
+		}
+	}
+}
+
+// TestPausedCommitDoesNotHoldTheLease stages a node paused (SIGSTOP, T8)
+// in the middle of a commit, its lease row locked FOR SHARE: once the lease
+// expired, another node takes the shard within IdleInTxLimit (PostgreSQL
+// ends the idle transaction) instead of waiting for the paused node to
+// resume, and the paused commit writes nothing. Failed before the limit:
+// the takeover waited for the pause (T8 saw no failover within 11 s).
+func TestPausedCommitDoesNotHoldTheLease(t *testing.T) {
+	url := serverURL(t)
+	schema := newSchema(t, url)
+	ctx := context.Background()
+	a, err := Open(ctx, Config{URL: url, Schema: schema, Owner: "node-a", Leased: true, MaxConns: 4, IdleInTxLimit: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b := openIn(t, url, schema, storetest.Config{Owner: "node-b", Leased: true})
+	key := "paused"
+	sh := store.ShardOf(key)
+	const ttl = 500 * time.Millisecond
+	if got, err := a.AcquireShards(ctx, "node-a", []int{sh}, ttl); err != nil || len(got) != 1 {
+		t.Fatalf("acquire: %+v %v", got, err)
+	}
+	paused, resume := make(chan struct{}), make(chan struct{})
+	a.afterPrefetch = func() { close(paused); <-resume }
+	type result struct {
+		res []error
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := a.Commit(ctx, []actor.Unit{{Key: key, Events: []actor.Event{{Type: "t", Data: []byte("late")}}}})
+		done <- result{res, err}
+	}()
+	<-paused
+	resumed := false
+	defer func() {
+		if !resumed {
+			close(resume)
+			<-done
+		}
+	}()
+	began := time.Now()
+	var took time.Duration
+	for {
+		actx, cancel := context.WithTimeout(ctx, time.Second)
+		got, err := b.AcquireShards(actx, "node-b", []int{sh}, time.Minute)
+		cancel()
+		if err == nil && len(got) == 1 {
+			if got[0].Epoch != 2 {
+				t.Fatalf("taken at epoch %d, want 2", got[0].Epoch)
+			}
+			took = time.Since(began)
+			break
+		}
+		if time.Since(began) > 4*time.Second {
+			t.Fatalf("the shard of a commit paused for %s is still not taken (last: %+v %v)", time.Since(began), got, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("taken %s after the pause began (lease TTL %s, idle limit 300ms)", took, ttl)
+	close(resume)
+	resumed = true
+	r := <-done
+	if r.err == nil && r.res[0] == nil {
+		t.Fatal("the paused commit succeeded after its shard was taken")
+	}
+	if n, err := b.JournalStamps(ctx, key); err != nil || len(n) != 0 {
+		t.Fatalf("journal of %s after the paused commit: %+v %v", key, n, err)
+	}
+}

@@ -118,10 +118,10 @@ func (s *Store) writeBatch(ctx context.Context, batch []*writeReq) error {
 	ts := &txStmts{ctx: ctx, tx: tx, bound: map[*sql.Stmt]*sql.Stmt{}}
 	// The lease rows cannot change while this transaction holds the write
 	// lock, so each shard is checked once per round.
-	fenced := map[int]bool{}
+	checked := map[int]uint64{}
 	for _, r := range batch {
 		if len(r.units) > 0 {
-			r.results, err = s.commitUnits(ts, r.units, fenced, now)
+			r.results, err = s.commitUnits(ts, r.units, checked, now)
 			if err != nil {
 				return err
 			}

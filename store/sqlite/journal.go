@@ -143,8 +143,9 @@ func (s *Store) Commit(ctx context.Context, units []actor.Unit) ([]error, error)
 	return req.results, nil
 }
 
-// commitUnits applies units inside the round's transaction.
-func (s *Store) commitUnits(ts *txStmts, units []actor.Unit, fenced map[int]bool, now time.Time) ([]error, error) {
+// commitUnits applies units inside the round's transaction. checked holds
+// the round's lease checks: each shard's epoch as checked, 0 when fenced.
+func (s *Store) commitUnits(ts *txStmts, units []actor.Unit, checked map[int]uint64, now time.Time) ([]error, error) {
 	ctx := ts.ctx
 	results := make([]error, len(units))
 	for i := range units {
@@ -155,18 +156,19 @@ func (s *Store) commitUnits(ts *txStmts, units []actor.Unit, fenced map[int]bool
 			continue
 		}
 		shard := store.ShardOf(u.Key)
-		f, checked := fenced[shard]
-		if !checked {
-			var epoch uint64
-			err := ts.get(s.st.fence).QueryRowContext(ctx, shard).Scan(&epoch)
+		epoch, ok := checked[shard]
+		if !ok {
+			var stored uint64
+			err := ts.get(s.st.fence).QueryRowContext(ctx, shard).Scan(&stored)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return nil, fmt.Errorf("sqlite: commit: check lease: %w", err)
 			}
-			mine := s.epochs.Of(shard)
-			f = err != nil || mine == 0 || epoch != mine
-			fenced[shard] = f
+			if mine := s.epochs.Of(shard); err == nil && mine != 0 && stored == mine {
+				epoch = mine
+			}
+			checked[shard] = epoch
 		}
-		if f {
+		if epoch == 0 {
 			results[i] = actor.ErrFenced
 			continue
 		}
@@ -181,7 +183,7 @@ func (s *Store) commitUnits(ts *txStmts, units []actor.Unit, fenced map[int]bool
 		if _, err := ts.exec(s.st.savepoint); err != nil {
 			return nil, fmt.Errorf("sqlite: commit: savepoint: %w", err)
 		}
-		uerr, err = s.applyUnit(ts, u, effs, now)
+		uerr, err = s.applyUnit(ts, u, effs, epoch, now)
 		if err != nil {
 			return nil, err
 		}
@@ -237,13 +239,14 @@ func (s *Store) checkUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects) (ue
 	return nil, nil
 }
 
-// applyUnit writes one checked unit.
-func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, now time.Time) (uerr, err error) {
+// applyUnit writes one checked unit; epoch is its shard's lease epoch as
+// the commit checked it.
+func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, epoch uint64, now time.Time) (uerr, err error) {
 	wrap := func(what string, err error) error { return fmt.Errorf("sqlite: commit: %s: %w", what, err) }
 	args := make([]any, 0, 7*len(u.Events))
-	// Every event records the epoch (checked by this commit) and node that
-	// wrote it (design §9).
-	epoch := int64(s.epochs.Of(store.ShardOf(u.Key)))
+	// Every event records the epoch checked by this commit (not what this
+	// instance holds now: a release may have changed that since) and the
+	// node that wrote it (design §9).
 	for j, ev := range u.Events {
 		t := ev.Time
 		if t.IsZero() {
@@ -253,7 +256,7 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, now
 		if data == nil {
 			data = []byte{}
 		}
-		args = append(args, u.Key, int64(u.ExpectSeq+uint64(j)+1), ev.Type, data, store.Nanos(t), epoch, s.cfg.Owner)
+		args = append(args, u.Key, int64(u.ExpectSeq+uint64(j)+1), ev.Type, data, store.Nanos(t), int64(epoch), s.cfg.Owner)
 	}
 	if err := s.st.insEvents.exec(ts, args); err != nil {
 		return nil, wrap("append", err)

@@ -33,6 +33,13 @@ func LeaseLive(engine, prefix string) string {
 
 func (d DB) now() string { return DBNow(d.c.Engine) }
 
+// skipLocked is AcquireShards' PostgreSQL condition (one more argument:
+// the shard) that passes over a lease row another transaction has locked —
+// a commit of its holder, FOR SHARE until it ends — instead of waiting for
+// it: the other shards of the same acquisition are taken now, that one at
+// a later tick. (SQLite has one writer at a time: nothing to skip.)
+const skipLocked = ` AND shard IN (SELECT shard FROM shard_leases WHERE shard = ? FOR UPDATE SKIP LOCKED)`
+
 func checkShards(shards []int) error {
 	for _, sh := range shards {
 		if sh < 0 || sh >= store.NumShards {
@@ -61,9 +68,12 @@ func (d DB) AcquireShards(ctx context.Context, owner string, shards []int, ttl t
 			err := tx.QueryRow(ctx, `INSERT INTO shard_leases (shard, owner, epoch, expires_at) VALUES (?, ?, 1, `+d.now()+` + ?)
 				ON CONFLICT (shard) DO NOTHING RETURNING epoch, expires_at`, sh, owner, int64(ttl)).Scan(&epoch, &exp)
 			if errors.Is(err, actor.ErrNotFound) {
-				err = tx.QueryRow(ctx, `UPDATE shard_leases SET owner = ?, epoch = epoch + 1, expires_at = `+d.now()+` + ?
-					WHERE shard = ? AND (expires_at IS NULL OR expires_at <= `+d.now()+`)
-					RETURNING epoch, expires_at`, owner, int64(ttl), sh).Scan(&epoch, &exp)
+				q, args := `UPDATE shard_leases SET owner = ?, epoch = epoch + 1, expires_at = `+d.now()+` + ?
+					WHERE shard = ? AND (expires_at IS NULL OR expires_at <= `+d.now()+`)`, []any{owner, int64(ttl), sh}
+				if d.c.Engine == "postgres" {
+					q, args = q+skipLocked, append(args, sh)
+				}
+				err = tx.QueryRow(ctx, q+` RETURNING epoch, expires_at`, args...).Scan(&epoch, &exp)
 				if errors.Is(err, actor.ErrNotFound) {
 					continue // live: someone holds it
 				}

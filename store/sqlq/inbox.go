@@ -2,6 +2,7 @@ package sqlq
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/crewcast/crewcast/actor"
@@ -78,6 +79,38 @@ func (d DB) GetRoute(ctx context.Context, key string) (store.Route, error) {
 		return store.Route{}, d.errorf("get route: %w", actor.ErrNotFound)
 	}
 	return r, nil
+}
+
+// GetRoutes returns the routes of keys that exist and have not expired,
+// by key, in one query (missing keys are simply absent). See
+// store.RouteBatchReader.
+func (d DB) GetRoutes(ctx context.Context, keys []string) (map[string]store.Route, error) {
+	out := make(map[string]store.Route, len(keys))
+	for len(keys) > 0 {
+		n := min(len(keys), 500)
+		args := make([]any, n)
+		for i, k := range keys[:n] {
+			args[i] = k
+		}
+		keys = keys[n:]
+		rs, err := queryAll(ctx, d.c.Read, func(r Rows) (store.Route, error) {
+			var rt store.Route
+			var exp int64
+			err := r.Scan(&rt.Key, &rt.Value, &exp)
+			rt.ExpiresAt = store.FromNanos(exp)
+			return rt, err
+		}, `SELECT key, value, expires_at FROM routes WHERE key IN (`+strings.TrimSuffix(strings.Repeat("?, ", n), ", ")+`)`, args...)
+		if err != nil {
+			return nil, d.errorf("get routes: %w", err)
+		}
+		now := d.c.Now()
+		for _, rt := range rs {
+			if rt.ExpiresAt.IsZero() || now.Before(rt.ExpiresAt) {
+				out[rt.Key] = rt
+			}
+		}
+	}
+	return out, nil
 }
 
 // DeleteRoute removes a route; a missing one is not an error.

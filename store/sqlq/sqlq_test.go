@@ -136,7 +136,8 @@ func TestOrNowAndNonNil(t *testing.T) {
 
 // An engine embeds DB, so every exported method of DB becomes part of the
 // engine's API: each must be a store.Store method (or, for the leases of
-// several nodes, a store.ExpiringLeases or store.JournalAudit one) with the same signature.
+// several nodes, a store.ExpiringLeases, store.JournalAudit, store.Membership
+// or store.RouteBatchReader one) with the same signature.
 func TestDBMethodsAreStoreMethods(t *testing.T) {
 	t.Parallel()
 	iface := reflect.TypeFor[store.Store]()
@@ -157,7 +158,10 @@ func TestDBMethodsAreStoreMethods(t *testing.T) {
 			im, ok = reflect.TypeFor[store.Membership]().MethodByName(m.Name)
 		}
 		if !ok {
-			t.Errorf("DB.%s is not a store.Store (or store.ExpiringLeases, store.JournalAudit, store.Membership) method", m.Name)
+			im, ok = reflect.TypeFor[store.RouteBatchReader]().MethodByName(m.Name)
+		}
+		if !ok {
+			t.Errorf("DB.%s is not a store.Store (or store.ExpiringLeases, store.JournalAudit, store.Membership, store.RouteBatchReader) method", m.Name)
 			continue
 		}
 		// m.Type has the receiver as its first input; im.Type does not.

@@ -280,6 +280,84 @@ func testJournalStamps(t *testing.T, o Options) {
 	}
 }
 
+// Commits racing a release of their own lease (a hand-off, or a node
+// that fences itself): a commit that passed its lease check before the
+// release records the epoch it checked, never the 0 (or any other value)
+// the store holds once released. T8 once counted such events as stale
+// writes: a stamp read after the check instead of the epoch checked.
+func testJournalStampsVersusRelease(t *testing.T, o Options) {
+	db := o.NewDB(t)
+	ctx := context.Background()
+	a := db.Open(t, Config{Owner: "node-a", Leased: true})
+	key := keysOnDistinctShards("release", 1)[0]
+	sh := store.ShardOf(key)
+	var want []uint64 // the epoch of each committed event, in seq order
+	seq := uint64(0)
+	for round := range 30 {
+		got := acquire(t, a, "node-a", []int{sh})
+		if len(got) != 1 {
+			t.Fatalf("round %d: acquire = %+v", round, got)
+		}
+		epoch := got[0].Epoch
+		var n atomic.Int64
+		done := make(chan error, 1)
+		go func() {
+			s := seq
+			for range 2000 {
+				res, err := a.Commit(ctx, []actor.Unit{{Key: key, ExpectSeq: s, Events: events("a", 1)}})
+				if err != nil {
+					done <- err
+					return
+				}
+				if errors.Is(res[0], actor.ErrFenced) {
+					done <- nil
+					return
+				}
+				if res[0] != nil {
+					done <- res[0]
+					return
+				}
+				s++
+				n.Add(1)
+			}
+			done <- errors.New("never fenced")
+		}()
+		for n.Load() < 3 { // commits in flight when released
+			time.Sleep(100 * time.Microsecond)
+		}
+		time.Sleep(time.Duration(round%7) * 150 * time.Microsecond) // at varied points of a commit
+		if err := expiring(t, a).ReleaseShards(ctx, "node-a", []int{sh}); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		for range n.Load() {
+			want = append(want, epoch)
+		}
+		seq += uint64(n.Load())
+	}
+	stamps, err := a.(store.JournalAudit).JournalStamps(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stamps) != len(want) {
+		t.Fatalf("%d stamps, want %d", len(stamps), len(want))
+	}
+	bad := 0
+	for i, s := range stamps {
+		if s.Epoch != want[i] || s.Node != "node-a" {
+			if bad < 5 {
+				t.Errorf("seq %d: stamped epoch %d by %q, committed under epoch %d by node-a", s.Seq, s.Epoch, s.Node, want[i])
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d of %d events stamped with an epoch other than the one their commit checked", bad, len(stamps))
+	}
+}
+
 // Membership: heartbeats on the database clock (node clocks skewed), a
 // node that stops heartbeating is dead after the TTL, Leave removes it.
 func testMembership(t *testing.T, o Options) {

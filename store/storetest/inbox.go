@@ -201,9 +201,25 @@ func testRoutes(t *testing.T, o Options) {
 			t.Fatalf("GetRoute(%s) = %+v, %v", r.Key, got, err)
 		}
 	}
+	br, ok := s.(store.RouteBatchReader)
+	if !ok {
+		t.Fatalf("%T reads no routes in batches (store.RouteBatchReader)", s)
+	}
+	batchKeys := []string{"msg-1", "conv-1", "nope"}
+	for i := range 600 { // past one query's keys
+		batchKeys = append(batchKeys, fmt.Sprintf("missing-%d", i))
+	}
+	batchKeys = append(batchKeys, "msg-1")
+	if got, err := br.GetRoutes(ctx, batchKeys); err != nil || len(got) != 2 ||
+		!reflect.DeepEqual(got["msg-1"], forever) || !reflect.DeepEqual(got["conv-1"], expiring) {
+		t.Fatalf("GetRoutes = %+v, %v", got, err)
+	}
 	clock.Advance(time.Hour)
 	if _, err := s.GetRoute(ctx, "conv-1"); !errors.Is(err, actor.ErrNotFound) {
 		t.Fatalf("expired route = %v, want ErrNotFound", err)
+	}
+	if got, err := br.GetRoutes(ctx, []string{"conv-1", "msg-1"}); err != nil || len(got) != 1 || !reflect.DeepEqual(got["msg-1"], forever) {
+		t.Fatalf("GetRoutes after conv-1 expired = %+v, %v", got, err)
 	}
 	if _, err := s.GetRoute(ctx, "msg-1"); err != nil {
 		t.Fatalf("route without expiry: %v", err)

@@ -102,6 +102,7 @@ func Run(t *testing.T, o Options) {
 		{"LeaseRenewal", testLeaseRenewal},
 		{"LeaseCommitVersusTakeover", testLeaseCommitVersusTakeover},
 		{"JournalStamps", testJournalStamps},
+		{"JournalStampsVersusRelease", testJournalStampsVersusRelease},
 		{"Membership", testMembership},
 		{"Reminders", testReminders},
 		{"Routes", testRoutes},

@@ -264,3 +264,27 @@ func TestJudgeSoak(t *testing.T) {
 		}
 	}
 }
+
+func TestStaleWrites(t *testing.T) {
+	st := func(epochs ...uint64) []stampJSON {
+		out := make([]stampJSON, len(epochs))
+		for i, e := range epochs {
+			out[i] = stampJSON{Seq: uint64(i + 1), Epoch: e, Node: "n"}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		epochs []uint64
+		want   int
+	}{
+		{nil, 0},
+		{[]uint64{1, 1, 2, 2, 5}, 0},
+		{[]uint64{1, 2, 1, 1, 2}, 2}, // the old owner wrote after the takeover
+		{[]uint64{1, 2, 0, 2}, 1},    // no epoch: stamped after a release
+		{[]uint64{0, 1}, 1},
+	} {
+		if got := staleWrites(st(c.epochs...)); got != c.want {
+			t.Errorf("staleWrites(%v) = %d, want %d (%s)", c.epochs, got, c.want, staleDetail(st(c.epochs...)))
+		}
+	}
+}
