@@ -67,12 +67,13 @@ type groupActor struct {
 	env *groupEnv
 	key string
 
-	g        *group.Group // nil until created or loaded
-	seq      uint64       // journal sequence of the last committed event
-	snapSeq  uint64       // sequence of the last snapshot
-	broken   bool         // a commit or load failed: in-memory state is not the store's
-	failures int          // consecutive store failures, for the reload backoff
-	retired  bool         // retention rewrote the store under this instance
+	g *group.Group // nil until created or loaded
+	// j is the group's place in its journal (sequence, snapshot cadence);
+	// every commit goes through it. Set afresh by each load.
+	j        *actor.Journaled
+	broken   bool // a commit or load failed: in-memory state is not the store's
+	failures int  // consecutive store failures, for the reload backoff
+	retired  bool // retention rewrote the store under this instance
 	// lastStatus is the group status at the last commit, to take the final
 	// snapshot once when the group completes.
 	lastStatus crewcast.GroupStatus
@@ -108,7 +109,7 @@ func (a *groupActor) Activate(c *actor.Context[groupMsg]) error {
 // load (re)builds the in-memory group from the store and resumes its work.
 func (a *groupActor) load(c *actor.Context[groupMsg]) error {
 	ctx := c.Context()
-	a.g, a.seq, a.snapSeq = nil, 0, 0
+	a.g, a.j = nil, a.journal(0, 0)
 	a.pending, a.eff, a.sends, a.adopt, a.pol = nil, store.Effects{}, nil, nil, nil
 	res, err := actor.Recover(ctx, a.env.st, a.env.st, a.key, decodeSnapshot, applyEvent)
 	if err != nil {
@@ -117,7 +118,7 @@ func (a *groupActor) load(c *actor.Context[groupMsg]) error {
 	if res.SnapshotErr != nil {
 		c.Logger().Warn("group snapshot unusable; recovered from the journal", "err", res.SnapshotErr)
 	}
-	a.seq, a.snapSeq = res.Seq, res.SnapshotSeq
+	a.j = a.journal(res.Seq, res.SnapshotSeq)
 	if res.State.ID == "" {
 		return nil // not created (yet): only msgCreate will do anything
 	}
@@ -136,7 +137,7 @@ func (a *groupActor) load(c *actor.Context[groupMsg]) error {
 			return err
 		}
 	}
-	if a.g.Status == crewcast.GroupComplete && a.seq != a.snapSeq {
+	if a.g.Status == crewcast.GroupComplete && a.j.SinceSnapshot() > 0 {
 		// Completed, but the final snapshot was lost (a crash right after
 		// the completing commit): take it now.
 		if err := a.snapshot(c); err != nil {
@@ -209,21 +210,23 @@ func (a *groupActor) Passivate(c *actor.Context[groupMsg]) error {
 // work entry is dropped so that hibernated groups cost no memory.
 func (a *groupActor) busy() bool { return a.env.work.busy(a.key) }
 
+// journal returns the group's Journaled, positioned at seq with its latest
+// snapshot at snapSeq: commits go through the shared Committer, snapshots
+// to the store at the cadence of snapshotEvery.
+func (a *groupActor) journal(seq, snapSeq uint64) *actor.Journaled {
+	return actor.NewJournaled(actor.JournaledConfig{Key: a.key, Committer: a.env.committer, Snapshots: a.env.st,
+		Seq: seq, SnapshotSeq: snapSeq, SnapshotInterval: a.snapshotEvery, Clock: a.env.cfg.Clock})
+}
+
+// snapshot saves the group as of its last commit, unless a snapshot is
+// there already.
 func (a *groupActor) snapshot(c *actor.Context[groupMsg]) error {
-	if a.seq == a.snapSeq {
+	if a.j.SinceSnapshot() == 0 {
 		return nil
-	}
-	state, err := json.Marshal(a.g)
-	if err != nil {
-		return fmt.Errorf("encode snapshot: %w", err)
 	}
 	ctx, cancel := a.env.writeCtx(c.Context())
 	defer cancel()
-	if err := a.env.st.SaveSnapshot(ctx, actor.Snapshot{Key: a.key, Seq: a.seq, State: state, Time: a.env.cfg.Clock.Now()}); err != nil {
-		return fmt.Errorf("save snapshot: %w", err)
-	}
-	a.snapSeq = a.seq
-	return nil
+	return a.j.Snapshot(ctx, func() ([]byte, error) { return json.Marshal(a.g) })
 }
 
 // snapshotEvery is how many events a group's journal grows between two
@@ -674,17 +677,21 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	e := a.env
 	now := e.cfg.Clock.Now()
 	dirty := a.g.TakeDirty()
-	u := actor.Unit{Key: a.key, ExpectSeq: a.seq}
-	views := make([]EventView, 0, len(a.pending))
-	for i, pe := range a.pending {
+	var u actor.Unit
+	for _, pe := range a.pending {
 		typ, data, err := group.Encode(pe)
 		if err != nil {
 			a.fail(c, err)
 			return err
 		}
-		ev := actor.Event{Seq: a.seq + uint64(i) + 1, Type: typ, Data: data, Time: now}
-		u.Events = append(u.Events, ev)
-		views = append(views, EventView{Seq: ev.Seq, Type: typ, Time: now, Data: data})
+		u.Events = append(u.Events, actor.Event{Type: typ, Data: data, Time: now})
+	}
+	// Sequence numbers as the journal will have them: the projection, the
+	// outbox rows and the published views carry them.
+	u = a.j.Stamp(u)
+	views := make([]EventView, 0, len(u.Events))
+	for _, ev := range u.Events {
+		views = append(views, EventView{Seq: ev.Seq, Type: ev.Type, Time: ev.Time, Data: ev.Data})
 	}
 	for _, i := range dirty {
 		r := a.g.Recipients[i]
@@ -694,7 +701,7 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	}
 	u.Reminders = append(u.Reminders, a.policyReminderOps(dirty, now)...)
 	if len(u.Events) > 0 || len(dirty) > 0 {
-		row := groupRow(a.g, a.seq+uint64(len(u.Events)))
+		row := groupRow(a.g, a.j.Seq()+uint64(len(u.Events)))
 		a.eff.Group = &row
 		for _, i := range dirty {
 			a.eff.Deliveries = append(a.eff.Deliveries, deliveryRow(a.g, a.g.Recipients[i]))
@@ -713,7 +720,7 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	// this commits (followups.go).
 	release := e.gate.write(append(suppressedNumbers(a.eff.Suppress), a.answeredInFlight()...))
 	outbox := len(a.eff.Outbox) > 0
-	err := e.committer.Commit(c.Context(), u)
+	err := a.j.Persist(c.Context(), u)
 	release()
 	sends, adopt, pol := a.sends, a.adopt, a.takePolicyJobs()
 	a.pending, a.eff, a.sends, a.adopt = nil, store.Effects{}, nil, nil
@@ -721,7 +728,6 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 		a.fail(c, err)
 		return err
 	}
-	a.seq += uint64(len(u.Events))
 	a.failures = 0
 	if outbox {
 		e.cfg.Webhooks.Kick()
@@ -758,7 +764,7 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	}
 	a.queuePolicyJobs(pol)
 	if len(views) > 0 {
-		e.hub.Publish(Change{GroupID: a.key, Seq: a.seq, Events: views})
+		e.hub.Publish(Change{GroupID: a.key, Seq: a.j.Seq(), Events: views})
 	}
 	// Parked webhooks of the message ids just routed are adopted by the
 	// caller once this turn's routing marks are cleared (see doWork).
@@ -771,7 +777,7 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	// replies) wait for the next threshold or passivation.
 	becameComplete := a.g.Status == crewcast.GroupComplete && a.lastStatus != crewcast.GroupComplete
 	a.lastStatus = a.g.Status
-	if a.seq-a.snapSeq >= a.snapshotEvery() || (becameComplete && a.seq != a.snapSeq) {
+	if a.j.SnapshotDue() || (becameComplete && a.j.SinceSnapshot() > 0) {
 		if err := a.snapshot(c); err != nil {
 			// A snapshot is an optimisation: the journal has everything.
 			c.Logger().Warn("snapshot failed", "err", err)
