@@ -67,8 +67,10 @@
 // error and never drops one. Recover rebuilds state from the latest
 // snapshot plus later events, falling back to the whole journal when the
 // snapshot is corrupt. A Committer group-commits units of many actors in
-// one Journal.Commit; Journaled fills in sequence numbers per actor and
-// snapshots every N events.
+// one Journal.Commit; Journaled fills in sequence numbers per actor
+// (Stamp shows them before the commit, for effects that carry them) and
+// snapshots every N events, or at a cadence the actor's state decides
+// (SnapshotInterval).
 //
 // # Concurrency properties
 //

@@ -81,7 +81,13 @@ type JournaledConfig struct {
 	// SnapshotEvery makes MaybeSnapshot save once this many events were
 	// persisted since the last snapshot; 0 disables it.
 	SnapshotEvery int
-	Clock         Clock // stamps events (default RealClock)
+	// SnapshotInterval, when set, replaces SnapshotEvery: it is asked at
+	// each SnapshotDue, so an actor whose snapshot grows with its state
+	// (a roster, say) can space its snapshots out as it grows, keeping the
+	// snapshot bytes written per event bounded. 0 disables snapshots for
+	// that call.
+	SnapshotInterval func() uint64
+	Clock            Clock // stamps events (default RealClock)
 }
 
 // Journaled tracks one persistent actor's position in its journal and
@@ -111,18 +117,14 @@ func (j *Journaled) Seq() uint64 { return j.seq }
 // snapshot.
 func (j *Journaled) SinceSnapshot() uint64 { return j.seq - j.snapshotSeq }
 
-// Persist commits u through the Committer after filling in Key, ExpectSeq
-// and each event's Seq (and Time when zero). On success Seq advances; on
-// any error nothing advances and the error is returned as is, so a
-// *ConflictError or ErrFenced reaches the actor (which should stop or
-// recover again). An error wrapping ErrOutcomeUnknown (ctx ended, or the
-// commit passed its time limit, after u reached the journal) means u may
-// have been committed: the actor must recover from the journal, never
-// assume either way.
-func (j *Journaled) Persist(ctx context.Context, u Unit) error {
-	if j.cfg.Committer == nil {
-		return errNoCommitter
-	}
+// Stamp returns u as Persist will commit it now: Key, ExpectSeq and each
+// event's Seq (and Time, when zero) filled in; u's own Events are not
+// modified. An actor that commits, in the same unit, effects derived from
+// its events as journaled (a projection row carrying the sequence, outbox
+// rows, views published after the commit) builds them from Stamp's events;
+// Persist of the stamped unit then stamps it identically, as long as
+// nothing was persisted in between.
+func (j *Journaled) Stamp(u Unit) Unit {
 	u.Key = j.cfg.Key
 	u.ExpectSeq = j.seq
 	u.Events = slices.Clone(u.Events)
@@ -133,6 +135,24 @@ func (j *Journaled) Persist(ctx context.Context, u Unit) error {
 			u.Events[i].Time = now
 		}
 	}
+	return u
+}
+
+// Persist commits u through the Committer after filling in Key, ExpectSeq
+// and each event's Seq (and Time when zero), as Stamp does. u's Reminders
+// and Effects commit with the events, in the same transaction, or not at
+// all. On success Seq advances; on
+// any error nothing advances and the error is returned as is, so a
+// *ConflictError or ErrFenced reaches the actor (which should stop or
+// recover again). An error wrapping ErrOutcomeUnknown (ctx ended, or the
+// commit passed its time limit, after u reached the journal) means u may
+// have been committed: the actor must recover from the journal, never
+// assume either way.
+func (j *Journaled) Persist(ctx context.Context, u Unit) error {
+	if j.cfg.Committer == nil {
+		return errNoCommitter
+	}
+	u = j.Stamp(u)
 	if err := j.cfg.Committer.Commit(ctx, u); err != nil {
 		return fmt.Errorf("persist %q: %w", j.cfg.Key, err)
 	}
@@ -145,10 +165,17 @@ func (j *Journaled) PersistEvents(ctx context.Context, events ...Event) error {
 	return j.Persist(ctx, Unit{Events: events})
 }
 
-// SnapshotDue reports whether SnapshotEvery events have been committed
-// since the last snapshot.
+// SnapshotDue reports whether SnapshotEvery events (or SnapshotInterval's
+// answer) have been committed since the last snapshot.
 func (j *Journaled) SnapshotDue() bool {
-	return j.cfg.SnapshotEvery > 0 && j.cfg.Snapshots != nil && j.SinceSnapshot() >= uint64(j.cfg.SnapshotEvery)
+	if j.cfg.Snapshots == nil {
+		return false
+	}
+	every := uint64(max(j.cfg.SnapshotEvery, 0))
+	if j.cfg.SnapshotInterval != nil {
+		every = j.cfg.SnapshotInterval()
+	}
+	return every > 0 && j.SinceSnapshot() >= every
 }
 
 // MaybeSnapshot saves a snapshot when SnapshotDue; otherwise it does

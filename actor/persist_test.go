@@ -430,3 +430,86 @@ func TestJournaledPersistAndSnapshots(t *testing.T) {
 		t.Fatal("snapshot save error swallowed")
 	}
 }
+
+// TestJournaledStampMatchesPersist: effects built from Stamp's events
+// (a projection carrying the sequence, say) commit in the same unit as
+// those events, which Persist journals with exactly the stamped sequence
+// numbers and times.
+func TestJournaledStampMatchesPersist(t *testing.T) {
+	ctx := context.Background()
+	clk := NewManualClock(time.Unix(900, 0))
+	m := NewMemoryStore()
+	j := NewJournaled(JournaledConfig{Key: "acct", Committer: NewCommitter(m, CommitterOptions{}), Seq: 0, Clock: clk})
+	if err := j.PersistEvents(ctx, ev("add", "1")); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Unix(950, 0)
+	in := Unit{Events: []Event{ev("add", "2"), {Type: "add", Data: []byte("3"), Time: at}}, Effects: []any{"projection"},
+		Reminders: []ReminderOp{{Name: "r", Due: at}}}
+	u := j.Stamp(in)
+	if u.Key != "acct" || u.ExpectSeq != 1 || u.Events[0].Seq != 2 || u.Events[1].Seq != 3 ||
+		!u.Events[0].Time.Equal(time.Unix(900, 0)) || !u.Events[1].Time.Equal(at) {
+		t.Fatalf("stamped %+v", u)
+	}
+	if in.Events[0].Seq != 0 || in.Key != "" {
+		t.Fatalf("Stamp modified its argument: %+v", in)
+	}
+	if j.Seq() != 1 {
+		t.Fatalf("Stamp advanced the sequence to %d", j.Seq())
+	}
+	clk.Advance(time.Minute) // Persist keeps the stamped times
+	if err := j.Persist(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	units := m.CommittedUnits()
+	got := units[len(units)-1]
+	if got.ExpectSeq != 1 || len(got.Events) != 2 || got.Events[0].Seq != 2 || got.Events[1].Seq != 3 ||
+		!got.Events[0].Time.Equal(time.Unix(900, 0)) || len(got.Effects) != 1 || len(got.Reminders) != 1 {
+		t.Fatalf("persisted %+v, want the stamped unit", got)
+	}
+	if j.Seq() != 3 {
+		t.Fatalf("seq %d after persisting the stamped unit, want 3", j.Seq())
+	}
+}
+
+// TestJournaledSnapshotInterval: SnapshotInterval replaces SnapshotEvery
+// and is asked at every SnapshotDue, so the cadence follows the state.
+func TestJournaledSnapshotInterval(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemoryStore()
+	every := uint64(2)
+	j := NewJournaled(JournaledConfig{Key: "acct", Committer: NewCommitter(m, CommitterOptions{}), Snapshots: m,
+		SnapshotEvery: 1, SnapshotInterval: func() uint64 { return every }})
+	persist := func() {
+		t.Helper()
+		if err := j.PersistEvents(ctx, ev("add", "1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	persist()
+	if j.SnapshotDue() {
+		t.Fatal("due after 1 event with an interval of 2 (SnapshotEvery 1 must not apply)")
+	}
+	persist()
+	if !j.SnapshotDue() {
+		t.Fatal("not due after 2 events with an interval of 2")
+	}
+	every = 5 // the state grew: snapshots spaced out
+	if j.SnapshotDue() {
+		t.Fatal("due after 2 events once the interval is 5")
+	}
+	for range 3 {
+		persist()
+	}
+	if err := j.MaybeSnapshot(ctx, func() ([]byte, error) { return []byte("{}"), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if snap, err := m.LoadSnapshot(ctx, "acct"); err != nil || snap.Seq != 5 || j.SinceSnapshot() != 0 {
+		t.Fatalf("snapshot %+v, %v; since %d; want one at seq 5", snap, err, j.SinceSnapshot())
+	}
+	every = 0 // 0 disables
+	persist()
+	if j.SnapshotDue() {
+		t.Fatal("due with an interval of 0")
+	}
+}

@@ -53,7 +53,7 @@ func (a *groupActor) audit(who *store.AuditActor, ev group.Event) {
 	if who != nil {
 		actor = *who
 	}
-	a.eff.Audit = append(a.eff.Audit, store.AuditEntry{At: a.t.cfg.Clock.Now(), Actor: actor, Action: action, Target: target})
+	a.eff.Audit = append(a.eff.Audit, store.AuditEntry{At: a.env.cfg.Clock.Now(), Actor: actor, Action: action, Target: target})
 }
 
 // auditActorFrom returns the actor the request context carries, or nil.

@@ -409,25 +409,6 @@ func (t *Tracker) ownsKey(key string) bool {
 	return c == nil || c.holds(store.ShardOf(key))
 }
 
-// forgetGroupWork drops the uncommitted work of a group whose shard moved
-// to another node (taken is what the failed commit had taken out of it):
-// its webhooks stay in the shared inbox for the owner, and its send results
-// are recovered there (claimed without an outcome: unconfirmed).
-func (t *Tracker) forgetGroupWork(key string, taken []routed) {
-	t.mu.Lock()
-	for _, e := range taken {
-		delete(t.routing, inboxKey{e.ref.Provider, e.ref.EventID})
-	}
-	if w := t.work[key]; w != nil {
-		for _, e := range w.entries {
-			delete(t.routing, inboxKey{e.ref.Provider, e.ref.EventID})
-		}
-		delete(t.work, key)
-	}
-	t.mu.Unlock()
-	t.notifyIdle()
-}
-
 func (c *cluster) holds(shard int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -695,14 +676,7 @@ func (c *cluster) handOffShard(sh int) {
 // shardBusy reports whether a group of shard sh has uncommitted work
 // (sends in flight, results or webhooks not yet committed).
 func (t *Tracker) shardBusy(sh int) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for key, w := range t.work {
-		if store.ShardOf(key) == sh && !w.empty() {
-			return true
-		}
-	}
-	return false
+	return t.work.anyBusy(func(key string) bool { return store.ShardOf(key) == sh })
 }
 
 // resumeShards wakes the sending groups of newly held shards (activation

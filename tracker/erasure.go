@@ -311,7 +311,7 @@ func (m msgErase) replyErr(err error) { m.reply.Send(erasureResult{err: err}) }
 // group's rows, and the actor reloads from what is now stored.
 func (a *groupActor) erase(c *actor.Context[groupMsg], m msgErase) erasureResult {
 	ctx := c.Context()
-	if !a.t.ownsKey(a.key) {
+	if !a.env.ownsKey(a.key) {
 		// The shard moved away since the ask: the new owner's actor does it.
 		return erasureResult{err: fmt.Errorf("%w: the group moved to another node", ErrUnavailable)}
 	}
@@ -319,10 +319,10 @@ func (a *groupActor) erase(c *actor.Context[groupMsg], m msgErase) erasureResult
 	if a.g == nil {
 		// No journal: let the store clean whatever rows are left.
 		ge.Event = group.Eraser(m.number, m.replacement, true)
-		counts, err := a.t.st.EraseFromGroup(ctx, a.key, ge)
+		counts, err := a.env.st.EraseFromGroup(ctx, a.key, ge)
 		return erasureResult{counts: counts, err: err}
 	}
-	if ev, ok := a.g.Suppress(map[string]string{m.number: store.ReasonErased}, a.t.cfg.Clock.Now()); ok {
+	if ev, ok := a.g.Suppress(map[string]string{m.number: store.ReasonErased}, a.env.cfg.Clock.Now()); ok {
 		a.emit(ev)
 		if err := a.flush(c); err != nil {
 			return erasureResult{err: err}
@@ -332,7 +332,7 @@ func (a *groupActor) erase(c *actor.Context[groupMsg], m msgErase) erasureResult
 	ge.RedactText = a.g.Status == crewcast.GroupComplete || a.g.Status == crewcast.GroupCanceled
 	ge.Event = group.EraserWith(m.number, m.replacement, group.EraseTexts{Message: ge.RedactText,
 		Escalation: ge.RedactText || a.g.EscalatedTo(m.number)})
-	counts, err := a.t.st.EraseFromGroup(ctx, a.key, ge)
+	counts, err := a.env.st.EraseFromGroup(ctx, a.key, ge)
 	if err != nil {
 		return erasureResult{err: err} // rolled back: memory and store still agree
 	}

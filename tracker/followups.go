@@ -185,7 +185,7 @@ func (a *groupActor) initPolicyTracking(now time.Time) {
 // policyReminder handles a policy reminder; false for a name it does not
 // know.
 func (a *groupActor) policyReminder(c *actor.Context[groupMsg], r actor.Reminder) bool {
-	now := a.t.cfg.Clock.Now()
+	now := a.env.cfg.Clock.Now()
 	switch {
 	case strings.HasPrefix(r.Name, reminderFollowup):
 		i, err := strconv.Atoi(strings.TrimPrefix(r.Name, reminderFollowup))
@@ -226,7 +226,7 @@ func (a *groupActor) policyReminder(c *actor.Context[groupMsg], r actor.Reminder
 // the escalation, due follow-ups — and commits it; the claimed sends are
 // queued by flush. It reports false when the commit failed.
 func (a *groupActor) kickPolicy(c *actor.Context[groupMsg], now time.Time) bool {
-	t, g := a.t, a.g
+	e, g := a.env, a.g
 	if g.Policy == nil {
 		return true
 	}
@@ -234,24 +234,24 @@ func (a *groupActor) kickPolicy(c *actor.Context[groupMsg], now time.Time) bool 
 	if h, ok := g.Hold(now); ok {
 		a.emit(h)
 	}
-	if e, ok := g.Escalate(now); ok {
+	if esc, ok := g.Escalate(now); ok {
 		var nums []string
-		for _, s := range e.Sends {
+		for _, s := range esc.Sends {
 			nums = append(nums, s.To)
 		}
-		sup, err := t.st.Suppressed(ctx, nums)
+		sup, err := e.st.Suppressed(ctx, nums)
 		if err != nil {
 			c.Schedule(time.Second, msgKick{}) // decide again when the list can be read
 		} else {
 			var live []string
-			for k := range e.Sends {
-				if _, ok := sup[e.Sends[k].To]; ok {
-					e.Sends[k].Status, e.Sends[k].Detail = group.EscalationNotSent, "on the suppression list"
+			for k := range esc.Sends {
+				if _, ok := sup[esc.Sends[k].To]; ok {
+					esc.Sends[k].Status, esc.Sends[k].Detail = group.EscalationNotSent, "on the suppression list"
 					continue
 				}
-				live = append(live, e.Sends[k].To)
+				live = append(live, esc.Sends[k].To)
 			}
-			a.emit(e)
+			a.emit(esc)
 			a.eff.Claim = append(a.eff.Claim, live...)
 			for _, s := range g.EscalationSends() {
 				a.pol = append(a.pol, sendJob{groupID: a.key, send: s.Send(),
@@ -260,14 +260,14 @@ func (a *groupActor) kickPolicy(c *actor.Context[groupMsg], now time.Time) bool 
 			}
 		}
 	}
-	if room := t.cfg.MaxBacklog - t.pool.backlog() - len(a.pol); room <= 0 {
+	if room := e.cfg.MaxBacklog - e.sends.backlog() - len(a.pol); room <= 0 {
 		if g.FollowupsDue(now) {
-			t.waitForRoom(a.key)
+			e.room.wait(a.key)
 		}
-	} else if cl, ok := g.ClaimFollowups(now, min(room, t.cfg.ClaimBatch)); ok {
-		cl, ok = a.skipSuppressedFollowups(c, cl, now, min(room, t.cfg.ClaimBatch))
+	} else if cl, ok := g.ClaimFollowups(now, min(room, e.cfg.ClaimBatch)); ok {
+		cl, ok = a.skipSuppressedFollowups(c, cl, now, min(room, e.cfg.ClaimBatch))
 		if ok {
-			granted, wait := t.pacer.take(g.From, len(cl.Sends), now)
+			granted, wait := e.pacer.take(g.From, len(cl.Sends), now)
 			if granted < len(cl.Sends) {
 				cl.Sends = cl.Sends[:granted]
 				c.Schedule(max(wait, time.Millisecond), msgKick{})
@@ -278,7 +278,7 @@ func (a *groupActor) kickPolicy(c *actor.Context[groupMsg], now time.Time) bool 
 					num, text := g.Recipients[s.Index].Number, g.FollowupTextFor(g.Recipients[s.Index])
 					a.eff.Claim = append(a.eff.Claim, num)
 					// Replies to the follow-up come to this group.
-					a.addRoute(convKey(g.From, num), t.cfg.ConversationTTL)
+					a.addRoute(convKey(g.From, num), e.cfg.ConversationTTL)
 					a.pol = append(a.pol, sendJob{groupID: a.key, send: s.Send(),
 						req: crewcast.SendRequest{From: g.From, To: []string{num}, Text: text,
 							IdempotencyKey: group.ClaimKey(a.key, s.ID)}})
@@ -307,7 +307,7 @@ func (a *groupActor) skipSuppressedFollowups(c *actor.Context[groupMsg], cl grou
 	for k, s := range cl.Sends {
 		nums[k] = a.g.Recipients[s.Index].Number
 	}
-	sup, err := a.t.st.Suppressed(c.Context(), nums)
+	sup, err := a.env.st.Suppressed(c.Context(), nums)
 	if err != nil {
 		c.Schedule(time.Second, msgKick{})
 		return cl, false
@@ -338,17 +338,12 @@ func (a *groupActor) queuePolicyJobs(jobs []sendJob) {
 	if len(jobs) == 0 {
 		return
 	}
-	t := a.t
-	t.mu.Lock()
-	w := t.workFor(a.key)
-	if w.inflight == nil {
-		w.inflight = make(map[string]struct{})
+	ids := make([]string, len(jobs))
+	for k, j := range jobs {
+		ids[k] = j.send.ID
 	}
-	for _, j := range jobs {
-		w.inflight[j.send.ID] = struct{}{}
-	}
-	t.mu.Unlock()
-	t.pool.submit(jobs)
+	a.env.work.addInflight(a.key, ids)
+	a.env.sends.submit(jobs)
 }
 
 // answeredInFlight marks the follow-ups in flight whose recipients answer
@@ -363,7 +358,7 @@ func (a *groupActor) answeredInFlight() []string {
 		}
 		r := a.g.Recipients[rep.Index]
 		if r.FollowupSendID != "" && group.Answered(r) {
-			a.t.fstop.mark(stopKey(a.key, r.FollowupSendID))
+			a.env.stops.mark(stopKey(a.key, r.FollowupSendID))
 			nums = append(nums, r.Number)
 		}
 	}
@@ -373,13 +368,13 @@ func (a *groupActor) answeredInFlight() []string {
 // policyResult records the provider's answer to a follow-up or escalation
 // send; false for a first send.
 func (a *groupActor) policyResult(r sendResult, now time.Time) bool {
-	t := a.t
+	e := a.env
 	var o group.Outcome
 	switch {
 	case group.IsFollowupSend(r.send.ID):
 		o = a.g.FollowupOutcome(r.send, r.res, r.err, r.at)
 		a.emit(group.FollowupOutcomes{At: now, Outcomes: []group.Outcome{o}})
-		t.fstop.clear(stopKey(a.key, r.send.ID))
+		e.stops.clear(stopKey(a.key, r.send.ID))
 		if o.OptOut {
 			for _, i := range o.Indices {
 				a.eff.Suppress = append(a.eff.Suppress, store.Suppression{Number: a.g.Recipients[i].Number, Reason: "provider_opt_out", CreatedAt: now})
@@ -391,11 +386,11 @@ func (a *groupActor) policyResult(r sendResult, now time.Time) bool {
 	default:
 		return false
 	}
-	t.cfg.Metrics.SendOutcome(t.cfg.Provider.Name(), o.Result, o.Class)
+	e.cfg.Metrics.SendOutcome(e.cfg.Provider, o.Result, o.Class)
 	if o.Result == group.ResultAccepted && o.MessageID != "" {
 		// Receipts of this message find the group (and change nothing but
 		// the journal: they are not the recipient's first message).
-		a.addRoute(msgKey(t.cfg.Provider.Name(), o.MessageID), 0)
+		a.addRoute(msgKey(e.cfg.Provider, o.MessageID), 0)
 		a.adopt = append(a.adopt, o.MessageID)
 	}
 	return true
@@ -404,7 +399,7 @@ func (a *groupActor) policyResult(r sendResult, now time.Time) bool {
 // recoverPolicySends marks follow-ups and escalation messages left in
 // flight by a dead process as unconfirmed.
 func (a *groupActor) recoverPolicySends(now time.Time) {
-	for _, e := range a.g.RecoverFollowups(now, a.t.inFlight(a.key)) {
+	for _, e := range a.g.RecoverFollowups(now, a.env.work.inFlight(a.key)) {
 		a.emit(e)
 	}
 }

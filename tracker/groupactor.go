@@ -59,16 +59,21 @@ const (
 var errBusy = errors.New("group has work in flight")
 
 // groupActor is one group message in memory.
+//
+// Its fields are touched only on the actor's own goroutine (Activate,
+// Receive, Passivate): they need no lock. What it shares with the rest of
+// the tracker it reaches through env, whose parts synchronise themselves.
 type groupActor struct {
-	t   *Tracker
+	env *groupEnv
 	key string
 
-	g        *group.Group // nil until created or loaded
-	seq      uint64       // journal sequence of the last committed event
-	snapSeq  uint64       // sequence of the last snapshot
-	broken   bool         // a commit or load failed: in-memory state is not the store's
-	failures int          // consecutive store failures, for the reload backoff
-	retired  bool         // retention rewrote the store under this instance
+	g *group.Group // nil until created or loaded
+	// j is the group's place in its journal (sequence, snapshot cadence);
+	// every commit goes through it. Set afresh by each load.
+	j        *actor.Journaled
+	broken   bool // a commit or load failed: in-memory state is not the store's
+	failures int  // consecutive store failures, for the reload backoff
+	retired  bool // retention rewrote the store under this instance
 	// lastStatus is the group status at the last commit, to take the final
 	// snapshot once when the group completes.
 	lastStatus crewcast.GroupStatus
@@ -104,16 +109,16 @@ func (a *groupActor) Activate(c *actor.Context[groupMsg]) error {
 // load (re)builds the in-memory group from the store and resumes its work.
 func (a *groupActor) load(c *actor.Context[groupMsg]) error {
 	ctx := c.Context()
-	a.g, a.seq, a.snapSeq = nil, 0, 0
+	a.g, a.j = nil, a.journal(0, 0)
 	a.pending, a.eff, a.sends, a.adopt, a.pol = nil, store.Effects{}, nil, nil, nil
-	res, err := actor.Recover(ctx, a.t.st, a.t.st, a.key, decodeSnapshot, applyEvent)
+	res, err := actor.Recover(ctx, a.env.st, a.env.st, a.key, decodeSnapshot, applyEvent)
 	if err != nil {
 		return fmt.Errorf("recover group %s: %w", a.key, err)
 	}
 	if res.SnapshotErr != nil {
 		c.Logger().Warn("group snapshot unusable; recovered from the journal", "err", res.SnapshotErr)
 	}
-	a.seq, a.snapSeq = res.Seq, res.SnapshotSeq
+	a.j = a.journal(res.Seq, res.SnapshotSeq)
 	if res.State.ID == "" {
 		return nil // not created (yet): only msgCreate will do anything
 	}
@@ -122,8 +127,8 @@ func (a *groupActor) load(c *actor.Context[groupMsg]) error {
 	a.g.TakeDirty()
 	a.lastStatus = a.g.Status
 	a.initTracking()
-	now := a.t.cfg.Clock.Now()
-	if u, ok := a.g.RecoverInFlight(now, a.t.inFlight(a.key)); ok {
+	now := a.env.cfg.Clock.Now()
+	if u, ok := a.g.RecoverInFlight(now, a.env.work.inFlight(a.key)); ok {
 		a.emit(u)
 	}
 	a.recoverPolicySends(now)
@@ -132,7 +137,7 @@ func (a *groupActor) load(c *actor.Context[groupMsg]) error {
 			return err
 		}
 	}
-	if a.g.Status == crewcast.GroupComplete && a.seq != a.snapSeq {
+	if a.g.Status == crewcast.GroupComplete && a.j.SinceSnapshot() > 0 {
 		// Completed, but the final snapshot was lost (a crash right after
 		// the completing commit): take it now.
 		if err := a.snapshot(c); err != nil {
@@ -140,14 +145,7 @@ func (a *groupActor) load(c *actor.Context[groupMsg]) error {
 		}
 	}
 	a.kickSoon(c)
-	a.t.mu.Lock()
-	w := a.t.work[a.key]
-	hasWork := w != nil && (len(w.results) > 0 || len(w.lookups) > 0 || len(w.entries) > 0)
-	if hasWork {
-		w.signaled = true
-	}
-	a.t.mu.Unlock()
-	if hasWork {
+	if a.env.work.resume(a.key) {
 		c.Self().Tell(msgWork{})
 	}
 	return nil
@@ -192,7 +190,7 @@ func (a *groupActor) Passivate(c *actor.Context[groupMsg]) error {
 		return nil
 	}
 	busy := a.busy()
-	if busy && a.t.closing.Load() {
+	if busy && a.env.closing() {
 		// Shutting down: the send pool is closed, so every claimed send
 		// already has its answer queued here. Commit them now.
 		for range 3 {
@@ -202,7 +200,7 @@ func (a *groupActor) Passivate(c *actor.Context[groupMsg]) error {
 			}
 		}
 	}
-	if busy || (!a.t.closing.Load() && a.g.HasClaimable(a.t.cfg.Clock.Now())) {
+	if busy || (!a.env.closing() && a.g.HasClaimable(a.env.cfg.Clock.Now())) {
 		return errBusy
 	}
 	return a.snapshot(c)
@@ -210,35 +208,25 @@ func (a *groupActor) Passivate(c *actor.Context[groupMsg]) error {
 
 // busy reports whether the group has uncommitted work; an idle group's
 // work entry is dropped so that hibernated groups cost no memory.
-func (a *groupActor) busy() bool {
-	a.t.mu.Lock()
-	defer a.t.mu.Unlock()
-	w := a.t.work[a.key]
-	if w == nil || !a.t.ownsKey(a.key) { // another node owns the group now (cluster.go)
-		return false
-	}
-	if w.empty() && !w.signaled {
-		delete(a.t.work, a.key)
-		return false
-	}
-	return !w.empty()
+func (a *groupActor) busy() bool { return a.env.work.busy(a.key) }
+
+// journal returns the group's Journaled, positioned at seq with its latest
+// snapshot at snapSeq: commits go through the shared Committer, snapshots
+// to the store at the cadence of snapshotEvery.
+func (a *groupActor) journal(seq, snapSeq uint64) *actor.Journaled {
+	return actor.NewJournaled(actor.JournaledConfig{Key: a.key, Committer: a.env.committer, Snapshots: a.env.st,
+		Seq: seq, SnapshotSeq: snapSeq, SnapshotInterval: a.snapshotEvery, Clock: a.env.cfg.Clock})
 }
 
+// snapshot saves the group as of its last commit, unless a snapshot is
+// there already.
 func (a *groupActor) snapshot(c *actor.Context[groupMsg]) error {
-	if a.seq == a.snapSeq {
+	if a.j.SinceSnapshot() == 0 {
 		return nil
 	}
-	state, err := json.Marshal(a.g)
-	if err != nil {
-		return fmt.Errorf("encode snapshot: %w", err)
-	}
-	ctx, cancel := a.t.writeCtx(c.Context())
+	ctx, cancel := a.env.writeCtx(c.Context())
 	defer cancel()
-	if err := a.t.st.SaveSnapshot(ctx, actor.Snapshot{Key: a.key, Seq: a.seq, State: state, Time: a.t.cfg.Clock.Now()}); err != nil {
-		return fmt.Errorf("save snapshot: %w", err)
-	}
-	a.snapSeq = a.seq
-	return nil
+	return a.j.Snapshot(ctx, func() ([]byte, error) { return json.Marshal(a.g) })
 }
 
 // snapshotEvery is how many events a group's journal grows between two
@@ -248,7 +236,7 @@ func (a *groupActor) snapshot(c *actor.Context[groupMsg]) error {
 // scaling it keeps the snapshot bytes per event bounded, and recovery reads
 // at most two events per recipient after the snapshot.
 func (a *groupActor) snapshotEvery() uint64 {
-	n := uint64(a.t.cfg.SnapshotEvery)
+	n := uint64(a.env.cfg.SnapshotEvery)
 	if a.g != nil {
 		n = max(n, 2*uint64(len(a.g.Recipients)))
 	}
@@ -287,7 +275,7 @@ func (a *groupActor) initTracking() {
 			a.rem[reminderRetry+strconv.Itoa(i)] = retry
 		}
 	}
-	a.initPolicyTracking(a.t.cfg.Clock.Now())
+	a.initPolicyTracking(a.env.cfg.Clock.Now())
 }
 
 func wantedReminders(r *group.Recipient) (check, retry time.Time) {
@@ -318,11 +306,7 @@ func (a *groupActor) Receive(c *actor.Context[groupMsg], m groupMsg) {
 			}
 		case msgWork:
 			// The work stays queued; load re-signals it.
-			a.t.mu.Lock()
-			if w := a.t.work[a.key]; w != nil {
-				w.signaled = false
-			}
-			a.t.mu.Unlock()
+			a.env.work.unsignal(a.key)
 		default:
 			if r, ok := m.(interface{ replyErr(error) }); ok {
 				r.replyErr(ErrUnavailable)
@@ -339,7 +323,7 @@ func (a *groupActor) Receive(c *actor.Context[groupMsg], m groupMsg) {
 			m.reply.Send(ErrNotFound)
 			return
 		}
-		ev, err := m.fn(a.g, a.t.cfg.Clock.Now())
+		ev, err := m.fn(a.g, a.env.cfg.Clock.Now())
 		if err != nil {
 			m.reply.Send(err)
 			return
@@ -369,7 +353,7 @@ func (a *groupActor) Receive(c *actor.Context[groupMsg], m groupMsg) {
 // marks of entries it could not apply, so those are routed again too.
 func (a *groupActor) adoptParked() {
 	if len(a.adopted) > 0 {
-		a.t.adoptParked(a.adopted)
+		a.env.routing.adoptParked(a.adopted)
 		a.adopted = nil
 	}
 }
@@ -401,7 +385,7 @@ func (a *groupActor) create(c *actor.Context[groupMsg], m msgCreate) error {
 }
 
 func (a *groupActor) kickSoon(c *actor.Context[groupMsg]) {
-	if a.g != nil && (a.g.HasClaimable(a.t.cfg.Clock.Now()) || policyDue(a.g, a.t.cfg.Clock.Now())) {
+	if a.g != nil && (a.g.HasClaimable(a.env.cfg.Clock.Now()) || policyDue(a.g, a.env.cfg.Clock.Now())) {
 		c.Self().Tell(msgKick{})
 	}
 }
@@ -409,23 +393,23 @@ func (a *groupActor) kickSoon(c *actor.Context[groupMsg]) {
 // kick claims what is due, within the pacing and the send backlog, and
 // commits the claims; flush then queues the provider calls.
 func (a *groupActor) kick(c *actor.Context[groupMsg]) {
-	t := a.t
-	if t.closing.Load() || a.g == nil || t.draining(a.key) { // draining: cluster.go hands the shard off
+	e := a.env
+	if e.closing() || a.g == nil || e.owner.draining(a.key) { // draining: cluster.go hands the shard off
 		return
 	}
-	now := t.cfg.Clock.Now()
+	now := e.cfg.Clock.Now()
 	if !a.kickPolicy(c, now) || a.g == nil || a.broken || a.retired {
 		return
 	}
 	if !a.g.HasClaimable(now) {
 		return
 	}
-	room := t.cfg.MaxBacklog - t.pool.backlog()
+	room := e.cfg.MaxBacklog - e.sends.backlog()
 	if room <= 0 {
-		t.waitForRoom(a.key) // kicked again once the backlog drains
+		e.room.wait(a.key) // kicked again once the backlog drains
 		return
 	}
-	limit := min(room, t.cfg.ClaimBatch)
+	limit := min(room, e.cfg.ClaimBatch)
 	if !a.suppressBeforeClaim(c.Context(), now, limit) {
 		c.Schedule(time.Second, msgKick{}) // the suppression list could not be read
 		return
@@ -437,7 +421,7 @@ func (a *groupActor) kick(c *actor.Context[groupMsg]) {
 		}
 		return
 	}
-	granted, wait := t.pacer.take(a.g.From, len(cl.Sends), now)
+	granted, wait := e.pacer.take(a.g.From, len(cl.Sends), now)
 	if granted == 0 {
 		if len(a.pending) > 0 {
 			_ = a.flush(c) // recipients found suppressed
@@ -462,13 +446,8 @@ func (a *groupActor) kick(c *actor.Context[groupMsg]) {
 
 // doWork applies everything queued for the group in one commit.
 func (a *groupActor) doWork(c *actor.Context[groupMsg]) {
-	t := a.t
-	t.mu.Lock()
-	w := t.workFor(a.key)
-	results, lookups, entries := w.results, w.lookups, w.entries
-	w.results, w.lookups, w.entries = nil, nil, nil
-	w.signaled = false
-	t.mu.Unlock()
+	e := a.env
+	results, lookups, entries := e.work.take(a.key)
 	if len(results)+len(lookups)+len(entries) == 0 {
 		return
 	}
@@ -476,11 +455,10 @@ func (a *groupActor) doWork(c *actor.Context[groupMsg]) {
 		// Work for a group that does not exist (deleted by retention, or a
 		// route to a foreign id): acknowledge webhooks so they stop
 		// circulating; results cannot happen without a group.
-		a.ackOrphaned(c, entries)
-		t.notifyIdle() // Stop may be waiting for this work
+		a.ackOrphaned(c, entries) // Stop may be waiting for this work: unroute tells it
 		return
 	}
-	now := t.cfg.Clock.Now()
+	now := e.cfg.Clock.Now()
 	if len(results) > 0 {
 		out := group.Outcomes{At: now}
 		for _, r := range results {
@@ -489,11 +467,11 @@ func (a *groupActor) doWork(c *actor.Context[groupMsg]) {
 			}
 			o := a.g.Outcome(r.send, r.res, r.err, r.at)
 			out.Outcomes = append(out.Outcomes, o)
-			t.cfg.Metrics.SendOutcome(t.cfg.Provider.Name(), o.Result, o.Class)
+			e.cfg.Metrics.SendOutcome(e.cfg.Provider, o.Result, o.Class)
 			if o.Result == group.ResultAccepted && o.MessageID != "" {
-				a.addRoute(msgKey(t.cfg.Provider.Name(), o.MessageID), 0)
+				a.addRoute(msgKey(e.cfg.Provider, o.MessageID), 0)
 				if o.GroupMessageID != "" && o.GroupMessageID != o.MessageID {
-					a.addRoute(msgKey(t.cfg.Provider.Name(), o.GroupMessageID), 0)
+					a.addRoute(msgKey(e.cfg.Provider, o.GroupMessageID), 0)
 				}
 				a.adopt = append(a.adopt, o.MessageID)
 			}
@@ -513,39 +491,23 @@ func (a *groupActor) doWork(c *actor.Context[groupMsg]) {
 			a.emit(a.g.CheckResult(l.index, l.st, l.err, l.at))
 		}
 	}
-	var handled []inboxKey
-	for _, e := range entries {
-		if a.applyEntry(e, now) {
-			a.eff.InboxDone = append(a.eff.InboxDone, store.InboxRef{Provider: e.ref.Provider, EventID: e.ref.EventID, Target: a.key})
+	for _, en := range entries {
+		if a.applyEntry(en, now) {
+			a.eff.InboxDone = append(a.eff.InboxDone, store.InboxRef{Provider: en.ref.Provider, EventID: en.ref.EventID, Target: a.key})
 		}
-		handled = append(handled, inboxKey{e.ref.Provider, e.ref.EventID})
 	}
 	if err := a.flush(c); err != nil {
-		if !t.ownsKey(a.key) {
-			t.forgetGroupWork(a.key, entries) // the shard moved: the new owner recovers it (cluster.go)
+		if !e.owner.ownsKey(a.key) {
+			e.work.forget(a.key, entries) // the shard moved: the new owner recovers it (cluster.go)
 			return
 		}
 		// Put everything back for the next instance; sends stay in flight.
-		t.mu.Lock()
-		w := t.workFor(a.key)
-		w.results = append(results, w.results...)
-		w.lookups = append(lookups, w.lookups...)
-		w.entries = append(entries, w.entries...)
-		t.mu.Unlock()
-		t.retrySignal(a.key)
+		e.work.requeue(a.key, results, lookups, entries)
 		return
 	}
-	t.mu.Lock()
-	if w := t.work[a.key]; w != nil {
-		for _, r := range results {
-			delete(w.inflight, r.send.ID)
-		}
-	}
-	for _, k := range handled {
-		delete(t.routing, k)
-	}
-	t.mu.Unlock()
-	t.notifyIdle()
+	// Recorded: the sends leave the in-flight set, and every entry's
+	// routing mark goes (one left parked is routed again later).
+	e.work.done(a.key, results, entries)
 	a.kickSoon(c)
 }
 
@@ -608,18 +570,14 @@ func (a *groupActor) ackOrphaned(c *actor.Context[groupMsg], entries []routed) {
 	for _, e := range entries {
 		refs = append(refs, store.InboxRef{Provider: e.ref.Provider, EventID: e.ref.EventID, Target: a.key})
 	}
-	ctx, cancel := a.t.writeCtx(c.Context())
+	ctx, cancel := a.env.writeCtx(c.Context())
 	defer cancel()
-	if err := a.t.st.AckInbox(ctx, refs); err != nil {
+	if err := a.env.st.AckInbox(ctx, refs); err != nil {
 		// Still pending in the inbox: the sweep routes them here again,
 		// once their routing marks are cleared below.
 		c.Logger().Error("acknowledge webhooks for a missing group", "err", err)
 	}
-	a.t.mu.Lock()
-	for _, e := range entries {
-		delete(a.t.routing, inboxKey{e.ref.Provider, e.ref.EventID})
-	}
-	a.t.mu.Unlock()
+	a.env.work.unroute(entries)
 }
 
 // reminder handles a durable reminder: a status check or a retry wake-up.
@@ -629,7 +587,7 @@ func (a *groupActor) reminder(c *actor.Context[groupMsg], r actor.Reminder) {
 		a.dropReminder(c, r.Name)
 		return
 	}
-	now := a.t.cfg.Clock.Now()
+	now := a.env.cfg.Clock.Now()
 	switch {
 	case strings.HasPrefix(r.Name, reminderCheck):
 		i, err := strconv.Atoi(strings.TrimPrefix(r.Name, reminderCheck))
@@ -639,9 +597,9 @@ func (a *groupActor) reminder(c *actor.Context[groupMsg], r actor.Reminder) {
 		}
 		rc := a.g.Recipients[i]
 		if rc.Status == crewcast.StatusSent && !rc.NextCheckAt.After(now) {
-			if !a.looking[i] && !a.t.closing.Load() {
+			if !a.looking[i] && !a.env.closing() {
 				a.looking[i] = true
-				a.t.pool.lookup(lookupJob{groupID: a.key, index: i, messageID: rc.MessageID})
+				a.env.sends.lookup(lookupJob{groupID: a.key, index: i, messageID: rc.MessageID})
 			}
 			return
 		}
@@ -669,9 +627,9 @@ func (a *groupActor) reminder(c *actor.Context[groupMsg], r actor.Reminder) {
 // a recipient index out of range, an unknown name). If the store fails,
 // the poller fires the reminder again later and it is dropped then.
 func (a *groupActor) dropReminder(c *actor.Context[groupMsg], name string) {
-	ctx, cancel := a.t.writeCtx(c.Context())
+	ctx, cancel := a.env.writeCtx(c.Context())
 	defer cancel()
-	if err := a.t.st.DeleteReminder(ctx, a.key, name); err != nil {
+	if err := a.env.st.DeleteReminder(ctx, a.key, name); err != nil {
 		c.Logger().Warn("delete stale reminder; it will fire again", "reminder", name, "err", err)
 	}
 }
@@ -698,7 +656,7 @@ func (a *groupActor) emit(e group.Event) {
 		// exists for every message that may have gone out.
 		for _, s := range cl.Sends {
 			for _, i := range s.Indices {
-				a.addRoute(convKey(a.g.From, a.g.Recipients[i].Number), a.t.cfg.ConversationTTL)
+				a.addRoute(convKey(a.g.From, a.g.Recipients[i].Number), a.env.cfg.ConversationTTL)
 			}
 		}
 	}
@@ -707,7 +665,7 @@ func (a *groupActor) emit(e group.Event) {
 func (a *groupActor) addRoute(key string, ttl time.Duration) {
 	r := store.Route{Key: key, Value: a.key}
 	if ttl > 0 {
-		r.ExpiresAt = a.t.cfg.Clock.Now().Add(ttl)
+		r.ExpiresAt = a.env.cfg.Clock.Now().Add(ttl)
 	}
 	a.eff.Routes = append(a.eff.Routes, r)
 }
@@ -716,20 +674,24 @@ func (a *groupActor) addRoute(key string, ttl time.Duration) {
 // this turn as one unit, then does what the commit allows: queue claimed
 // sends, publish the change, adopt parked webhooks.
 func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
-	t := a.t
-	now := t.cfg.Clock.Now()
+	e := a.env
+	now := e.cfg.Clock.Now()
 	dirty := a.g.TakeDirty()
-	u := actor.Unit{Key: a.key, ExpectSeq: a.seq}
-	views := make([]EventView, 0, len(a.pending))
-	for i, e := range a.pending {
-		typ, data, err := group.Encode(e)
+	var u actor.Unit
+	for _, pe := range a.pending {
+		typ, data, err := group.Encode(pe)
 		if err != nil {
 			a.fail(c, err)
 			return err
 		}
-		ev := actor.Event{Seq: a.seq + uint64(i) + 1, Type: typ, Data: data, Time: now}
-		u.Events = append(u.Events, ev)
-		views = append(views, EventView{Seq: ev.Seq, Type: typ, Time: now, Data: data})
+		u.Events = append(u.Events, actor.Event{Type: typ, Data: data, Time: now})
+	}
+	// Sequence numbers as the journal will have them: the projection, the
+	// outbox rows and the published views carry them.
+	u = a.j.Stamp(u)
+	views := make([]EventView, 0, len(u.Events))
+	for _, ev := range u.Events {
+		views = append(views, EventView{Seq: ev.Seq, Type: ev.Type, Time: ev.Time, Data: ev.Data})
 	}
 	for _, i := range dirty {
 		r := a.g.Recipients[i]
@@ -739,7 +701,7 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	}
 	u.Reminders = append(u.Reminders, a.policyReminderOps(dirty, now)...)
 	if len(u.Events) > 0 || len(dirty) > 0 {
-		row := groupRow(a.g, a.seq+uint64(len(u.Events)))
+		row := groupRow(a.g, a.j.Seq()+uint64(len(u.Events)))
 		a.eff.Group = &row
 		for _, i := range dirty {
 			a.eff.Deliveries = append(a.eff.Deliveries, deliveryRow(a.g, a.g.Recipients[i]))
@@ -748,7 +710,7 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	if len(u.Events) == 0 && len(u.Reminders) == 0 && effectsEmpty(a.eff) {
 		return nil
 	}
-	if a.eff.Group != nil && t.cfg.Webhooks != nil && t.cfg.Webhooks.Enabled() {
+	if a.eff.Group != nil && e.cfg.Webhooks != nil && e.cfg.Webhooks.Enabled() {
 		a.eff.Outbox = append(a.eff.Outbox, webhookout.Derive(a.outboxChange(u.Events, dirty, now))...)
 	}
 	u.Effects = []any{a.eff}
@@ -756,9 +718,9 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	// pass its check while this commits (see suppress.go).
 	// STOP or a provider opt-out, or an answer to a follow-up in flight: that call may not start after
 	// this commits (followups.go).
-	release := t.gate.write(append(suppressedNumbers(a.eff.Suppress), a.answeredInFlight()...))
+	release := e.gate.write(append(suppressedNumbers(a.eff.Suppress), a.answeredInFlight()...))
 	outbox := len(a.eff.Outbox) > 0
-	err := t.committer.Commit(c.Context(), u)
+	err := a.j.Persist(c.Context(), u)
 	release()
 	sends, adopt, pol := a.sends, a.adopt, a.takePolicyJobs()
 	a.pending, a.eff, a.sends, a.adopt = nil, store.Effects{}, nil, nil
@@ -766,10 +728,9 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 		a.fail(c, err)
 		return err
 	}
-	a.seq += uint64(len(u.Events))
 	a.failures = 0
 	if outbox {
-		t.cfg.Webhooks.Kick()
+		e.cfg.Webhooks.Kick()
 	}
 	for _, op := range u.Reminders {
 		if op.Delete {
@@ -780,7 +741,7 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	}
 	if len(u.Reminders) > 0 {
 		if due := earliestSet(u.Reminders); !due.IsZero() {
-			t.groups.WakeRemindersAt(due)
+			e.reminders.WakeRemindersAt(due)
 		}
 	}
 	unconfirmed := false
@@ -788,29 +749,27 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 		r := a.g.Recipients[i]
 		if r.Status != a.statuses[i] {
 			unconfirmed = unconfirmed || r.Status == crewcast.StatusUnconfirmed
-			t.cfg.Metrics.StatusChanged(r.Status)
+			e.cfg.Metrics.StatusChanged(r.Status)
 			if r.Status == crewcast.StatusDelivered && !r.SentAt.IsZero() {
-				t.cfg.Metrics.TimeToDelivered(r.DeliveredAt.Sub(r.SentAt))
+				e.cfg.Metrics.TimeToDelivered(r.DeliveredAt.Sub(r.SentAt))
 			}
 			a.statuses[i] = r.Status
 		}
 	}
 	if unconfirmed {
-		t.sweepSoon()
+		e.routing.sweepSoon()
 	}
 	if len(sends) > 0 {
 		a.queueSends(sends)
 	}
 	a.queuePolicyJobs(pol)
 	if len(views) > 0 {
-		t.hub.Publish(Change{GroupID: a.key, Seq: a.seq, Events: views})
+		e.hub.Publish(Change{GroupID: a.key, Seq: a.j.Seq(), Events: views})
 	}
 	// Parked webhooks of the message ids just routed are adopted by the
 	// caller once this turn's routing marks are cleared (see doWork).
 	a.adopted = append(a.adopted, adopt...)
-	for _, id := range adopt {
-		t.routes.put(msgKey(t.cfg.Provider.Name(), id), a.key)
-	}
+	e.routing.routed(a.key, adopt)
 	// Snapshot every SnapshotEvery events — or every two events per
 	// recipient in a larger group, whose snapshot grows with its roster
 	// (see snapshotEvery) — and once when the group becomes complete (its
@@ -818,7 +777,7 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	// replies) wait for the next threshold or passivation.
 	becameComplete := a.g.Status == crewcast.GroupComplete && a.lastStatus != crewcast.GroupComplete
 	a.lastStatus = a.g.Status
-	if a.seq-a.snapSeq >= a.snapshotEvery() || (becameComplete && a.seq != a.snapSeq) {
+	if a.j.SnapshotDue() || (becameComplete && a.j.SinceSnapshot() > 0) {
 		if err := a.snapshot(c); err != nil {
 			// A snapshot is an optimisation: the journal has everything.
 			c.Logger().Warn("snapshot failed", "err", err)
@@ -875,15 +834,10 @@ func (a *groupActor) fail(c *actor.Context[groupMsg], err error) {
 // queueSends registers committed claims as in flight and hands them to the
 // send pool.
 func (a *groupActor) queueSends(sends []group.Send) {
-	t := a.t
 	jobs := make([]sendJob, 0, len(sends))
-	t.mu.Lock()
-	w := t.workFor(a.key)
-	if w.inflight == nil {
-		w.inflight = make(map[string]struct{})
-	}
+	ids := make([]string, 0, len(sends))
 	for _, s := range sends {
-		w.inflight[s.ID] = struct{}{}
+		ids = append(ids, s.ID)
 		to := make([]string, len(s.Indices))
 		for k, i := range s.Indices {
 			to[k] = a.g.Recipients[i].Number
@@ -894,8 +848,8 @@ func (a *groupActor) queueSends(sends []group.Send) {
 				IdempotencyKey: group.ClaimKey(a.key, s.ID)},
 		})
 	}
-	t.mu.Unlock()
-	t.pool.submit(jobs)
+	a.env.work.addInflight(a.key, ids)
+	a.env.sends.submit(jobs)
 }
 
 // outboxChange describes the commit being built for webhookout.Derive:

@@ -623,8 +623,8 @@ func dumpInbox(t *testing.T, tr *Tracker, st store.Store) {
 		t.Logf("read pending inbox: %v", err)
 	}
 	for _, e := range pending {
+		routing := tr.work.routingMarked(inboxKey{e.Provider, e.EventID})
 		tr.mu.Lock()
-		_, routing := tr.routing[inboxKey{e.Provider, e.EventID}]
 		_, parked := tr.parked[msgKey(e.Provider, e.MessageID)]
 		tr.mu.Unlock()
 		t.Logf("unprocessed inbox entry %s/%s message %s target %q: routing mark %v, parked %v", e.Provider, e.EventID, e.MessageID, e.Target, routing, parked)

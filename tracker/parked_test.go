@@ -58,6 +58,20 @@ func TestParkedWebhooksExpireAndAreRedacted(t *testing.T) {
 	if _, err := e.tr.Ingest(ctx, []crewcast.Event{stray}); err != nil {
 		t.Fatal(err)
 	}
+	// The router parks it at once (in real time; expiry comes hours
+	// later). Wait for that here: a router still running when the sweep
+	// below expires the entry would park it again afterwards.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		e.tr.mu.Lock()
+		_, parked := e.tr.parked[msgKey("fake", "never-sent")]
+		e.tr.mu.Unlock()
+		if parked {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the router never parked the receipt")
+		}
+	}
 	// Within the TTL the entry stays parked: its send result may still be
 	// on its way.
 	e.clk.Advance(59 * time.Minute)

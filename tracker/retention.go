@@ -227,9 +227,9 @@ func (a *groupActor) retain(c *actor.Context[groupMsg], m msgRetention) retentio
 	if a.g == nil {
 		// Journal gone or never there: let the store clean whatever is left.
 		if m.stage == "" {
-			return retentionResult{done: true, err: a.t.st.DeleteGroup(ctx, a.key)}
+			return retentionResult{done: true, err: a.env.st.DeleteGroup(ctx, a.key)}
 		}
-		return retentionResult{done: true, err: a.t.st.RewriteGroup(ctx, a.key, m.stage, store.Rewriter{})}
+		return retentionResult{done: true, err: a.env.st.RewriteGroup(ctx, a.key, m.stage, store.Rewriter{})}
 	}
 	switch a.g.Status {
 	case "complete", "canceled":
@@ -244,22 +244,22 @@ func (a *groupActor) retain(c *actor.Context[groupMsg], m msgRetention) retentio
 	var err error
 	switch m.stage {
 	case "":
-		err = a.t.st.DeleteGroup(ctx, a.key)
+		err = a.env.st.DeleteGroup(ctx, a.key)
 	case store.StageRedact:
-		err = a.t.st.RewriteGroup(ctx, a.key, m.stage, store.Rewriter{RedactText: true,
+		err = a.env.st.RewriteGroup(ctx, a.key, m.stage, store.Rewriter{RedactText: true,
 			Event: func(typ string, data []byte) ([]byte, error) { return group.RewriteEvent(typ, data, true, nil) }})
 	case store.StageHash:
 		for _, r := range a.g.Recipients {
-			if err := a.t.st.DeleteRoute(ctx, convKey(a.g.From, r.Number)); err != nil {
+			if err := a.env.st.DeleteRoute(ctx, convKey(a.g.From, r.Number)); err != nil {
 				return retentionResult{err: err}
 			}
 		}
 		if a.g.Mode == "group_mms" {
-			if err := a.t.st.DeleteRoute(ctx, threadKey(a.g.From, numbersOf(a.g.Recipients))); err != nil {
+			if err := a.env.st.DeleteRoute(ctx, threadKey(a.g.From, numbersOf(a.g.Recipients))); err != nil {
 				return retentionResult{err: err}
 			}
 		}
-		err = a.t.st.RewriteGroup(ctx, a.key, m.stage, store.Rewriter{Number: m.number,
+		err = a.env.st.RewriteGroup(ctx, a.key, m.stage, store.Rewriter{Number: m.number,
 			Event: func(typ string, data []byte) ([]byte, error) { return group.RewriteEvent(typ, data, false, m.number) }})
 	default:
 		err = errors.New("unknown retention stage " + string(m.stage))

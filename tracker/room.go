@@ -7,54 +7,56 @@ import (
 
 // sendRoom is where groups wait for room in the send backlog (MaxBacklog,
 // shared by all groups): a group that finds it full registers here and is
-// kicked once a worker has drained it to half, instead of polling it.
+// kicked once a worker has drained it to lowWater, instead of polling it.
 type sendRoom struct {
-	mu      sync.Mutex
-	waiting map[string]struct{}
+	lowWater int             // the backlog at or below which waiting groups are woken
+	backlog  func() int      // sends waiting for a worker (the send pool's)
+	kick     func(id string) // wakes a group to claim
+	mu       sync.Mutex
+	waiting  map[string]struct{}
 }
 
-// lowWater is the backlog at or below which waiting groups are woken: half
-// the bound, so a woken group claims a useful batch.
-func (t *Tracker) lowWater() int { return t.cfg.MaxBacklog / 2 }
+// newSendRoom returns a room that wakes its groups at lowWater — half the
+// bound, so that a woken group claims a useful batch.
+func newSendRoom(lowWater int, backlog func() int, kick func(string)) *sendRoom {
+	return &sendRoom{lowWater: lowWater, backlog: backlog, kick: kick, waiting: make(map[string]struct{})}
+}
 
-// waitForRoom registers group id to be kicked when the backlog drains.
-func (t *Tracker) waitForRoom(id string) {
-	t.room.mu.Lock()
-	if t.room.waiting == nil {
-		t.room.waiting = make(map[string]struct{})
-	}
-	t.room.waiting[id] = struct{}{}
-	t.room.mu.Unlock()
+// wait registers group id to be kicked when the backlog drains.
+func (r *sendRoom) wait(id string) {
+	r.mu.Lock()
+	r.waiting[id] = struct{}{}
+	r.mu.Unlock()
 	// The backlog may have drained between the caller's look and the
 	// registration, with nobody left to see the registration.
-	if t.pool.backlog() <= t.lowWater() {
-		t.wakeRoom()
+	if r.backlog() <= r.lowWater {
+		r.wake()
 	}
 }
 
 // drained is the send pool's report that a worker took a send, leaving
 // backlog sends queued.
-func (t *Tracker) drained(backlog int) {
-	if backlog <= t.lowWater() {
-		t.wakeRoom()
+func (r *sendRoom) drained(backlog int) {
+	if backlog <= r.lowWater {
+		r.wake()
 	}
 }
 
-// wakeRoom kicks every group waiting for room.
-func (t *Tracker) wakeRoom() {
-	t.room.mu.Lock()
-	if len(t.room.waiting) == 0 {
-		t.room.mu.Unlock()
+// wake kicks every group waiting for room.
+func (r *sendRoom) wake() {
+	r.mu.Lock()
+	if len(r.waiting) == 0 {
+		r.mu.Unlock()
 		return
 	}
-	ids := make([]string, 0, len(t.room.waiting))
-	for id := range t.room.waiting {
+	ids := make([]string, 0, len(r.waiting))
+	for id := range r.waiting {
 		ids = append(ids, id)
 	}
-	clear(t.room.waiting)
-	t.room.mu.Unlock()
+	clear(r.waiting)
+	r.mu.Unlock()
 	for _, id := range ids {
-		t.kick(id)
+		r.kick(id)
 	}
 }
 

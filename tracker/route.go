@@ -203,9 +203,7 @@ func (t *Tracker) Sweep(ctx context.Context) error {
 		decodeErr := make([]error, len(entries))
 		skip := make([]bool, len(entries))
 		for i, e := range entries {
-			t.mu.Lock()
-			_, skip[i] = t.routing[inboxKey{e.Provider, e.EventID}]
-			t.mu.Unlock()
+			skip[i] = t.work.routingMarked(inboxKey{e.Provider, e.EventID})
 			if skip[i] {
 				continue
 			}
@@ -217,10 +215,7 @@ func (t *Tracker) Sweep(ctx context.Context) error {
 		t.cacheRoutes(ctx, firsts)
 		for i, e := range entries {
 			after = store.InboxRef{Provider: e.Provider, EventID: e.EventID}
-			t.mu.Lock()
-			_, busy := t.routing[inboxKey{e.Provider, e.EventID}]
-			t.mu.Unlock()
-			if skip[i] || busy {
+			if skip[i] || t.work.routingMarked(inboxKey{e.Provider, e.EventID}) {
 				continue
 			}
 			events, err := decoded[i], decodeErr[i]
@@ -435,24 +430,17 @@ func (t *Tracker) deliver(id string, r routed) {
 		t.forwardEntry(id, r) // held by another node: it applies the entry (cluster.go)
 		return
 	}
-	k := inboxKey{r.ref.Provider, r.ref.EventID}
-	t.mu.Lock()
-	if _, busy := t.routing[k]; busy {
-		t.mu.Unlock()
-		return
+	queued, signaled := t.work.route(id, r)
+	if !queued {
+		return // on its way to a group already
 	}
-	t.routing[k] = struct{}{}
-	w := t.workFor(id)
-	w.entries = append(w.entries, r)
-	signaled := w.signaled
-	t.mu.Unlock()
 	if signaled || !t.linger.add(id) {
 		return // the group was told already; it takes this entry too
 	}
 	// A real-time wait: it batches writes, it does not model time.
 	time.AfterFunc(webhookLinger, func() {
 		t.linger.done(id)
-		t.post(id, func(*groupWork) {})
+		t.work.wake(id)
 	})
 }
 
@@ -504,21 +492,6 @@ func (t *Tracker) adoptParked(messageIDs []string) {
 			}
 		}
 	}()
-}
-
-// retrySignal re-signals a group after a failed commit, with a pause so a
-// store outage is not hammered.
-func (t *Tracker) retrySignal(id string) {
-	t.mu.Lock()
-	if w := t.work[id]; w != nil {
-		w.signaled = true
-	}
-	t.mu.Unlock()
-	t.after(250*time.Millisecond, func() {
-		if !t.actorsDown.Load() {
-			t.signal(id)
-		}
-	})
 }
 
 func (t *Tracker) notifyIdle() {

@@ -169,7 +169,7 @@ func (a *groupActor) suppressBeforeClaim(ctx context.Context, now time.Time, lim
 	if len(nums) == 0 {
 		return true
 	}
-	sup, err := a.t.suppressed(ctx, nums, true)
+	sup, err := a.env.checks.suppressed(ctx, nums, true)
 	if err != nil {
 		return false
 	}
@@ -193,7 +193,7 @@ func (a *groupActor) claimedNumbers(cl group.Claimed) []string {
 	for _, s := range cl.Sends {
 		for _, i := range s.Indices {
 			out = append(out, a.g.Recipients[i].Number)
-			if h := a.t.hashed(a.g.Recipients[i].Number); h != "" {
+			if h := a.env.checks.hashed(a.g.Recipients[i].Number); h != "" {
 				out = append(out, h) // an erased person's opt-out is kept hashed
 			}
 		}

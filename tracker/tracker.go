@@ -199,10 +199,17 @@ type Tracker struct {
 	route     chan routeReq
 	sweepNow  chan struct{}
 
+	// work is each group's uncommitted work, in-flight sends and routing
+	// marks (workqueue.go); env is what group actors see of the tracker
+	// (groupenv.go).
+	work *workQueue
+	env  *groupEnv
+
+	// mu guards parked, and orders closing against adoptParked's wg.Add
+	// (see Stop). Nothing else shares it: every other part synchronises
+	// itself.
 	mu      sync.Mutex
-	work    map[string]*groupWork
-	routing map[inboxKey]struct{} // entries handed to a group and not yet acknowledged
-	parked  map[string]struct{}   // provider message ids with parked events (this process)
+	parked  map[string]struct{} // provider message ids with parked events (this process)
 	routes  routeCache
 	linger  lingerSet  // groups whose routed webhooks wait to be committed together
 	sweepMu sync.Mutex // one Sweep pass at a time (the sweeper's and tests')
@@ -212,7 +219,7 @@ type Tracker struct {
 	gate      suppressionGate // orders provider calls against suppression commits
 	erased    erasedNumbers   // numbers this process erased recently (erasure.go)
 	fstop     followupStops   // follow-ups whose recipient answered before the call (followups.go)
-	room      sendRoom
+	room      *sendRoom       // groups waiting for room in the send backlog (room.go)
 
 	closing    atomic.Bool
 	actorsDown atomic.Bool
@@ -232,35 +239,6 @@ type Tracker struct {
 	cluster atomic.Pointer[cluster]
 }
 
-type inboxKey struct{ provider, eventID string }
-
-// groupWork holds what has happened to a group but is not yet committed:
-// provider results, lookups and routed webhooks. It lives outside the actor
-// instance so that nothing is lost when an instance passivates, restarts or
-// fails a commit; items leave it only after the commit that records them.
-type groupWork struct {
-	results  []sendResult
-	lookups  []lookupResult
-	entries  []routed
-	signaled bool
-	// inflight holds the send ids claimed and queued in this process whose
-	// outcome is not committed yet; recovery leaves those alone.
-	inflight map[string]struct{}
-}
-
-func (w *groupWork) empty() bool {
-	return len(w.results) == 0 && len(w.lookups) == 0 && len(w.entries) == 0 && len(w.inflight) == 0
-}
-
-// routed is an inbox entry handed to a group.
-type routed struct {
-	ref    store.InboxRef
-	events []crewcast.Event
-	// orphan: the entry's message id has no route; the group should try to
-	// reconcile it with an unconfirmed recipient, and leave it parked if not.
-	orphan bool
-}
-
 // New builds a tracker; nothing runs until Start.
 func New(cfg Config) (*Tracker, error) {
 	cfg, err := cfg.withDefaults()
@@ -273,8 +251,6 @@ func New(cfg Config) (*Tracker, error) {
 		log:      cfg.Logger,
 		sys:      cfg.System,
 		hub:      NewHub(),
-		work:     make(map[string]*groupWork),
-		routing:  make(map[inboxKey]struct{}),
 		parked:   make(map[string]struct{}),
 		idle:     make(chan struct{}, 1),
 		route:    make(chan routeReq, 4096),
@@ -289,10 +265,13 @@ func New(cfg Config) (*Tracker, error) {
 		t.ownSys = true
 	}
 	t.pacer = newPacer(cfg.SendRate, cfg.SendBurst, cfg.SendRates)
-	t.pool = newPool(cfg.Provider, cfg.SendWorkers, cfg.SendTimeout, cfg.Clock.Now, t.postResult, t.postLookup)
+	t.work = newWorkQueue(func(id string) bool { return t.groups.Tell(id, msgWork{}) }, t.after, t.actorsDown.Load,
+		t.ownsKey, t.notifyIdle)
+	t.pool = newPool(cfg.Provider, cfg.SendWorkers, cfg.SendTimeout, cfg.Clock.Now, t.work.postResult, t.work.postLookup)
 	t.pool.guard = t.guardSend
 	t.pool.ctx, t.cancelCalls = context.WithCancel(context.Background())
-	t.pool.onDrain = t.drained
+	t.room = newSendRoom(cfg.MaxBacklog/2, t.pool.backlog, t.kick)
+	t.pool.onDrain = t.room.drained
 	return t, nil
 }
 
@@ -314,9 +293,11 @@ func (t *Tracker) Start(ctx context.Context) error {
 	t.inbox = actor.NewBatcher(func(ctx context.Context, items []store.InboxEntry) ([]bool, error) {
 		return t.st.InsertInbox(ctx, items)
 	}, actor.BatcherOptions{FlushTimeout: t.cfg.CommitTimeout})
+	t.env = t.newGroupEnv()
 	t.groups = actor.NewKind(t.sys, "group", func(key string) actor.Actor[groupMsg] {
-		return &groupActor{t: t, key: key}
+		return &groupActor{env: t.env, key: key}
 	}, actor.KindOptions{IdleTimeout: t.cfg.IdleTimeout, MailboxSize: 4096})
+	t.env.reminders = t.groups
 	t.groups.EnableReminders(t.st, func(r actor.Reminder) groupMsg { return msgReminder{r: r} },
 		actor.ReminderOptions{PollInterval: t.cfg.ReminderPoll})
 	if err := t.unmatched.load(ctx); err != nil {
@@ -376,12 +357,6 @@ func (t *Tracker) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// writeCtx bounds one store write made outside the Committer (a snapshot,
-// an acknowledgement, a reminder deletion) by CommitTimeout, like a commit.
-func (t *Tracker) writeCtx(parent context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(parent, t.cfg.CommitTimeout)
-}
-
 // waitCtx runs wait and returns when it did, or with ctx's error when ctx
 // ends first (wait then finishes, or not, on its own goroutine).
 func waitCtx(ctx context.Context, wait func()) error {
@@ -401,14 +376,7 @@ func waitCtx(ctx context.Context, wait func()) error {
 // waitIdle waits until no group has uncommitted work.
 func (t *Tracker) waitIdle(ctx context.Context) error {
 	for {
-		t.mu.Lock()
-		busy := 0
-		for key, w := range t.work {
-			if !w.empty() && t.ownsKey(key) { // another node's work is theirs to recover (cluster.go)
-				busy++
-			}
-		}
-		t.mu.Unlock()
+		busy := t.work.busyGroups() // another node's work is theirs to recover (cluster.go)
 		if busy == 0 {
 			return nil
 		}
@@ -418,78 +386,6 @@ func (t *Tracker) waitIdle(ctx context.Context) error {
 			return fmt.Errorf("tracker stop: %d groups still had uncommitted work: %w", busy, ctx.Err())
 		}
 	}
-}
-
-// ---- work queues ----
-
-func (t *Tracker) workFor(id string) *groupWork {
-	w := t.work[id]
-	if w == nil {
-		w = &groupWork{}
-		t.work[id] = w
-	}
-	return w
-}
-
-// post adds to a group's work and makes sure the actor is told once.
-func (t *Tracker) post(id string, add func(w *groupWork)) {
-	t.mu.Lock()
-	w := t.workFor(id)
-	add(w)
-	signal := !w.signaled
-	w.signaled = true
-	t.mu.Unlock()
-	if signal {
-		t.signal(id)
-	}
-}
-
-func (t *Tracker) signal(id string) {
-	if t.groups.Tell(id, msgWork{}) {
-		return
-	}
-	// Dead-lettered (mailbox full or shutting down): the work stays queued;
-	// try again shortly unless the actors are gone.
-	t.mu.Lock()
-	if w := t.work[id]; w != nil {
-		w.signaled = false
-	}
-	t.mu.Unlock()
-	if !t.actorsDown.Load() {
-		t.after(retryPause, func() {
-			t.mu.Lock()
-			w := t.work[id]
-			again := w != nil && !w.signaled && !w.empty()
-			if again {
-				w.signaled = true
-			}
-			t.mu.Unlock()
-			if again {
-				t.signal(id)
-			}
-		})
-	}
-}
-
-func (t *Tracker) postResult(id string, r sendResult) {
-	t.post(id, func(w *groupWork) { w.results = append(w.results, r) })
-}
-
-func (t *Tracker) postLookup(id string, r lookupResult) {
-	t.post(id, func(w *groupWork) { w.lookups = append(w.lookups, r) })
-}
-
-// inFlight reports whether a group's send is still running in this process.
-func (t *Tracker) inFlight(id string) func(sendID string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	snapshot := map[string]struct{}{}
-	if w := t.work[id]; w != nil {
-		for k := range w.inflight {
-			snapshot[k] = struct{}{}
-		}
-	}
-	return func(s string) bool { _, ok := snapshot[s]; return ok }
 }
 
 // ---- public operations ----
