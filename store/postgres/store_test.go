@@ -340,3 +340,9 @@ func TestCommitRaces(t *testing.T) {
 		t.Fatalf("unit after the failures: %+v %v", k, err)
 	}
 }
+
+// BenchmarkCommitLargeGroup: the commit of a 100,000-recipient group's
+// creation (see storetest).
+func BenchmarkCommitLargeGroup(b *testing.B) {
+	storetest.BenchCommitLargeGroup(b, benchStore(b), 100_000)
+}

@@ -81,7 +81,7 @@ func (st *stmts) prepare(ctx context.Context, db *sql.DB) error {
 	st.setReminders = newRowsStmt(`INSERT INTO reminders (key, name, due) VALUES `, `(?, ?, ?)`,
 		` ON CONFLICT (key, name) DO UPDATE SET due = excluded.due`)
 	st.upDeliveries = newRowsStmt(sqlq.InsertDeliveries+`VALUES `, `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		sqlq.OnDeliveryConflict)
+		sqlq.OnDeliveryConflict).withBulk()
 	st.putRoutes = newRowsStmt(`INSERT INTO routes (key, value, expires_at) VALUES `, `(?, ?, ?)`,
 		` ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at`)
 	st.insOutbox = newRowsStmt(`INSERT INTO webhook_outbox (msg_id, type, group_id, seq, endpoint_id, payload, created_at) VALUES `,
@@ -108,6 +108,23 @@ type txStmts struct {
 	ctx   context.Context
 	tx    *sql.Tx
 	bound map[*sql.Stmt]*sql.Stmt
+	own   map[string]*sql.Stmt // prepared inside the transaction (closed with it)
+}
+
+// prepared returns the statement q prepared inside the transaction, once.
+func (t *txStmts) prepared(q string) (*sql.Stmt, error) {
+	if s, ok := t.own[q]; ok {
+		return s, nil
+	}
+	s, err := t.tx.PrepareContext(t.ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: prepare: %w", err)
+	}
+	if t.own == nil {
+		t.own = map[string]*sql.Stmt{}
+	}
+	t.own[q] = s
+	return s, nil
 }
 
 func (t *txStmts) get(s *sql.Stmt) *sql.Stmt {

@@ -180,6 +180,39 @@ func testDeliveries(t *testing.T, o Options) {
 	}
 }
 
+// testDeliveriesMany: one unit that writes thousands of delivery rows
+// (a large group's creation, then its cancellation) stores every row and
+// every field exactly, whatever way the engine splits them into
+// statements (sqlite: bulk statements, then smaller ones for the rest),
+// and a second such unit upserts them all.
+func testDeliveriesMany(t *testing.T, o Options) {
+	s, _, _ := open(t, o)
+	ctx := context.Background()
+	const n = 2345
+	rows := make([]store.DeliveryRow, n)
+	for i := range rows {
+		rows[i] = fullDelivery("d-many", fmt.Sprintf("+1555%07d", i), i)
+		rows[i].Name = fmt.Sprintf("Zoë \"%d\" O'Brien", i)
+	}
+	commitOK(t, s, actor.Unit{Key: "d-many", Events: events("a", 1), Effects: []any{store.Effects{Deliveries: rows}}})
+	list := func() []store.DeliveryRow {
+		t.Helper()
+		return allPages(t, 1000, func(cursor string) ([]store.DeliveryRow, string, error) {
+			return s.ListDeliveries(ctx, store.DeliveryQuery{GroupID: "d-many", Limit: 1000, Cursor: cursor})
+		})
+	}
+	if got := list(); !reflect.DeepEqual(got, rows) {
+		t.Fatalf("%d deliveries read back, want %d equal to those written", len(got), len(rows))
+	}
+	for i := range rows {
+		rows[i].Status, rows[i].Attempts, rows[i].UpdatedAt = crewcast.StatusCanceled, 7, t0.Add(time.Hour+time.Duration(i))
+	}
+	commitOK(t, s, actor.Unit{Key: "d-many", ExpectSeq: 1, Events: events("b", 1), Effects: []any{store.Effects{Deliveries: rows}}})
+	if got := list(); !reflect.DeepEqual(got, rows) {
+		t.Fatalf("%d deliveries after the upsert, want %d equal to those written", len(got), len(rows))
+	}
+}
+
 func numbers(rows []store.DeliveryRow) []string {
 	var out []string
 	for _, d := range rows {

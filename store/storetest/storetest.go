@@ -107,6 +107,7 @@ func Run(t *testing.T, o Options) {
 		{"Routes", testRoutes},
 		{"Groups", testGroups},
 		{"Deliveries", testDeliveries},
+		{"DeliveriesMany", testDeliveriesMany},
 		{"Replies", testReplies},
 		{"Summarize", testSummarize},
 		{"Snapshots", testSnapshots},
