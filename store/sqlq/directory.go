@@ -44,7 +44,8 @@ func scanContact(r Row) (store.Contact, error) {
 	if err := json.Unmarshal([]byte(tags), &c.Tags); err != nil {
 		return store.Contact{}, fmt.Errorf("contact %q tags: %w", c.ID, err)
 	}
-	if err := json.Unmarshal([]byte(fields), &c.Fields); err != nil {
+	var err error
+	if c.Fields, err = decodeFields(fields); err != nil {
 		return store.Contact{}, fmt.Errorf("contact %q fields: %w", c.ID, err)
 	}
 	c.CreatedAt, c.UpdatedAt = store.FromNanos(created), store.FromNanos(updated)
@@ -582,7 +583,8 @@ func (d DB) CrewContacts(ctx context.Context, crewID string) ([]store.Contact, e
 			return c, err
 		}
 		if fields != "{}" { // most contacts have none: skip the decoder
-			if err := json.Unmarshal([]byte(fields), &c.Fields); err != nil {
+			var err error
+			if c.Fields, err = decodeFields(fields); err != nil {
 				return c, fmt.Errorf("contact %q fields: %w", c.ID, err)
 			}
 		}
