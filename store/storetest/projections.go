@@ -377,8 +377,35 @@ func testSuppressions(t *testing.T, o Options) {
 		many[i] = fmt.Sprintf("+1555040%04d", i)
 	}
 	many[1499] = "+15550300004"
-	if got, err := s.Suppressed(ctx, many); err != nil || len(got) != 1 {
-		t.Fatalf("Suppressed(1500 numbers) = %d, %v", len(got), err)
+	if got, err := s.Suppressed(ctx, many); err != nil || !reflect.DeepEqual(got, map[string]store.Suppression{
+		"+15550300004": {Number: "+15550300004", Reason: "manual", CreatedAt: t0}}) {
+		t.Fatalf("Suppressed(1500 numbers) = %v, %v", got, err)
+	}
+	// Many numbers against a longer list (engines may read a shorter list
+	// whole instead of looking each number up: both ways are held here).
+	var long []store.Suppression
+	for i := range 700 {
+		long = append(long, store.Suppression{Number: fmt.Sprintf("+1555050%04d", i), Reason: "stop", CreatedAt: t0.Add(time.Duration(i))})
+	}
+	commitOK(t, s, actor.Unit{Key: "g-long", Effects: []any{store.Effects{Suppress: long}}})
+	asked := make([]string, 600)
+	wantLong := map[string]store.Suppression{}
+	for i := range asked {
+		asked[i] = fmt.Sprintf("+1555050%04d", 2*i) // every other one is on the list, up to 1398
+		if 2*i < len(long) {
+			wantLong[asked[i]] = long[2*i]
+		}
+	}
+	if got, err := s.Suppressed(ctx, asked); err != nil || !reflect.DeepEqual(got, wantLong) {
+		t.Fatalf("Suppressed(600 numbers, 705 listed) = %d found, %v; want %d", len(got), err, len(wantLong))
+	}
+	if got, err := s.Suppressed(ctx, append(asked, many...)); err != nil || len(got) != len(wantLong)+1 {
+		t.Fatalf("Suppressed(2100 numbers, 705 listed) = %d found, %v; want %d", len(got), err, len(wantLong)+1)
+	}
+	for _, sp := range long {
+		if err := s.RemoveSuppression(ctx, sp.Number); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := s.RemoveSuppression(ctx, "+15550300001"); err != nil {
 		t.Fatal(err)
