@@ -193,6 +193,12 @@ func testDeliveriesMany(t *testing.T, o Options) {
 	for i := range rows {
 		rows[i] = fullDelivery("d-many", fmt.Sprintf("+1555%07d", i), i)
 		rows[i].Name = fmt.Sprintf("Zoë \"%d\" O'Brien", i)
+		if i < 1500 || i >= 1700 && i%50 != 0 {
+			// A new recipient's row: only group, number, name, status and
+			// update time set (engines may write these more cheaply).
+			rows[i] = store.DeliveryRow{GroupID: "d-many", Number: rows[i].Number, Name: rows[i].Name,
+				Status: crewcast.StatusPending, UpdatedAt: rows[i].UpdatedAt}
+		}
 	}
 	commitOK(t, s, actor.Unit{Key: "d-many", Events: events("a", 1), Effects: []any{store.Effects{Deliveries: rows}}})
 	list := func() []store.DeliveryRow {
@@ -210,6 +216,24 @@ func testDeliveriesMany(t *testing.T, o Options) {
 	commitOK(t, s, actor.Unit{Key: "d-many", ExpectSeq: 1, Events: events("b", 1), Effects: []any{store.Effects{Deliveries: rows}}})
 	if got := list(); !reflect.DeepEqual(got, rows) {
 		t.Fatalf("%d deliveries after the upsert, want %d equal to those written", len(got), len(rows))
+	}
+	// A row written twice in one unit: the later one wins, lean or not.
+	twice := make([]store.DeliveryRow, 0, 1002)
+	twice = append(twice, fullDelivery("d-many", rows[1].Number, 1))
+	for i := range 1000 {
+		twice = append(twice, store.DeliveryRow{GroupID: "d-many", Number: rows[i].Number, Name: "again",
+			Status: crewcast.StatusScheduled, UpdatedAt: t0.Add(2 * time.Hour)})
+	}
+	last := fullDelivery("d-many", rows[0].Number, 0)
+	last.UpdatedAt = t0.Add(3 * time.Hour)
+	twice = append(twice, last)
+	commitOK(t, s, actor.Unit{Key: "d-many", ExpectSeq: 2, Events: events("c", 1), Effects: []any{store.Effects{Deliveries: twice}}})
+	got := map[string]store.DeliveryRow{}
+	for _, d := range list() {
+		got[d.Number] = d
+	}
+	if !reflect.DeepEqual(got[rows[0].Number], last) || !reflect.DeepEqual(got[rows[1].Number], twice[2]) || len(got) != n {
+		t.Fatalf("rows written twice in a unit: %+v / %+v (%d rows)", got[rows[0].Number], got[rows[1].Number], len(got))
 	}
 }
 
