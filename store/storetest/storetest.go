@@ -131,6 +131,7 @@ func Run(t *testing.T, o Options) {
 		{"WebhookClaimsConcurrent", testWebhookClaimsConcurrent},
 		{"Contacts", testContacts},
 		{"ImportContacts", testImportContacts},
+		{"LargeCrewContacts", testLargeCrewContacts},
 		{"Templates", testTemplates},
 	}
 	for _, tc := range tests {
