@@ -233,7 +233,7 @@ func PlanWith(id string, req Request, settings Settings, suppressed map[string]b
 	if len(req.Resolved) > 0 {
 		inputs = append(slices.Clip(inputs), req.Resolved...)
 	}
-	var roster []RosterEntry
+	roster := make([]RosterEntry, 0, len(inputs))
 	seen := make(map[string]bool, len(inputs))
 	// fieldOf names input i in a problem (only then: a 100,000-person
 	// roster would format 100,000 names for nothing).

@@ -622,7 +622,7 @@ func (d DB) CrewContacts(ctx context.Context, crewID string) ([]store.Contact, e
 
 // crewSplit is the crew size from which CrewContacts reads two halves at
 // once.
-const crewSplit = 20000
+const crewSplit = 4096
 
 // crewContacts reads the crew's members that match cond (a condition on
 // m.position, with its arguments) in member order, with the crew's

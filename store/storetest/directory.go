@@ -299,7 +299,7 @@ func testTemplates(t *testing.T, o Options) {
 func testLargeCrewContacts(t *testing.T, o Options) {
 	s, _, _ := open(t, o)
 	ctx := context.Background()
-	const n = 20_501
+	const n = 4501
 	cs := make([]store.Contact, n)
 	for i := range cs {
 		cs[i] = store.Contact{ID: fmt.Sprintf("ct_%06d", i), Number: fmt.Sprintf("+1555%07d", i), Name: fmt.Sprintf("Person %d", i),
