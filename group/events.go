@@ -279,7 +279,13 @@ func (Suppressed) Type() string     { return TypeSuppressed }
 
 // Encode returns an event's journal type and JSON data.
 func Encode(e Event) (string, []byte, error) {
-	data, err := json.Marshal(e)
+	var data []byte
+	var err error
+	if c, ok := e.(Created); ok {
+		data, err = encodeCreated(c)
+	} else {
+		data, err = json.Marshal(e)
+	}
 	if err != nil {
 		return "", nil, fmt.Errorf("encode %s: %w", e.Type(), err)
 	}

@@ -115,6 +115,11 @@ func NormalizeNumber(s string) (string, error) {
 	return phonenumbers.Format(n, phonenumbers.E164), nil
 }
 
+// IsCanonical reports whether NormalizeNumber returns s as it is without
+// parsing it (a NANP number already in E.164, no spaces): a caller that
+// remembers what numbers normalize to need not remember these.
+func IsCanonical(s string) bool { return isNANPE164(s) }
+
 // Plan validates a request and builds the Created event that starts the
 // group: numbers normalized to E.164, duplicates merged (the first name
 // wins), suppressed numbers marked so they are never sent to. It returns
@@ -228,23 +233,28 @@ func PlanWith(id string, req Request, settings Settings, suppressed map[string]b
 	if len(req.Resolved) > 0 {
 		inputs = append(slices.Clip(inputs), req.Resolved...)
 	}
-	var roster []RosterEntry
+	roster := make([]RosterEntry, 0, len(inputs))
 	seen := make(map[string]bool, len(inputs))
-	for i, in := range inputs {
+	// fieldOf names input i in a problem (only then: a 100,000-person
+	// roster would format 100,000 names for nothing).
+	fieldOf := func(i int) string {
+		if i >= explicit {
+			return "contacts"
+		}
 		f := fmt.Sprintf("%s[%d]", field, i)
 		if field == "recipients" {
 			f += ".number"
 		}
-		if i >= explicit {
-			f = "contacts"
-		}
+		return f
+	}
+	for i, in := range inputs {
 		n, err := normalize(in.Number)
 		if err != nil {
 			msg := err.Error()
 			if strings.TrimSpace(in.Number) != "" {
 				msg = fmt.Sprintf("%q is %s", strings.TrimSpace(in.Number), err)
 			}
-			errs.add(FieldError{Field: f, Message: msg, Input: in.Number})
+			errs.add(FieldError{Field: fieldOf(i), Message: msg, Input: in.Number})
 			continue
 		}
 		if seen[n] {
@@ -270,7 +280,7 @@ func PlanWith(id string, req Request, settings Settings, suppressed map[string]b
 		if tmpl != nil {
 			text, err := tmpl.Render(TemplateVars{Name: e.Name, Fields: in.Fields})
 			if err != nil {
-				errs.add(FieldError{Field: f, Message: fmt.Sprintf("%s: %v", n, err), Input: in.Number})
+				errs.add(FieldError{Field: fieldOf(i), Message: fmt.Sprintf("%s: %v", n, err), Input: in.Number})
 				continue
 			}
 			e.Text = text + hint

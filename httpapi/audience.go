@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/crewcast/crewcast/actor"
@@ -60,13 +61,33 @@ func (a *api) resolveAudience(ctx context.Context, req *group.Request) error {
 	if err := a.applyTemplate(ctx, req); err != nil {
 		return err
 	}
-	var order []string // contact ids, first appearance first
-	seen := map[string]bool{}
-	byID := map[string]store.Contact{}
-	add := func(id string) {
-		if !seen[id] {
-			seen[id] = true
-			order = append(order, id)
+	// resolved holds the people in order (crews' members, then tags',
+	// then contacts'), each contact once. A crew's members and a tag's
+	// contacts are distinct already, so the set of ids taken is only
+	// built once a second list may repeat one: a request for one crew of
+	// 100,000 people copies each contact once and hashes none.
+	var resolved []group.RecipientInput
+	var taken map[string]bool
+	lists := 0
+	take := func(cs []store.Contact) {
+		if lists > 0 && taken == nil {
+			taken = make(map[string]bool, len(resolved)+len(cs))
+			for _, r := range resolved {
+				taken[r.ContactID] = true
+			}
+		}
+		lists++
+		if resolved == nil {
+			resolved = make([]group.RecipientInput, 0, len(cs))
+		}
+		for _, c := range cs {
+			if taken != nil {
+				if taken[c.ID] {
+					continue
+				}
+				taken[c.ID] = true
+			}
+			resolved = append(resolved, recipientOfContact(c))
 		}
 	}
 	for i, ref := range req.Crews {
@@ -85,10 +106,7 @@ func (a *api) resolveAudience(ctx context.Context, req *group.Request) error {
 		if len(members) == 0 {
 			return unknownRef(fmt.Sprintf("crews[%d]", i), ref, "crew has no members")
 		}
-		for _, c := range members {
-			byID[c.ID] = c
-			add(c.ID)
-		}
+		take(members)
 	}
 	for i, tag := range req.Tags {
 		cs, err := a.store.ContactsByTag(ctx, tag)
@@ -98,16 +116,13 @@ func (a *api) resolveAudience(ctx context.Context, req *group.Request) error {
 		if len(cs) == 0 {
 			return unknownRef(fmt.Sprintf("tags[%d]", i), tag, "no contact has this tag")
 		}
-		for _, c := range cs {
-			byID[c.ID] = c
-			add(c.ID)
-		}
+		take(cs)
 	}
-	var rawNumbers []string
+	var rawNumbers, ids []string
 	for i, ref := range req.Contacts {
 		ref = strings.TrimSpace(ref)
 		if strings.HasPrefix(ref, "ct_") {
-			add(ref)
+			ids = append(ids, ref)
 			continue
 		}
 		if _, err := group.NormalizeNumber(ref); err != nil {
@@ -115,9 +130,12 @@ func (a *api) resolveAudience(ctx context.Context, req *group.Request) error {
 		}
 		rawNumbers = append(rawNumbers, ref)
 	}
+	if len(ids) > 0 {
+		take(nil) // from here on, ids taken are remembered
+	}
 	var missing []string
-	for _, id := range order {
-		if _, ok := byID[id]; !ok {
+	for _, id := range ids {
+		if !taken[id] && !slices.Contains(missing, id) {
 			missing = append(missing, id)
 		}
 	}
@@ -125,27 +143,21 @@ func (a *api) resolveAudience(ctx context.Context, req *group.Request) error {
 	if err != nil {
 		return err
 	}
-	for id, c := range got {
-		byID[id] = c
+	for _, id := range missing {
+		if c, ok := got[id]; ok {
+			take([]store.Contact{c})
+		}
 	}
 	for i, ref := range req.Contacts {
 		ref = strings.TrimSpace(ref)
-		if _, ok := byID[ref]; strings.HasPrefix(ref, "ct_") && !ok {
+		if strings.HasPrefix(ref, "ct_") && !taken[ref] {
 			return unknownRef(fmt.Sprintf("contacts[%d]", i), ref, "no such contact")
 		}
 	}
-	if len(req.Crews)+len(req.Tags)+len(req.Contacts) > 0 && len(order) == 0 && len(rawNumbers) == 0 &&
+	if len(req.Crews)+len(req.Tags)+len(req.Contacts) > 0 && len(resolved) == 0 && len(rawNumbers) == 0 &&
 		len(req.To)+len(req.Recipients) == 0 {
 		return &apiError{Status: http.StatusUnprocessableEntity, Code: codeInvalidRequest, Message: "no one to send to",
 			Fields: []group.FieldError{{Field: "crews", Message: "no one to send to"}}}
-	}
-	resolved := make([]group.RecipientInput, 0, len(order)+len(rawNumbers))
-	for _, id := range order {
-		c, ok := byID[id]
-		if !ok {
-			continue // deleted since the crew was read
-		}
-		resolved = append(resolved, group.RecipientInput{Number: c.Number, Name: c.Name, ContactID: c.ID, Fields: c.Fields, Timezone: c.Timezone})
 	}
 	// Raw numbers (in contacts, to, recipients) that are known contacts
 	// get that contact's id, fields and — when the client gave none — name
@@ -173,15 +185,20 @@ func (a *api) resolveAudience(ctx context.Context, req *group.Request) error {
 	}
 	req.Known = make(map[string]group.RecipientInput, len(known))
 	for n, c := range known {
-		req.Known[n] = group.RecipientInput{Number: c.Number, Name: c.Name, ContactID: c.ID, Fields: c.Fields, Timezone: c.Timezone}
+		req.Known[n] = recipientOfContact(c)
 	}
 	for _, n := range rawNumbers {
 		in := group.RecipientInput{Number: n}
 		if c, ok := known[norm(n)]; ok {
-			in = group.RecipientInput{Number: c.Number, Name: c.Name, ContactID: c.ID, Fields: c.Fields, Timezone: c.Timezone}
+			in = recipientOfContact(c)
 		}
 		resolved = append(resolved, in)
 	}
 	req.Resolved = resolved
 	return nil
+}
+
+// recipientOfContact is a saved contact as a recipient.
+func recipientOfContact(c store.Contact) group.RecipientInput {
+	return group.RecipientInput{Number: c.Number, Name: c.Name, ContactID: c.ID, Fields: c.Fields, Timezone: c.Timezone}
 }

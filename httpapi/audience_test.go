@@ -72,6 +72,22 @@ func TestCreateGroupFromCrewsTagsContacts(t *testing.T) {
 		t.Errorf("contact ids/names = %+v / %+v", got["+15550100001"], got["+15550100009"])
 	}
 
+	// Contact ids repeated, or already a crew's member, are each taken
+	// once, where they first appear.
+	linus := decode[contactListJSON](t, must(e.do("GET", "/v1/contacts?q=linus", "", "read", nil))).Contacts[0]
+	resp, b = e.do("POST", "/v1/groups", `{"from":"+15550100000","crews":["Day"],
+		"contacts":["`+ken.ID+`","`+linus.ID+`"," `+ken.ID+`"],"text":"x"}`, "send", nil)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create with repeated contacts = %d %s", resp.StatusCode, b)
+	}
+	order = order[:0]
+	for _, r := range decode[groupJSON](t, b).Recipients {
+		order = append(order, r.Number)
+	}
+	if want := "+15550100002,+15550100003,+15550100004,+15550100005"; strings.Join(order, ",") != want {
+		t.Fatalf("roster with repeated contacts = %v, want %v", order, want)
+	}
+
 	for _, tc := range []struct{ body, want string }{
 		{`{"from":"+15550100000","crews":["Nope"],"text":"x"}`, "Nope"},
 		{`{"from":"+15550100000","crews":["Empty"],"text":"x"}`, "no members"},

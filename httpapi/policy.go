@@ -54,7 +54,7 @@ type policyView struct {
 
 // policyOf reads the policy state of group id.
 func (a *api) policyOf(ctx context.Context, id string) (*policyView, error) {
-	created, err := a.createdEvent(ctx, id)
+	created, err := a.createdHead(ctx, id)
 	if err != nil {
 		return nil, err
 	}

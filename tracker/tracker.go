@@ -415,6 +415,9 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 	}
 	memo := make(map[string]norm, len(req.To)+len(req.Recipients)+1)
 	normalize := func(n string) (string, error) {
+		if group.IsCanonical(n) { // a crew's members: already E.164
+			return n, nil
+		}
 		if v, ok := memo[n]; ok {
 			return v.e164, v.err
 		}

@@ -460,3 +460,9 @@ func TestPausedCommitDoesNotHoldTheLease(t *testing.T) {
 		t.Fatalf("journal of %s after the paused commit: %+v %v", key, n, err)
 	}
 }
+
+// BenchmarkCommitLargeGroup: the commit of a 100,000-recipient group's
+// creation (see storetest).
+func BenchmarkCommitLargeGroup(b *testing.B) {
+	storetest.BenchCommitLargeGroup(b, benchStore(b), 100_000)
+}

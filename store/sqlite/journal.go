@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/crewcast/crewcast/actor"
@@ -81,7 +82,7 @@ func (st *stmts) prepare(ctx context.Context, db *sql.DB) error {
 	st.setReminders = newRowsStmt(`INSERT INTO reminders (key, name, due) VALUES `, `(?, ?, ?)`,
 		` ON CONFLICT (key, name) DO UPDATE SET due = excluded.due`)
 	st.upDeliveries = newRowsStmt(sqlq.InsertDeliveries+`VALUES `, `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		sqlq.OnDeliveryConflict)
+		sqlq.OnDeliveryConflict).withBulk()
 	st.putRoutes = newRowsStmt(`INSERT INTO routes (key, value, expires_at) VALUES `, `(?, ?, ?)`,
 		` ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at`)
 	st.insOutbox = newRowsStmt(`INSERT INTO webhook_outbox (msg_id, type, group_id, seq, endpoint_id, payload, created_at) VALUES `,
@@ -108,6 +109,23 @@ type txStmts struct {
 	ctx   context.Context
 	tx    *sql.Tx
 	bound map[*sql.Stmt]*sql.Stmt
+	own   map[string]*sql.Stmt // prepared inside the transaction (closed with it)
+}
+
+// prepared returns the statement q prepared inside the transaction, once.
+func (t *txStmts) prepared(q string) (*sql.Stmt, error) {
+	if s, ok := t.own[q]; ok {
+		return s, nil
+	}
+	s, err := t.tx.PrepareContext(t.ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: prepare: %w", err)
+	}
+	if t.own == nil {
+		t.own = map[string]*sql.Stmt{}
+	}
+	t.own[q] = s
+	return s, nil
 }
 
 func (t *txStmts) get(s *sql.Stmt) *sql.Stmt {
@@ -239,11 +257,129 @@ func (s *Store) checkUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects) (ue
 	return nil, nil
 }
 
+// A new recipient's delivery row has only its group, number, name,
+// status and update time set. A group's creation writes 100,000 of them,
+// so runs of leanBulk such rows go through sqlLeanDeliveries, which
+// writes the other twelve columns as literals: 5 values bound per row
+// instead of 17 (binding, the driver's conversions and the C copy of
+// each string are most of a row's cost outside the B-trees). The
+// statement is prepared inside the transaction that uses it, as the bulk
+// statements are.
+const leanBulk = rowsBulk
+
+var sqlLeanDeliveries = sqlq.InsertDeliveries + `VALUES ` + strings.TrimSuffix(strings.Repeat(
+	`(?, ?, ?, ?, 0, '', '', '', 0, 0, 0, 0, 0, '', '', ?, ''), `, leanBulk), ", ") + sqlq.OnDeliveryConflict
+
+// leanDelivery reports whether d's columns other than group, number, name,
+// status and update time hold what sqlLeanDeliveries writes for them.
+func leanDelivery(d *store.DeliveryRow) bool {
+	return d.Attempts == 0 && d.ProviderMessageID == "" && d.ErrorCode == "" && d.ErrorClass == "" &&
+		d.ClaimedAt.IsZero() && d.SentAt.IsZero() && d.DeliveredAt.IsZero() && d.FailedAt.IsZero() &&
+		d.RepliedAt.IsZero() && d.Ack == "" && d.LastReply == "" && d.Response == ""
+}
+
+// deliveryArgs is how many statement arguments writeDeliveries needs at
+// most at once for ds.
+func deliveryArgs(ds []store.DeliveryRow) int {
+	if len(ds) >= leanBulk {
+		return 17 * rowsBulk // upDeliveries.exec takes one bulk statement at a time anyway
+	}
+	return 17 * len(ds)
+}
+
+// writeDeliveries upserts ds in their order (a row may appear twice in a
+// unit: the last one wins), in runs: leanBulk lean rows at a time through
+// sqlLeanDeliveries, everything else through upDeliveries. It returns
+// args, the argument slice it reused.
+func (s *Store) writeDeliveries(ts *txStmts, ds []store.DeliveryRow, args []any) ([]any, error) {
+	// Rows of one commit mostly share their group, status and update
+	// time: each is boxed once per run of equal values, not per row.
+	var gid, status, updated reboxer
+	for i := 0; i < len(ds); {
+		lean := i
+		for lean < len(ds) && leanDelivery(&ds[lean]) {
+			lean++
+		}
+		for ; lean-i >= leanBulk; i += leanBulk {
+			args = args[:0]
+			for k := i; k < i+leanBulk; k++ {
+				d := &ds[k]
+				args = append(args, gid.string(d.GroupID), d.Number, d.Name, status.string(string(d.Status)),
+					updated.int64(store.Nanos(d.UpdatedAt)))
+			}
+			st, err := ts.prepared(sqlLeanDeliveries)
+			if err != nil {
+				return args, err
+			}
+			if _, err := st.ExecContext(ts.ctx, args...); err != nil {
+				return args, err
+			}
+		}
+		// The lean run's rest and the rows up to the next long lean run.
+		end := lean
+		for end < len(ds) {
+			next := end
+			for next < len(ds) && leanDelivery(&ds[next]) {
+				next++
+			}
+			if next-end >= leanBulk {
+				break
+			}
+			end = max(next, end+1)
+		}
+		for lo := i; lo < end; lo += rowsBulk {
+			args = args[:0]
+			for k := lo; k < min(lo+rowsBulk, end); k++ {
+				d := &ds[k]
+				args = append(args, gid.string(d.GroupID), d.Number, d.Name, status.string(string(d.Status)), d.Attempts,
+					d.ProviderMessageID, d.ErrorCode, string(d.ErrorClass), store.Nanos(d.ClaimedAt), store.Nanos(d.SentAt),
+					store.Nanos(d.DeliveredAt), store.Nanos(d.FailedAt), store.Nanos(d.RepliedAt), string(d.Ack),
+					d.LastReply, updated.int64(store.Nanos(d.UpdatedAt)), d.Response)
+			}
+			if err := s.st.upDeliveries.exec(ts, args); err != nil {
+				return args, err
+			}
+		}
+		i = end
+	}
+	return args, nil
+}
+
+// reboxer boxes a column's value for a statement argument, reusing the
+// last box while the value repeats (boxing a string or a large integer
+// allocates).
+type reboxer struct {
+	box any
+	s   string
+	n   int64
+}
+
+func (r *reboxer) string(s string) any {
+	if r.box == nil || s != r.s {
+		r.box, r.s = s, s
+	}
+	return r.box
+}
+
+func (r *reboxer) int64(n int64) any {
+	if r.box == nil || n != r.n {
+		r.box, r.n = n, n
+	}
+	return r.box
+}
+
 // applyUnit writes one checked unit; epoch is its shard's lease epoch as
 // the commit checked it.
 func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, epoch uint64, now time.Time) (uerr, err error) {
 	wrap := func(what string, err error) error { return fmt.Errorf("sqlite: commit: %s: %w", what, err) }
-	args := make([]any, 0, 7*len(u.Events))
+	// One argument slice serves every multi-row write: sized once for
+	// the largest (a 100,000-recipient creation's delivery values would
+	// otherwise grow it by doubling, copying it 20 times).
+	need := max(7*len(u.Events), 3*len(u.Reminders))
+	for _, e := range effs {
+		need = max(need, deliveryArgs(e.Deliveries), 3*len(e.Routes), 7*len(e.Outbox))
+	}
+	args := make([]any, 0, need)
 	// Every event records the epoch checked by this commit (not what this
 	// instance holds now: a release may have changed that since) and the
 	// node that wrote it (design §9).
@@ -290,15 +426,7 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, epo
 				return nil, wrap("group", err)
 			}
 		}
-		args = args[:0]
-		for k := range e.Deliveries {
-			d := &e.Deliveries[k]
-			args = append(args, d.GroupID, d.Number, d.Name, string(d.Status), d.Attempts,
-				d.ProviderMessageID, d.ErrorCode, string(d.ErrorClass), store.Nanos(d.ClaimedAt), store.Nanos(d.SentAt),
-				store.Nanos(d.DeliveredAt), store.Nanos(d.FailedAt), store.Nanos(d.RepliedAt), string(d.Ack),
-				d.LastReply, store.Nanos(d.UpdatedAt), d.Response)
-		}
-		if err := s.st.upDeliveries.exec(ts, args); err != nil {
+		if args, err = s.writeDeliveries(ts, e.Deliveries, args); err != nil {
 			return nil, wrap("delivery", err)
 		}
 		for _, ref := range e.InboxDone {

@@ -354,3 +354,9 @@ func TestInboxGroupCommit(t *testing.T) {
 func BenchmarkInboxConcurrentSingle(b *testing.B) {
 	storetest.BenchInboxBatched(b, benchStore(b), "inbox_concurrent_single", 1, 32)
 }
+
+// BenchmarkCommitLargeGroup: the commit of a 100,000-recipient group's
+// creation (see storetest).
+func BenchmarkCommitLargeGroup(b *testing.B) {
+	storetest.BenchCommitLargeGroup(b, benchStore(b), 100_000)
+}

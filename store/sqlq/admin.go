@@ -36,6 +36,18 @@ func scanSuppression(r Rows) (store.Suppression, error) {
 func (d DB) Suppressed(ctx context.Context, numbers []string) (map[string]store.Suppression, error) {
 	out := map[string]store.Suppression{}
 	const chunk = 500 // stays far below SQLite's bound-parameter limit
+	if len(numbers) > chunk {
+		// A large group against a shorter list (100,000 numbers, a few
+		// hundred suppressions): reading the list is cheaper than 200
+		// queries that look each number up.
+		var n int
+		if err := d.c.Read.QueryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM suppressions LIMIT ?) s`, len(numbers)).Scan(&n); err != nil {
+			return nil, d.errorf("suppressed: %w", err)
+		}
+		if n < len(numbers) {
+			return d.suppressedByScan(ctx, numbers)
+		}
+	}
 	for len(numbers) > 0 {
 		n := min(chunk, len(numbers))
 		part := numbers[:n]
@@ -51,6 +63,25 @@ func (d DB) Suppressed(ctx context.Context, numbers []string) (map[string]store.
 		}
 		for _, sp := range sps {
 			out[sp.Number] = sp
+		}
+	}
+	return out, nil
+}
+
+// suppressedByScan is Suppressed by reading the whole list.
+func (d DB) suppressedByScan(ctx context.Context, numbers []string) (map[string]store.Suppression, error) {
+	all, err := queryAll(ctx, d.c.Read, scanSuppression, `SELECT number, reason, created_at FROM suppressions`)
+	if err != nil {
+		return nil, d.errorf("suppressed: %w", err)
+	}
+	byNumber := make(map[string]store.Suppression, len(all))
+	for _, sp := range all {
+		byNumber[sp.Number] = sp
+	}
+	out := map[string]store.Suppression{}
+	for _, n := range numbers {
+		if sp, ok := byNumber[n]; ok {
+			out[n] = sp
 		}
 	}
 	return out, nil

@@ -145,3 +145,53 @@ func BenchCommitBatched(b *testing.B, s store.Store) {
 	}
 	perSecond(b, s, "commit_batched", "units/s", time.Since(start))
 }
+
+// BenchCommitLargeGroup commits what creating a group of n recipients
+// commits (issue 13's 100,000-person crew): one group.created event whose
+// data holds the roster (about 130 bytes per recipient), the group row and
+// n pending delivery rows, in one unit. Every iteration creates another
+// group of the same n numbers, so from the second one on the rows land
+// among the earlier groups' (the deliveries_number index interleaves), as
+// when the same crew is messaged again.
+func BenchCommitLargeGroup(b *testing.B, s store.Store, n int) {
+	ctx := context.Background()
+	at := time.Unix(1_700_000_000, 0)
+	roster := make([]byte, 0, n*130)
+	roster = append(roster, `{"id":"g","recipients":[`...)
+	for i := range n {
+		if i > 0 {
+			roster = append(roster, ',')
+		}
+		roster = fmt.Appendf(roster, `{"number":"+1555%07d","name":"Person %d","contact_id":"ct_%016d","text":"Hi Person, crew call 7am at Site %d"}`, i, i, i, i%7)
+	}
+	roster = append(roster, `]}`...)
+	b.ResetTimer()
+	start := time.Now()
+	for it := range b.N {
+		key := fmt.Sprintf("bench-large-%d", it)
+		ds := make([]store.DeliveryRow, n)
+		for i := range ds {
+			ds[i] = store.DeliveryRow{GroupID: key, Number: fmt.Sprintf("+1555%07d", i), Name: fmt.Sprintf("Person %d", i),
+				Status: "pending", UpdatedAt: at}
+		}
+		res, err := s.Commit(ctx, []actor.Unit{{Key: key,
+			Events: []actor.Event{{Seq: 1, Type: "group.created", Data: roster, Time: at}},
+			Effects: []any{&store.Effects{
+				Group:      &store.GroupRow{ID: key, Status: "sending", From: "+15550100000", Mode: "individual", Text: "Hi", CreatedAt: at, UpdatedAt: at, Counts: map[string]int{"pending": n}, Seq: 1},
+				Deliveries: ds,
+			}}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res[0] != nil {
+			b.Fatal(res[0])
+		}
+	}
+	el := time.Since(start)
+	ms := float64(el.Milliseconds()) / float64(b.N)
+	b.ReportMetric(ms, "ms/group")
+	resultsMu.Lock()
+	defer resultsMu.Unlock()
+	key := fmt.Sprintf("store_%s_commit_group_%d", s.Engine(), n)
+	results[key] = fmt.Sprintf("RESULT %s %.0f ms", key, ms)
+}

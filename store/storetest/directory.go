@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -290,4 +291,63 @@ func testTemplates(t *testing.T, o Options) {
 	if err := s.UpdateTemplate(ctx, store.Template{ID: "t1", Name: "x"}); !errors.Is(err, actor.ErrNotFound) {
 		t.Fatalf("update missing: %v", err)
 	}
+}
+
+// testLargeCrewContacts: a crew large enough that engines may read it in
+// parts comes back whole, once each, in member order (not id order), with
+// every contact's fields, before and after its membership changes.
+func testLargeCrewContacts(t *testing.T, o Options) {
+	s, _, _ := open(t, o)
+	ctx := context.Background()
+	const n = 4501
+	cs := make([]store.Contact, n)
+	for i := range cs {
+		cs[i] = store.Contact{ID: fmt.Sprintf("ct_%06d", i), Number: fmt.Sprintf("+1555%07d", i), Name: fmt.Sprintf("Person %d", i),
+			Timezone: "America/Chicago", CreatedAt: t0, UpdatedAt: t0}
+		if i%3 == 0 {
+			cs[i].Fields = map[string]string{"site": fmt.Sprintf("Site %d", i%7), "note": `say "hi" <now>`}
+		}
+	}
+	if _, err := s.ImportContacts(ctx, cs, false); err != nil {
+		t.Fatal(err)
+	}
+	byID := make(map[string]store.Contact, n)
+	for _, c := range cs {
+		byID[c.ID] = c
+	}
+	members := make([]string, n)
+	for i := range members {
+		members[i] = cs[(i*7919)%n].ID // every contact once, not in id order
+	}
+	check := func(members []string) {
+		t.Helper()
+		got, err := s.CrewContacts(ctx, "big")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(members) {
+			t.Fatalf("CrewContacts: %d contacts, want %d", len(got), len(members))
+		}
+		for i, c := range got {
+			want := byID[members[i]]
+			if c.ID != want.ID || c.Number != want.Number || c.Name != want.Name || c.Timezone != want.Timezone ||
+				!maps.Equal(c.Fields, want.Fields) || !c.CreatedAt.Equal(t0) {
+				t.Fatalf("CrewContacts[%d] = %+v, want %+v", i, c, want)
+			}
+		}
+	}
+	if err := s.CreateCrew(ctx, store.Crew{ID: "big", Name: "Everyone", Members: members}); err != nil {
+		t.Fatal(err)
+	}
+	check(members)
+	k, err := s.GetCrew(ctx, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Members = slices.Clone(members[100:])
+	slices.Reverse(k.Members)
+	if err := s.UpdateCrew(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	check(k.Members)
 }

@@ -180,6 +180,63 @@ func testDeliveries(t *testing.T, o Options) {
 	}
 }
 
+// testDeliveriesMany: one unit that writes thousands of delivery rows
+// (a large group's creation, then its cancellation) stores every row and
+// every field exactly, whatever way the engine splits them into
+// statements (sqlite: bulk statements, then smaller ones for the rest),
+// and a second such unit upserts them all.
+func testDeliveriesMany(t *testing.T, o Options) {
+	s, _, _ := open(t, o)
+	ctx := context.Background()
+	const n = 2345
+	rows := make([]store.DeliveryRow, n)
+	for i := range rows {
+		rows[i] = fullDelivery("d-many", fmt.Sprintf("+1555%07d", i), i)
+		rows[i].Name = fmt.Sprintf("Zoë \"%d\" O'Brien", i)
+		if i < 1500 || i >= 1700 && i%50 != 0 {
+			// A new recipient's row: only group, number, name, status and
+			// update time set (engines may write these more cheaply).
+			rows[i] = store.DeliveryRow{GroupID: "d-many", Number: rows[i].Number, Name: rows[i].Name,
+				Status: crewcast.StatusPending, UpdatedAt: rows[i].UpdatedAt}
+		}
+	}
+	commitOK(t, s, actor.Unit{Key: "d-many", Events: events("a", 1), Effects: []any{store.Effects{Deliveries: rows}}})
+	list := func() []store.DeliveryRow {
+		t.Helper()
+		return allPages(t, 1000, func(cursor string) ([]store.DeliveryRow, string, error) {
+			return s.ListDeliveries(ctx, store.DeliveryQuery{GroupID: "d-many", Limit: 1000, Cursor: cursor})
+		})
+	}
+	if got := list(); !reflect.DeepEqual(got, rows) {
+		t.Fatalf("%d deliveries read back, want %d equal to those written", len(got), len(rows))
+	}
+	for i := range rows {
+		rows[i].Status, rows[i].Attempts, rows[i].UpdatedAt = crewcast.StatusCanceled, 7, t0.Add(time.Hour+time.Duration(i))
+	}
+	commitOK(t, s, actor.Unit{Key: "d-many", ExpectSeq: 1, Events: events("b", 1), Effects: []any{store.Effects{Deliveries: rows}}})
+	if got := list(); !reflect.DeepEqual(got, rows) {
+		t.Fatalf("%d deliveries after the upsert, want %d equal to those written", len(got), len(rows))
+	}
+	// A row written twice in one unit: the later one wins, lean or not.
+	twice := make([]store.DeliveryRow, 0, 1002)
+	twice = append(twice, fullDelivery("d-many", rows[1].Number, 1))
+	for i := range 1000 {
+		twice = append(twice, store.DeliveryRow{GroupID: "d-many", Number: rows[i].Number, Name: "again",
+			Status: crewcast.StatusScheduled, UpdatedAt: t0.Add(2 * time.Hour)})
+	}
+	last := fullDelivery("d-many", rows[0].Number, 0)
+	last.UpdatedAt = t0.Add(3 * time.Hour)
+	twice = append(twice, last)
+	commitOK(t, s, actor.Unit{Key: "d-many", ExpectSeq: 2, Events: events("c", 1), Effects: []any{store.Effects{Deliveries: twice}}})
+	got := map[string]store.DeliveryRow{}
+	for _, d := range list() {
+		got[d.Number] = d
+	}
+	if !reflect.DeepEqual(got[rows[0].Number], last) || !reflect.DeepEqual(got[rows[1].Number], twice[2]) || len(got) != n {
+		t.Fatalf("rows written twice in a unit: %+v / %+v (%d rows)", got[rows[0].Number], got[rows[1].Number], len(got))
+	}
+}
+
 func numbers(rows []store.DeliveryRow) []string {
 	var out []string
 	for _, d := range rows {
@@ -344,8 +401,35 @@ func testSuppressions(t *testing.T, o Options) {
 		many[i] = fmt.Sprintf("+1555040%04d", i)
 	}
 	many[1499] = "+15550300004"
-	if got, err := s.Suppressed(ctx, many); err != nil || len(got) != 1 {
-		t.Fatalf("Suppressed(1500 numbers) = %d, %v", len(got), err)
+	if got, err := s.Suppressed(ctx, many); err != nil || !reflect.DeepEqual(got, map[string]store.Suppression{
+		"+15550300004": {Number: "+15550300004", Reason: "manual", CreatedAt: t0}}) {
+		t.Fatalf("Suppressed(1500 numbers) = %v, %v", got, err)
+	}
+	// Many numbers against a longer list (engines may read a shorter list
+	// whole instead of looking each number up: both ways are held here).
+	var long []store.Suppression
+	for i := range 700 {
+		long = append(long, store.Suppression{Number: fmt.Sprintf("+1555050%04d", i), Reason: "stop", CreatedAt: t0.Add(time.Duration(i))})
+	}
+	commitOK(t, s, actor.Unit{Key: "g-long", Effects: []any{store.Effects{Suppress: long}}})
+	asked := make([]string, 600)
+	wantLong := map[string]store.Suppression{}
+	for i := range asked {
+		asked[i] = fmt.Sprintf("+1555050%04d", 2*i) // every other one is on the list, up to 1398
+		if 2*i < len(long) {
+			wantLong[asked[i]] = long[2*i]
+		}
+	}
+	if got, err := s.Suppressed(ctx, asked); err != nil || !reflect.DeepEqual(got, wantLong) {
+		t.Fatalf("Suppressed(600 numbers, 705 listed) = %d found, %v; want %d", len(got), err, len(wantLong))
+	}
+	if got, err := s.Suppressed(ctx, append(asked, many...)); err != nil || len(got) != len(wantLong)+1 {
+		t.Fatalf("Suppressed(2100 numbers, 705 listed) = %d found, %v; want %d", len(got), err, len(wantLong)+1)
+	}
+	for _, sp := range long {
+		if err := s.RemoveSuppression(ctx, sp.Number); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := s.RemoveSuppression(ctx, "+15550300001"); err != nil {
 		t.Fatal(err)

@@ -108,6 +108,7 @@ func Run(t *testing.T, o Options) {
 		{"Routes", testRoutes},
 		{"Groups", testGroups},
 		{"Deliveries", testDeliveries},
+		{"DeliveriesMany", testDeliveriesMany},
 		{"Replies", testReplies},
 		{"Summarize", testSummarize},
 		{"Snapshots", testSnapshots},
@@ -137,6 +138,7 @@ func Run(t *testing.T, o Options) {
 		{"WebhookClaimsConcurrent", testWebhookClaimsConcurrent},
 		{"Contacts", testContacts},
 		{"ImportContacts", testImportContacts},
+		{"LargeCrewContacts", testLargeCrewContacts},
 		{"Templates", testTemplates},
 	}
 	for _, tc := range tests {
