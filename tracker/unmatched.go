@@ -165,8 +165,10 @@ func (u *unmatchedJournal) record(ctx context.Context, ref store.InboxRef, event
 		return nil // recorded and acknowledged by an earlier commit
 	}
 	var unit actor.Unit
-	for _, ev := range events {
-		data, err := json.Marshal(unmatchedReply{Provider: ev.Provider, EventID: ev.EventID, Keyword: group.ParseKeyword(ev.Text)})
+	kws := make([]string, len(events))
+	for i, ev := range events {
+		kws[i] = group.ParseKeyword(ev.Text)
+		data, err := json.Marshal(unmatchedReply{Provider: ev.Provider, EventID: ev.EventID, Keyword: kws[i]})
 		if err != nil {
 			return err
 		}
@@ -182,7 +184,7 @@ func (u *unmatchedJournal) record(ctx context.Context, ref store.InboxRef, event
 			eff.Outbox = append(eff.Outbox, webhookout.Unmatched(unmatchedKey, unit.Events[i].Seq,
 				eff.Replies[len(eff.Replies)-1], now))
 		}
-		switch group.ParseKeyword(ev.Text) {
+		switch kws[i] {
 		case group.KeywordStop:
 			eff.Suppress = append(eff.Suppress, store.Suppression{Number: ev.From, Reason: "stop", CreatedAt: now})
 		case group.KeywordStart:

@@ -115,7 +115,12 @@ func TestUnmatchedJournalOnItsOwn(t *testing.T) {
 		eff := unit.Effects[0].(store.Effects)
 		if unit.Key != unmatchedKey || unit.ExpectSeq != uint64(i) || len(eff.Outbox) != 1 || eff.Outbox[0].Seq != uint64(i+1) ||
 			len(eff.Replies) != 1 || len(eff.InboxDone) != 1 || eff.InboxDone[0].Target != unmatchedKey {
-			t.Errorf("unit %d = %+v, effects %+v", i, unit, eff)
+			var outSeqs []uint64
+			for _, r := range eff.Outbox {
+				outSeqs = append(outSeqs, r.Seq)
+			}
+			t.Errorf("unit %d: key %q, expect seq %d, outbox seqs %v (want [%d]), %d replies, inbox done %+v",
+				i, unit.Key, unit.ExpectSeq, outSeqs, i+1, len(eff.Replies), eff.InboxDone)
 		}
 		if (i == 1) != (len(eff.Suppress) == 1) || (i == 2) != (len(eff.Unsuppress) == 1) {
 			t.Errorf("unit %d suppresses %v, unsuppresses %v", i, eff.Suppress, eff.Unsuppress)
