@@ -215,11 +215,11 @@ type Tracker struct {
 	sweepMu sync.Mutex // one Sweep pass at a time (the sweeper's and tests')
 	idle    chan struct{}
 
-	unmatched unmatchedLog
-	gate      suppressionGate // orders provider calls against suppression commits
-	erased    erasedNumbers   // numbers this process erased recently (erasure.go)
-	fstop     followupStops   // follow-ups whose recipient answered before the call (followups.go)
-	room      *sendRoom       // groups waiting for room in the send backlog (room.go)
+	unmatched *unmatchedJournal // inbound messages for no group (unmatched.go)
+	gate      suppressionGate   // orders provider calls against suppression commits
+	erased    erasedNumbers     // numbers this process erased recently (erasure.go)
+	fstop     followupStops     // follow-ups whose recipient answered before the call (followups.go)
+	room      *sendRoom         // groups waiting for room in the send backlog (room.go)
 
 	closing    atomic.Bool
 	actorsDown atomic.Bool
@@ -258,7 +258,8 @@ func New(cfg Config) (*Tracker, error) {
 		stop:     make(chan struct{}),
 		down:     make(chan struct{}),
 	}
-	t.unmatched.t = t
+	t.unmatched = newUnmatchedJournal(unmatchedDeps{st: cfg.Store, hub: t.hub, gate: &t.gate, webhooks: cfg.Webhooks,
+		clock: cfg.Clock, log: cfg.Logger, snapshotEvery: cfg.SnapshotEvery})
 	t.bg, t.cancelBG = context.WithCancel(context.Background())
 	if t.sys == nil {
 		t.sys = actor.NewSystem(actor.WithLogger(cfg.Logger), actor.WithClock(cfg.Clock), actor.WithMetrics(cfg.RuntimeMetrics))
@@ -300,7 +301,7 @@ func (t *Tracker) Start(ctx context.Context) error {
 	t.env.reminders = t.groups
 	t.groups.EnableReminders(t.st, func(r actor.Reminder) groupMsg { return msgReminder{r: r} },
 		actor.ReminderOptions{PollInterval: t.cfg.ReminderPoll})
-	if err := t.unmatched.load(ctx); err != nil {
+	if err := t.unmatched.start(ctx, t.committer); err != nil {
 		return fmt.Errorf("tracker start: %w", err)
 	}
 	t.pool.start()
