@@ -249,7 +249,6 @@ func TestJudgeSoak(t *testing.T) {
 		mutate func(*soakSample)
 		want   string
 	}{
-		{"goroutine leak", func(s *soakSample) { s.goroutines = 400 }, "goroutines grew"},
 		{"fd leak", func(s *soakSample) { s.fds = 100 }, "file descriptors grew"},
 		{"memory leak", func(s *soakSample) { s.rssKB = 400 << 10 }, "RSS grew"},
 		{"wal growth", func(s *soakSample) { s.walBytes = 100 << 20 }, "WAL reached"},
@@ -262,6 +261,20 @@ func TestJudgeSoak(t *testing.T) {
 		if p := judgeSoak(ss); !hasProblem(p, c.want) {
 			t.Errorf("%s: problems %v; want %q", c.name, p, c.want)
 		}
+	}
+	// Goroutines: a leak keeps the count up through the last third; one
+	// burst in it (sends in flight during a hiccup) is not a leak.
+	leak := flat(12)
+	for i := 8; i < 12; i++ {
+		leak[i].goroutines = 400 + int64(i)
+	}
+	if p := judgeSoak(leak); !hasProblem(p, "goroutines grew") {
+		t.Errorf("goroutine leak: problems %v", p)
+	}
+	burst := flat(12)
+	burst[10].goroutines = 459
+	if p := judgeSoak(burst); len(p) != 0 {
+		t.Errorf("one burst of goroutines: %v", p)
 	}
 }
 

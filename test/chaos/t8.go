@@ -145,8 +145,8 @@ func runT8(ctx context.Context, h *harness) (res scenarioResult) {
 		return nil
 	}
 	// ownerOf creates a paced group on node via and finds its owner.
-	newPaced := func(via *server, label string) (string, *server, error) {
-		g, _, err := via.newGroup(ctx, label, 300, "")
+	newPaced := func(via *server, label string, n int) (string, *server, error) {
+		g, _, err := via.newGroup(ctx, label, n, "")
 		if err != nil {
 			return "", nil, err
 		}
@@ -164,7 +164,7 @@ func runT8(ctx context.Context, h *harness) (res scenarioResult) {
 			return res.fail("iteration %d: %v", it, err)
 		}
 		via := nodes[it%len(nodes)]
-		id, owner, err := newPaced(via, "t8")
+		id, owner, err := newPaced(via, "t8", 300)
 		if err != nil {
 			return res.fail("create group: %v", err)
 		}
@@ -200,7 +200,11 @@ func runT8(ctx context.Context, h *harness) (res scenarioResult) {
 		if err := cl.awaitEven(ctx, 30*time.Second); err != nil {
 			return res.fail("hand-off %d: %v", it, err)
 		}
-		id, owner, err := newPaced(nodes[it%len(nodes)], "t8-handoff")
+		// 1,000 recipients: 20 s of sending at 50/s, so the group is still
+		// fanning out when its shard's turn comes in a slow hand-off (with
+		// 300, a hand-off slower than the ~4 s left found the group done on
+		// the old owner, with nothing left to hand off).
+		id, owner, err := newPaced(nodes[it%len(nodes)], "t8-handoff", 1000)
 		if err != nil {
 			return res.fail("create group: %v", err)
 		}
@@ -213,7 +217,13 @@ func runT8(ctx context.Context, h *harness) (res scenarioResult) {
 		stopErr := make(chan error, 1)
 		go func() { stopErr <- owner.p.Stop(40 * time.Second) }()
 		if took, err := firstCommitBy(ctx, other, id, owner.name, head, began, 2*t8TTL+5*time.Second); err != nil {
-			res.problems = append(res.problems, "hand-off: "+err.Error())
+			// Say where the group stood: a group that finished on the old
+			// owner before its shard's turn left nothing to hand off.
+			state := ""
+			if g, gerr := other.api.group(ctx, id); gerr == nil {
+				state = fmt.Sprintf(" (group %s at head %d: %s)", g.Status, head, statusCounts([]groupView{g}))
+			}
+			res.problems = append(res.problems, "hand-off: "+err.Error()+state)
 		} else {
 			handoffs = append(handoffs, took)
 		}
