@@ -162,25 +162,8 @@ func (d DB) UpdateContact(ctx context.Context, c store.Contact, audit ...store.A
 // DeleteContact removes the contact, its tags and crew memberships, and
 // appends its audit entries.
 func (d DB) DeleteContact(ctx context.Context, id string, audit ...store.AuditEntry) error {
-	now := d.c.Now()
-	err := d.c.WriteTx(ctx, func(tx Querier) error {
-		if err := execEach(ctx, tx, id, `DELETE FROM contact_tags WHERE contact_id = ?`,
-			`DELETE FROM crew_members WHERE contact_id = ?`); err != nil {
-			return err
-		}
-		n, err := tx.Exec(ctx, `DELETE FROM contacts WHERE id = ?`, id)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return fmt.Errorf("contact %q: %w", id, actor.ErrNotFound)
-		}
-		return appendAudit(ctx, tx, now, audit)
-	})
-	if err != nil {
-		return d.errorf("delete contact: %w", err)
-	}
-	return nil
+	return d.deleteRow(ctx, "contact", id, audit, `DELETE FROM contacts WHERE id = ?`,
+		`DELETE FROM contact_tags WHERE contact_id = ?`, `DELETE FROM crew_members WHERE contact_id = ?`)
 }
 
 // likePattern escapes s for LIKE ... ESCAPE '\' and wraps it in %.
@@ -624,24 +607,8 @@ func (d DB) UpdateCrew(ctx context.Context, c store.Crew, audit ...store.AuditEn
 // DeleteCrew removes the crew (its contacts stay) and appends its audit
 // entries.
 func (d DB) DeleteCrew(ctx context.Context, id string, audit ...store.AuditEntry) error {
-	now := d.c.Now()
-	err := d.c.WriteTx(ctx, func(tx Querier) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM crew_members WHERE crew_id = ?`, id); err != nil {
-			return err
-		}
-		n, err := tx.Exec(ctx, `DELETE FROM crews WHERE id = ?`, id)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return fmt.Errorf("crew %q: %w", id, actor.ErrNotFound)
-		}
-		return appendAudit(ctx, tx, now, audit)
-	})
-	if err != nil {
-		return d.errorf("delete crew: %w", err)
-	}
-	return nil
+	return d.deleteRow(ctx, "crew", id, audit, `DELETE FROM crews WHERE id = ?`,
+		`DELETE FROM crew_members WHERE crew_id = ?`)
 }
 
 // ListCrews returns every crew, ordered by name, with its members.
@@ -855,21 +822,7 @@ func (d DB) UpdateTemplate(ctx context.Context, t store.Template, audit ...store
 
 // DeleteTemplate removes the template and appends its audit entries.
 func (d DB) DeleteTemplate(ctx context.Context, id string, audit ...store.AuditEntry) error {
-	now := d.c.Now()
-	err := d.c.WriteTx(ctx, func(tx Querier) error {
-		n, err := tx.Exec(ctx, `DELETE FROM templates WHERE id = ?`, id)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return fmt.Errorf("template %q: %w", id, actor.ErrNotFound)
-		}
-		return appendAudit(ctx, tx, now, audit)
-	})
-	if err != nil {
-		return d.errorf("delete template: %w", err)
-	}
-	return nil
+	return d.deleteRow(ctx, "template", id, audit, `DELETE FROM templates WHERE id = ?`)
 }
 
 // ListTemplates returns every template ordered by name.
@@ -880,4 +833,29 @@ func (d DB) ListTemplates(ctx context.Context) ([]store.Template, error) {
 		return nil, d.errorf("list templates: %w", err)
 	}
 	return out, nil
+}
+
+// deleteRow deletes one directory row (what names it in errors): first the
+// rows keyed to it (dependents, each taking id), then the row itself with
+// del, which must delete exactly one row (none: actor.ErrNotFound), and
+// its audit entries, all in one transaction.
+func (d DB) deleteRow(ctx context.Context, what, id string, audit []store.AuditEntry, del string, dependents ...string) error {
+	now := d.c.Now()
+	err := d.c.WriteTx(ctx, func(tx Querier) error {
+		if err := execEach(ctx, tx, id, dependents...); err != nil {
+			return err
+		}
+		n, err := tx.Exec(ctx, del, id)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("%s %q: %w", what, id, actor.ErrNotFound)
+		}
+		return appendAudit(ctx, tx, now, audit)
+	})
+	if err != nil {
+		return d.errorf("delete %s: %w", what, err)
+	}
+	return nil
 }
