@@ -36,7 +36,7 @@ const defaultHoleWait = 2 * time.Second
 // flight may hold (see above).
 func (s *Store) LoadAllEvents(ctx context.Context, afterPos int64, limit int) ([]store.PositionedEvent, error) {
 	evs, err := s.queries.LoadAllEvents(ctx, afterPos, limit)
-	if err != nil || complete(afterPos, evs) < 0 {
+	if err != nil || firstGap(afterPos, evs) < 0 {
 		return evs, err
 	}
 	// Positions up to the last one read were all allocated by writers
@@ -62,7 +62,7 @@ func (s *Store) LoadAllEvents(ctx context.Context, afterPos int64, limit int) ([
 		if time.Now().After(deadline) {
 			// A long transaction elsewhere keeps the horizon back: give
 			// what is certainly complete, the events below the first gap.
-			return evs[:complete(afterPos, evs)], nil
+			return evs[:firstGap(afterPos, evs)], nil
 		}
 		select {
 		case <-ctx.Done():
@@ -83,9 +83,9 @@ func (s *Store) LoadAllEvents(ctx context.Context, afterPos int64, limit int) ([
 	return evs[:n], nil
 }
 
-// complete returns the index of the first event that follows a missing
+// firstGap returns the index of the first event that follows a missing
 // position (after afterPos), or -1 when positions are contiguous.
-func complete(afterPos int64, evs []store.PositionedEvent) int {
+func firstGap(afterPos int64, evs []store.PositionedEvent) int {
 	next := afterPos + 1
 	for i, e := range evs {
 		if e.Pos != next {
