@@ -318,6 +318,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		HashKey:        cfg.Retention.HashKey,
 		PolicyDefaults: policy, ResolveCrews: crewNumbers(s.st),
 		ParkedTTL: cfg.ParkedTTL,
+		Clustered: cfg.Cluster.enabled(), // owns nothing until startCluster
 	})
 	if err != nil {
 		return err

@@ -170,8 +170,10 @@ func (t *Tracker) StartCluster(cfg ClusterConfig) error {
 		return guard(ctx, j)
 	}
 	// Reminders of shards held elsewhere are theirs to fire.
-	t.groups.EnableReminders(heldReminders{t.st, c}, func(r actor.Reminder) groupMsg { return msgReminder{r: r} },
-		actor.ReminderOptions{PollInterval: t.cfg.ReminderPoll})
+	if !t.cfg.Clustered {
+		t.groups.EnableReminders(heldReminders{t.st, t.ownsKey}, func(r actor.Reminder) groupMsg { return msgReminder{r: r} },
+			actor.ReminderOptions{PollInterval: t.cfg.ReminderPoll})
+	}
 	go c.run()
 	return nil
 }
@@ -406,7 +408,10 @@ func (t *Tracker) draining(key string) bool {
 // stays in the shared inbox until the owner applies it).
 func (t *Tracker) ownsKey(key string) bool {
 	c := t.cluster.Load()
-	return c == nil || c.holds(store.ShardOf(key))
+	if c == nil {
+		return !t.cfg.Clustered // a node before StartCluster holds nothing
+	}
+	return c.holds(store.ShardOf(key))
 }
 
 func (c *cluster) holds(shard int) bool {
@@ -715,7 +720,7 @@ func (t *Tracker) resumeShards(shards []int) {
 // reminders of the shards it holds fall due here.
 type heldReminders struct {
 	actor.ReminderStore
-	c *cluster
+	owns func(key string) bool
 }
 
 func (h heldReminders) DueReminders(ctx context.Context, before time.Time, limit int) ([]actor.Reminder, error) {
@@ -725,7 +730,7 @@ func (h heldReminders) DueReminders(ctx context.Context, before time.Time, limit
 	}
 	out := rs[:0]
 	for _, r := range rs {
-		if h.c.holds(store.ShardOf(r.Key)) {
+		if h.owns(r.Key) {
 			out = append(out, r)
 		}
 	}

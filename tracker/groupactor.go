@@ -100,7 +100,7 @@ type groupActor struct {
 // puts the actor in broken mode, which answers "unavailable" and reloads
 // with backoff, so queued work is kept rather than dead-lettered.
 func (a *groupActor) Activate(c *actor.Context[groupMsg]) error {
-	if err := a.load(c); err != nil {
+	if err := a.load(c); err != nil && !a.retired {
 		a.enterBroken(c, err)
 	}
 	return nil
@@ -187,6 +187,11 @@ func (a *groupActor) enterBroken(c *actor.Context[groupMsg], err error) {
 // otherwise saves a final snapshot before the group leaves memory.
 func (a *groupActor) Passivate(c *actor.Context[groupMsg]) error {
 	if a.g == nil || a.broken || a.retired {
+		return nil
+	}
+	if !a.env.ownsKey(a.key) {
+		// The shard moved: the owner's state is ahead of this copy, and
+		// its snapshots are its own to write.
 		return nil
 	}
 	busy := a.busy()
@@ -301,7 +306,7 @@ func (a *groupActor) Receive(c *actor.Context[groupMsg], m groupMsg) {
 				return
 			}
 			a.broken = false
-			if err := a.load(c); err != nil {
+			if err := a.load(c); err != nil && !a.retired {
 				a.enterBroken(c, err)
 			}
 		case msgWork:
@@ -497,7 +502,7 @@ func (a *groupActor) doWork(c *actor.Context[groupMsg]) {
 		}
 	}
 	if err := a.flush(c); err != nil {
-		if !e.owner.ownsKey(a.key) {
+		if a.retired || !e.owner.ownsKey(a.key) {
 			e.work.forget(a.key, entries) // the shard moved: the new owner recovers it (cluster.go)
 			return
 		}
@@ -816,7 +821,7 @@ func (a *groupActor) fail(c *actor.Context[groupMsg], err error) {
 		// looked: nothing was written, the store is healthy. Reload now
 		// (the in-memory claim is discarded) and look again.
 		c.Logger().Info("claim refused: a number was suppressed meanwhile; reloading")
-		if lerr := a.load(c); lerr != nil {
+		if lerr := a.load(c); lerr != nil && !a.retired {
 			a.enterBroken(c, lerr)
 		}
 		return
@@ -824,6 +829,11 @@ func (a *groupActor) fail(c *actor.Context[groupMsg], err error) {
 	if errors.Is(err, actor.ErrFenced) {
 		a.retired = true
 		a.pending, a.eff, a.sends, a.adopt = nil, store.Effects{}, nil, nil
+		// Nothing queued here can be committed here: the owner applies
+		// the webhooks from the shared inbox and counts the sends claimed
+		// without an outcome as unconfirmed. Kept, the work would
+		// re-activate this actor (to be fenced again) and hold Stop.
+		a.env.work.forget(a.key, nil)
 		c.Logger().Error("group fenced: another node owns it; stopping without sending", "err", err)
 		c.Stop()
 		return

@@ -163,7 +163,9 @@ func (t *Tracker) ResumeGroups(ctx context.Context) error {
 			return fmt.Errorf("list sending groups: %w", err)
 		}
 		for _, g := range rows {
-			t.groups.Tell(g.ID, msgKick{})
+			if t.ownsKey(g.ID) { // another node's groups are theirs (cluster.go)
+				t.groups.Tell(g.ID, msgKick{})
+			}
 		}
 		if next == "" || len(rows) == 0 {
 			return nil

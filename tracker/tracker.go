@@ -48,6 +48,11 @@ type Config struct {
 	System *actor.System
 	// Logger; default discards.
 	Logger *slog.Logger
+	// Clustered says the tracker will be one node of several: StartCluster
+	// follows Start. Until then it holds no shard, so starting it resumes,
+	// routes to and reminds no group (every commit would be fenced; a
+	// group activated for nothing would keep work no one can commit).
+	Clustered bool
 	// Clock; default the real clock. Tests inject actor.NewManualClock.
 	Clock actor.Clock
 	// Metrics; default NopMetrics.
@@ -299,7 +304,11 @@ func (t *Tracker) Start(ctx context.Context) error {
 		return &groupActor{env: t.env, key: key}
 	}, actor.KindOptions{IdleTimeout: t.cfg.IdleTimeout, MailboxSize: 4096})
 	t.env.reminders = t.groups
-	t.groups.EnableReminders(t.st, func(r actor.Reminder) groupMsg { return msgReminder{r: r} },
+	var reminders actor.ReminderStore = t.st
+	if t.cfg.Clustered {
+		reminders = heldReminders{t.st, t.ownsKey} // only the held shards' (cluster.go)
+	}
+	t.groups.EnableReminders(reminders, func(r actor.Reminder) groupMsg { return msgReminder{r: r} },
 		actor.ReminderOptions{PollInterval: t.cfg.ReminderPoll})
 	if err := t.unmatched.start(ctx, t.committer); err != nil {
 		return fmt.Errorf("tracker start: %w", err)
