@@ -504,6 +504,14 @@ func (s *Server) Stop(ctx context.Context) error {
 	s.stopped = true
 	var errs []error
 	close(s.done)
+	if s.tr != nil {
+		// Several nodes: hand every shard off first, each as soon as its
+		// sends are recorded, so the others take over in well under a
+		// second (cluster.go in package tracker).
+		if err := s.tr.Leave(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("leave cluster: %w", err))
+		}
+	}
 	s.stopRetention()
 	if s.stopHooks != nil {
 		s.stopHooks()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,8 +31,12 @@ import (
 //     leases, a node over it hands shards off gracefully: it stops
 //     claiming in the shard, waits for the shard's in-flight sends and
 //     their commits, then releases the lease with expires_at = now();
-//   - on leaving (after Stop drained everything), every lease is released
-//     at once, so the others take over without waiting for expiry.
+//   - on leaving (SIGTERM: Leave, before Stop), the node first leaves the
+//     members, stops claiming everywhere and releases each shard as soon
+//     as the sends it made there are recorded, all shards at once; every
+//     release is announced, so the others take the shards at once rather
+//     than at their next renewal; StopCluster (after Stop) releases what
+//     is left.
 
 // ClusterConfig configures a tracker that is one of several nodes.
 type ClusterConfig struct {
@@ -118,6 +123,12 @@ type cluster struct {
 	// last successful renewal plus the TTL, less a safety margin.
 	validUntil time.Time
 	watchdog   *time.Timer // fires fenceIfLate at validUntil
+	// leaving: Leave began; the node takes nothing and no longer
+	// heartbeats (the others' shares already count it out).
+	leaving bool
+	// pokes asks the keeper to renew (reading the members) and balance
+	// now: another node released shards (leaseChange).
+	pokes chan struct{}
 
 	stop chan struct{}
 	done chan struct{}
@@ -151,7 +162,8 @@ func (t *Tracker) StartCluster(cfg ClusterConfig) error {
 		cfg.DrainTimeout = t.cfg.SendTimeout + 5*time.Second
 	}
 	c := &cluster{cfg: cfg, t: t, held: map[int]bool{}, draining: map[int]bool{},
-		stop: make(chan struct{}), done: make(chan struct{}), wake: make(chan wakeUp, 4096), missed: map[int]bool{}}
+		stop: make(chan struct{}), done: make(chan struct{}), wake: make(chan wakeUp, 4096), missed: map[int]bool{},
+		pokes: make(chan struct{}, 1)}
 	t.cluster.Store(c)
 	// Before any request is served (the server starts HTTP after this).
 	t.cfg.NewID = t.ownedID(t.cfg.NewID)
@@ -435,21 +447,39 @@ func (c *cluster) run() {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
+		poked := false
 		select {
 		case <-c.stop:
 			return
 		case <-timer.C:
+		case <-c.pokes:
+			poked = true
+			timer.Stop()
 		}
-		if time.Since(lastRenew) >= c.cfg.TTL/3 {
+		if poked || time.Since(lastRenew) >= c.cfg.TTL/3 {
 			if c.renew() {
 				lastRenew = time.Now()
 			}
 		}
 		c.fenceIfLate()
-		if !c.t.closing.Load() {
+		if !c.t.closing.Load() && !c.isLeaving() {
 			c.balance()
 		}
 		timer.Reset(c.cfg.Tick)
+	}
+}
+
+func (c *cluster) isLeaving() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leaving
+}
+
+// poke asks the keeper for a renewal and a balance now.
+func (c *cluster) poke() {
+	select {
+	case c.pokes <- struct{}{}:
+	default:
 	}
 }
 
@@ -458,10 +488,14 @@ func (c *cluster) renew() bool {
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
 	defer cancel()
-	nodes, err := c.cfg.Members.Heartbeat(ctx, c.cfg.Node, c.cfg.AdvertiseURL, c.cfg.TTL)
-	if err != nil {
-		c.t.log.Warn("cluster heartbeat failed", "err", err)
-		return false
+	var nodes []store.Node
+	if !c.isLeaving() { // a leaving node is out of the members for good
+		var err error
+		nodes, err = c.cfg.Members.Heartbeat(ctx, c.cfg.Node, c.cfg.AdvertiseURL, c.cfg.TTL)
+		if err != nil {
+			c.t.log.Warn("cluster heartbeat failed", "err", err)
+			return false
+		}
 	}
 	renewed, err := c.cfg.Leases.RenewShards(ctx, c.cfg.Node, c.cfg.TTL)
 	if err != nil {
@@ -470,7 +504,9 @@ func (c *cluster) renew() bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.nodes = nodes
+	if nodes != nil {
+		c.nodes = nodes
+	}
 	kept := map[int]bool{}
 	for _, l := range renewed {
 		kept[l.Shard] = true
@@ -588,10 +624,35 @@ func (c *cluster) balance() {
 func (c *cluster) acquire(n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
 	defer cancel()
+	var shards []int
+	// Another node taking released shards at the same moment may win some
+	// of those asked for: ask again at once for the rest (a few rounds),
+	// rather than at the next tick.
+	for round := 0; round < 3 && len(shards) < n; round++ {
+		got, asked, err := c.acquireRound(ctx, n-len(shards))
+		if err != nil {
+			c.t.log.Warn("acquire leases", "err", err)
+			break
+		}
+		shards = append(shards, got...)
+		if asked == 0 || len(got) == asked {
+			break // nothing free, or all we asked for
+		}
+	}
+	if len(shards) == 0 {
+		return
+	}
+	slices.Sort(shards)
+	c.t.log.Info("leases acquired", "shards", len(shards), "which", shards)
+	c.t.resumeShards(shards)
+}
+
+// acquireRound asks for up to n shards that look free and holds those the
+// database grants: it returns them and how many it asked for.
+func (c *cluster) acquireRound(ctx context.Context, n int) (got []int, asked int, err error) {
 	leases, err := c.t.st.ListLeases(ctx)
 	if err != nil {
-		c.t.log.Warn("list leases", "err", err)
-		return
+		return nil, 0, fmt.Errorf("list leases: %w", err)
 	}
 	listed := map[int]store.Lease{}
 	for _, l := range leases {
@@ -608,80 +669,147 @@ func (c *cluster) acquire(n int) {
 		}
 	}
 	if len(free) == 0 {
-		return
+		return nil, 0, nil
 	}
 	if len(free) > n {
+		// A random choice: nodes taking released shards at the same
+		// moment then mostly ask for different ones. Asked in order, so
+		// that two acquisitions lock shared rows in the same order (in
+		// opposite orders they deadlock until the statement timeout).
+		rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
 		free = free[:n]
+		slices.Sort(free)
 	}
-	got, err := c.cfg.Leases.AcquireShards(ctx, c.cfg.Node, free, c.cfg.TTL)
+	leased, err := c.cfg.Leases.AcquireShards(ctx, c.cfg.Node, free, c.cfg.TTL)
 	if err != nil {
-		c.t.log.Warn("acquire leases", "err", err)
-		return
-	}
-	if len(got) == 0 {
-		return
+		return nil, len(free), err
 	}
 	c.mu.Lock()
-	var shards []int
-	for _, l := range got {
+	for _, l := range leased {
 		c.held[l.Shard] = true
-		shards = append(shards, l.Shard)
+		got = append(got, l.Shard)
 	}
 	c.mu.Unlock()
-	c.t.log.Info("leases acquired", "shards", len(shards))
-	c.t.resumeShards(shards)
+	return got, len(free), nil
 }
 
-// handOff drains and releases n held shards, one at a time.
+// handOff drains and releases n held shards (the highest numbered), all
+// at once: each is released as soon as its sends are recorded.
 func (c *cluster) handOff(n int) {
 	c.mu.Lock()
 	shards := heldList(c.held)
 	c.mu.Unlock()
-	for _, sh := range shards[len(shards)-n:] {
-		select {
-		case <-c.stop:
-			return
-		default:
+	kept := c.drainAndRelease(context.Background(), shards[len(shards)-n:])
+	if len(kept) > 0 {
+		c.t.log.Warn("hand-off: shards still sending; keeping them", "shards", len(kept))
+		c.mu.Lock()
+		for _, sh := range kept {
+			delete(c.draining, sh)
 		}
-		c.handOffShard(sh)
+		c.mu.Unlock()
 	}
 }
 
-func (c *cluster) handOffShard(sh int) {
+// drainAndRelease stops claiming in shards and releases each as soon as
+// no send this node made there is in flight or unrecorded (a send claimed
+// here has its outcome committed here, so a graceful hand-off leaves
+// nothing unconfirmed), several in one statement, announcing every
+// release so that the others take the shards at once. Webhooks queued for
+// a released shard's groups are the new owner's: they are in the shared
+// inbox, and a commit here is fenced and drops them. It returns the shards
+// still sending after DrainTimeout (held, and still draining), or when ctx
+// ends or the keeper stops.
+func (c *cluster) drainAndRelease(ctx context.Context, shards []int) (kept []int) {
 	c.mu.Lock()
-	c.draining[sh] = true
+	for _, sh := range shards {
+		c.draining[sh] = true
+	}
 	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.draining, sh)
-		c.mu.Unlock()
-	}()
+	left := slices.Clone(shards)
 	deadline := time.Now().Add(c.cfg.DrainTimeout)
-	for c.t.shardBusy(sh) {
-		if time.Now().After(deadline) {
-			c.t.log.Warn("hand-off: shard still busy; keeping it", "shard", sh)
-			return
+	for {
+		var done []int
+		c.mu.Lock()
+		left = slices.DeleteFunc(left, func(sh int) bool { return !c.held[sh] }) // lost meanwhile
+		c.mu.Unlock()
+		for _, sh := range left {
+			if !c.t.work.anySending(func(key string) bool { return store.ShardOf(key) == sh }) {
+				done = append(done, sh)
+			}
+		}
+		if len(done) > 0 {
+			c.mu.Lock()
+			for _, sh := range done {
+				delete(c.held, sh)
+				delete(c.draining, sh)
+			}
+			c.mu.Unlock()
+			left = slices.DeleteFunc(left, func(sh int) bool { return slices.Contains(done, sh) })
+			rctx, cancel := context.WithTimeout(ctx, c.cfg.TTL/3)
+			if err := c.cfg.Leases.ReleaseShards(rctx, c.cfg.Node, done); err != nil {
+				// Held no more here either way: the leases expire.
+				c.t.log.Warn("hand-off release", "shards", len(done), "err", err)
+			} else {
+				c.t.log.Info("leases handed off", "shards", len(done), "which", done)
+			}
+			c.announceRelease(rctx)
+			cancel()
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
 		}
 		select {
+		case <-ctx.Done():
+			return left
 		case <-c.stop:
-			return
+			return left
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	c.mu.Lock()
-	delete(c.held, sh)
-	c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
-	defer cancel()
-	if err := c.cfg.Leases.ReleaseShards(ctx, c.cfg.Node, []int{sh}); err != nil {
-		c.t.log.Warn("hand-off release", "shard", sh, "err", err)
-	}
 }
 
-// shardBusy reports whether a group of shard sh has uncommitted work
-// (sends in flight, results or webhooks not yet committed).
-func (t *Tracker) shardBusy(sh int) bool {
-	return t.work.anyBusy(func(key string) bool { return store.ShardOf(key) == sh })
+// leaseChange is the item a node adds to changesChannel when it released
+// shards: every node renews (reading the members) and balances at once.
+// It cannot be a group id, and nodes of earlier versions skip it.
+const leaseChange = "@leases"
+
+// Leave hands every shard off at once; serve calls it on SIGTERM, before
+// Stop. The node leaves the members (the others' shares grow to cover
+// it), stops claiming in every shard, and releases each shard as soon as
+// its sends are recorded (drainAndRelease). A shard still sending after
+// DrainTimeout stays held: Stop commits its outcomes, and StopCluster
+// releases it.
+func (t *Tracker) Leave(ctx context.Context) error {
+	c := t.cluster.Load()
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	if c.leaving {
+		c.mu.Unlock()
+		return nil
+	}
+	c.leaving = true
+	held := heldList(c.held)
+	c.mu.Unlock()
+	var err error
+	if lerr := c.cfg.Members.Leave(ctx, c.cfg.Node); lerr != nil {
+		err = fmt.Errorf("leave the members: %w", lerr)
+	}
+	if kept := c.drainAndRelease(ctx, held); len(kept) > 0 {
+		t.log.Warn("leaving: shards still sending; released after Stop", "shards", len(kept))
+	}
+	return err
+}
+
+// announceRelease tells every node that shards were released (leaseChange).
+func (c *cluster) announceRelease(ctx context.Context) {
+	if c.cfg.Notifier == nil {
+		return
+	}
+	if err := c.cfg.Notifier.Notify(ctx, changesChannel, leaseChange); err != nil {
+		c.t.log.Warn("announce released shards", "err", err)
+	}
 }
 
 // resumeShards wakes the sending groups of newly held shards (activation
@@ -846,6 +974,10 @@ func (c *cluster) listenChanges() {
 	for ctx.Err() == nil {
 		err := c.cfg.Notifier.Listen(ctx, changesChannel, func(payload string) {
 			for _, item := range strings.Split(payload, ",") {
+				if item == leaseChange {
+					c.poke() // shards were released: take our share now
+					continue
+				}
 				id, seqText, ok := strings.Cut(item, ":")
 				seq, err := strconv.ParseUint(seqText, 10, 64)
 				if !ok || err != nil || id == "" || c.t.ownsKey(id) {

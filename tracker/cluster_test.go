@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/crewcast/crewcast/provider/sim"
 	"github.com/crewcast/crewcast/store"
 	"github.com/crewcast/crewcast/store/postgres"
+	"github.com/crewcast/crewcast/store/sqlite"
 )
 
 // Several nodes on one PostgreSQL (design §9), in one process: each node is
@@ -65,6 +67,11 @@ func startNode(t *testing.T, h *itHarness, url, schema, id string) *clusterNode 
 
 func startNodeWith(t *testing.T, h *itHarness, url, schema, id string, sweep time.Duration) *clusterNode {
 	t.Helper()
+	return startNodeTimed(t, h, url, schema, id, sweep, clusterTTL, 50*time.Millisecond)
+}
+
+func startNodeTimed(t *testing.T, h *itHarness, url, schema, id string, sweep, ttl, tick time.Duration) *clusterNode {
+	t.Helper()
 	st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Schema: schema, Owner: id, Leased: true})
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +85,7 @@ func startNodeWith(t *testing.T, h *itHarness, url, schema, id string, sweep tim
 		t.Fatal(err)
 	}
 	link := &partitionable{ExpiringLeases: st, Membership: st}
-	if err := tr.StartCluster(ClusterConfig{Node: id, TTL: clusterTTL, Leases: link, Members: link, Tick: 50 * time.Millisecond,
+	if err := tr.StartCluster(ClusterConfig{Node: id, TTL: ttl, Leases: link, Members: link, Tick: tick,
 		Notifier: st}); err != nil {
 		t.Fatal(err)
 	}
@@ -586,4 +593,117 @@ func TestFencedGroupDropsItsQueuedWork(t *testing.T) {
 			t.Errorf("%s sent %d times, want 1", num, k)
 		}
 	}
+}
+
+// SIGTERM's hand-off (Leave, before Stop) moves a sending group's shard at
+// once: the leaving node releases each shard as soon as its sends are
+// recorded and announces it, and the other node takes it then, not at its
+// next renewal or balance (both far away here: TTL 60 s, a tick of 20 s).
+// Nothing is left unconfirmed and nobody is sent twice.
+func TestClusterLeaveHandsOffAtOnce(t *testing.T) {
+	url := os.Getenv("CREWCAST_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("cluster tests need CREWCAST_TEST_POSTGRES (e.g. postgres://root@127.0.0.1:5432/test?sslmode=disable); CI sets it")
+	}
+	schema := itSchema(t, url)
+	h := newHarness(t, sim.DefaultFaults(), nil)
+	const ttl, tick = time.Minute, 20 * time.Second
+	a := startNodeTimed(t, h, url, schema, "node-a", 300*time.Millisecond, ttl, tick)
+	awaitShards(t, 15*time.Second, "node-a to hold every shard", func() bool { return len(a.tr.ClusterShards()) == store.NumShards })
+	b := startNodeTimed(t, h, url, schema, "node-b", 300*time.Millisecond, ttl, tick)
+	h.target.Store(b.tr)
+	const n = 120
+	numbers := itNumbers(n)
+	id, _ := createOnOwner(t, []*clusterNode{a}, numbers)
+	awaitGroup(t, a.tr, a.st, id, 20*time.Second, "sending under way", func(g store.GroupRow) bool {
+		return g.Counts["pending"] < n-10
+	})
+	shard := store.ShardOf(id)
+	if !a.tr.cluster.Load().holds(shard) {
+		t.Fatalf("node-a no longer holds the group's shard %d before leaving", shard)
+	}
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := a.tr.Leave(ctx); err != nil {
+		t.Fatalf("leave: %v", err)
+	}
+	if held := a.tr.ClusterShards(); len(held) != 0 {
+		t.Errorf("node-a still holds %d shards after Leave", len(held))
+	}
+	awaitShards(t, 10*time.Second, "node-b to take the group's shard", func() bool { return b.tr.cluster.Load().holds(shard) })
+	t.Logf("node-b took shard %d %s after node-a began leaving (tick %s)", shard, time.Since(began), tick)
+	a.stop(t)
+	g := awaitGroup(t, b.tr, b.st, id, 60*time.Second, "every recipient delivered", func(g store.GroupRow) bool {
+		return g.Counts["delivered"]+g.Counts["unconfirmed"] == n
+	})
+	if g.Counts["unconfirmed"] != 0 {
+		t.Errorf("a graceful hand-off left %d unconfirmed: %v", g.Counts["unconfirmed"], g.Counts)
+	}
+	sent := checkLedger(t, h.sim)
+	for _, num := range numbers {
+		if sent[num] != 1 {
+			t.Errorf("%s sent %d times, want 1", num, sent[num])
+		}
+	}
+}
+
+// claimGate holds the first journal commit that claims sends until leave
+// is closed.
+type claimGate struct {
+	store.Store
+	once    sync.Once
+	entered chan struct{}
+	leave   chan struct{}
+}
+
+func (g *claimGate) Commit(ctx context.Context, units []actor.Unit) ([]error, error) {
+	for _, u := range units {
+		for _, ev := range u.Events {
+			if ev.Type == group.TypeClaimed {
+				first := false
+				g.once.Do(func() { first = true; close(g.entered) })
+				if first {
+					<-g.leave
+				}
+			}
+		}
+	}
+	return g.Store.Commit(ctx, units)
+}
+
+// TestClaimsAreSendingWhileTheyCommit: from the moment a claim is being
+// committed, its sends count as in flight, so a hand-off waiting for the
+// shard's sends (cluster.go) cannot release it between the claim's commit
+// and the provider calls it queues (those would then be refused as
+// not-owner, and the new owner count them unconfirmed). Before, claims
+// only counted once queued, after their commit.
+func TestClaimsAreSendingWhileTheyCommit(t *testing.T) {
+	h := newHarness(t, sim.Faults{}, nil)
+	path := filepath.Join(t.TempDir(), "crewcast.db")
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	g := &claimGate{Store: st, entered: make(chan struct{}), leave: make(chan struct{})}
+	tr := h.startTracker(t, g, nil)
+	id, _, err := tr.Create(context.Background(), group.Request{From: itFrom, To: itNumbers(3), Text: itText,
+		Mode: crewcast.ModeIndividual}, CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-g.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no claim was committed")
+	}
+	sending := tr.work.anySending(func(k string) bool { return k == id })
+	close(g.leave)
+	if !sending {
+		t.Error("the sends of a claim being committed do not count as in flight")
+	}
+	awaitGroup(t, tr, st, id, 20*time.Second, "every recipient delivered", func(r store.GroupRow) bool {
+		return r.Counts["delivered"] == 3
+	})
 }

@@ -725,11 +725,17 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	// this commits (followups.go).
 	release := e.gate.write(append(suppressedNumbers(a.eff.Suppress), a.answeredInFlight()...))
 	outbox := len(a.eff.Outbox) > 0
+	sends, adopt, pol := a.sends, a.adopt, a.takePolicyJobs()
+	// The claims count as in flight from before their commit: a hand-off
+	// (cluster.go) that saw no send in flight must not release the shard
+	// between this commit and the provider calls it queues.
+	claimed := claimIDs(sends, pol)
+	e.work.addInflight(a.key, claimed)
 	err := a.j.Persist(c.Context(), u)
 	release()
-	sends, adopt, pol := a.sends, a.adopt, a.takePolicyJobs()
 	a.pending, a.eff, a.sends, a.adopt = nil, store.Effects{}, nil, nil
 	if err != nil {
+		e.work.dropInflight(a.key, claimed)
 		a.fail(c, err)
 		return err
 	}
@@ -839,6 +845,21 @@ func (a *groupActor) fail(c *actor.Context[groupMsg], err error) {
 		return
 	}
 	a.enterBroken(c, err)
+}
+
+// claimIDs lists the send ids of claims and policy jobs about to commit.
+func claimIDs(sends []group.Send, pol []sendJob) []string {
+	if len(sends)+len(pol) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(sends)+len(pol))
+	for _, s := range sends {
+		ids = append(ids, s.ID)
+	}
+	for _, j := range pol {
+		ids = append(ids, j.send.ID)
+	}
+	return ids
 }
 
 // queueSends registers committed claims as in flight and hands them to the

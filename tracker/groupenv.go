@@ -56,6 +56,7 @@ type groupWorkQueue interface {
 	unroute(entries []routed)
 	forget(id string, taken []routed)
 	addInflight(id string, sendIDs []string)
+	dropInflight(id string, sendIDs []string)
 	inFlight(id string) func(sendID string) bool
 	busy(id string) bool
 	unsignal(id string)

@@ -260,6 +260,22 @@ func (q *workQueue) addInflight(id string, sendIDs []string) {
 	}
 }
 
+// dropInflight takes back what addInflight registered for claims whose
+// commit failed (they were never queued).
+func (q *workQueue) dropInflight(id string, sendIDs []string) {
+	if len(sendIDs) == 0 {
+		return
+	}
+	q.mu.Lock()
+	if w := q.work[id]; w != nil {
+		for _, s := range sendIDs {
+			delete(w.inflight, s)
+		}
+	}
+	q.mu.Unlock()
+	q.idle()
+}
+
 // inFlight returns whether a send of group id is still running in this
 // process, as of now.
 func (q *workQueue) inFlight(id string) func(sendID string) bool {
@@ -329,13 +345,14 @@ func (q *workQueue) busyGroups() int {
 	return n
 }
 
-// anyBusy reports whether a group whose key match accepts has uncommitted
-// work (sends in flight, results or webhooks not yet committed).
-func (q *workQueue) anyBusy(match func(key string) bool) bool {
+// anySending reports whether a group whose key match accepts has sends in
+// flight or send results not yet committed: what only this node can
+// record (queued webhooks are in the shared inbox for any owner).
+func (q *workQueue) anySending(match func(key string) bool) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for key, w := range q.work {
-		if match(key) && !w.empty() {
+		if match(key) && (len(w.inflight) > 0 || len(w.results) > 0) {
 			return true
 		}
 	}

@@ -173,12 +173,13 @@ func TestWorkQueueForeignWorkKeepsNobodyWaiting(t *testing.T) {
 	if q.busy("g2") {
 		t.Fatal("a foreign group's work keeps it busy")
 	}
-	if !q.anyBusy(func(k string) bool { return k == "g2" }) {
-		t.Fatal("anyBusy misses the foreign group's work (the hand-off waits for it)")
+	if !q.anySending(func(k string) bool { return k == "g2" }) {
+		t.Fatal("anySending misses the foreign group's send in flight (the hand-off waits for it)")
 	}
 	idles := f.idles
 	q.forget("g2", nil)
-	if q.routingMarked(inboxKey{"fake", "e2"}) || q.anyBusy(func(k string) bool { return k == "g2" }) {
+	if q.routingMarked(inboxKey{"fake", "e2"}) || q.anyBusy(func(k string) bool { return k == "g2" }) ||
+		q.anySending(func(k string) bool { return k == "g2" }) {
 		t.Fatal("forget left the group's work or routing marks")
 	}
 	if f.idles != idles+1 {
@@ -203,5 +204,44 @@ func TestWorkQueueResumeAfterReload(t *testing.T) {
 	q.postResult("g1", result("s2"))
 	if f.toldCount() != told {
 		t.Fatal("resume did not mark the group told: a second tell was sent")
+	}
+}
+
+// anyBusy (for tests) reports whether a group whose key match accepts has uncommitted
+// work (sends in flight, results or webhooks not yet committed).
+func (q *workQueue) anyBusy(match func(key string) bool) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for key, w := range q.work {
+		if match(key) && !w.empty() {
+			return true
+		}
+	}
+	return false
+}
+
+// TestWorkQueueSendingIsWhatOnlyThisNodeCanRecord: a hand-off waits for
+// sends in flight and their results, not for webhooks (the new owner finds
+// those in the shared inbox).
+func TestWorkQueueSendingIsWhatOnlyThisNodeCanRecord(t *testing.T) {
+	f := &fakeQueueDeps{}
+	q := f.queue()
+	all := func(string) bool { return true }
+	q.route("g1", entry("e1"))
+	if q.anySending(all) {
+		t.Fatal("a queued webhook counts as sending")
+	}
+	q.addInflight("g2", []string{"s1"})
+	if !q.anySending(all) || q.anySending(func(k string) bool { return k == "g1" }) {
+		t.Fatal("anySending does not see exactly g2's send in flight")
+	}
+	q.postResult("g2", result("s1"))
+	results, _, _ := q.take("g2")
+	if !q.anySending(all) {
+		t.Fatal("a taken, uncommitted result is not sending")
+	}
+	q.done("g2", results, nil)
+	if q.anySending(all) {
+		t.Fatal("a committed send still counts as sending")
 	}
 }

@@ -258,7 +258,8 @@ func runT8(ctx context.Context, h *harness) (res scenarioResult) {
 			}
 			_ = sleep(ctx, 100*time.Millisecond)
 		}
-		h.logf("T8 hand-off %d: SIGTERM %s (owner of %s); hand-off %v", it, owner.name, id, handoffs)
+		h.logf("T8 hand-off %d: SIGTERM %s (owner of %s) at %s; hand-off %v", it, owner.name, id,
+			began.UTC().Format("15:04:05.000"), handoffs)
 	}
 	reader := live(nil)
 	views, err := reader.drain(ctx, ids, 120*time.Second, false)
