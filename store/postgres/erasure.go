@@ -44,6 +44,6 @@ func (s *Store) EraseFromGroup(ctx context.Context, id string, e store.GroupEras
 		return nil, actor.ErrFenced
 	}
 	return sqlq.EraseFromGroupFenced(ctx, s.queries, id, e,
-		`SELECT l.shard FROM shard_leases l WHERE l.shard = ? AND l.epoch = ? AND `+leaseLive+` FOR SHARE OF l`,
+		`SELECT l.shard FROM shard_leases l WHERE l.shard = ? AND l.epoch = ? AND `+leaseLive+` FOR KEY SHARE OF l`, // as a commit's check (journal.go prefetch)
 		int64(sh), int64(epoch))
 }

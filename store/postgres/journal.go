@@ -491,9 +491,11 @@ func queueAudit(b *pgx.Batch, entries []store.AuditEntry, now time.Time) {
 }
 
 // prefetch reads, inside tx, which shards this store still holds (locking
-// those lease rows FOR SHARE until the end of the transaction; the result
-// maps each to the epoch checked), the journal head of every key and which
-// idempotency keys already exist.
+// those lease rows FOR KEY SHARE until the end of the transaction: a
+// takeover, which locks them FOR UPDATE, waits for this commit or skips
+// the shard, while a renewal, which only moves the expiry, does not wait;
+// the result maps each to the epoch checked), the journal head of every
+// key and which idempotency keys already exist.
 func (s *Store) prefetch(ctx context.Context, tx pgx.Tx, units []actor.Unit, effs [][]*store.Effects, pending []int) (map[int]int64, commitState, error) {
 	seenShard := map[int]bool{}
 	seenKey := map[string]bool{}
@@ -548,7 +550,7 @@ func (s *Store) prefetch(ctx context.Context, tx pgx.Tx, units []actor.Unit, eff
 	b.Queue(`SELECT l.shard, l.epoch FROM shard_leases l
 		JOIN unnest($1::bigint[], $2::bigint[]) AS m(shard, epoch) ON l.shard = m.shard AND l.epoch = m.epoch
 		WHERE `+leaseLive+`
-		ORDER BY l.shard FOR SHARE OF l`, shards, epochs).Query(func(rows pgx.Rows) error {
+		ORDER BY l.shard FOR KEY SHARE OF l`, shards, epochs).Query(func(rows pgx.Rows) error {
 		return forEach(rows, func() error {
 			var sh, epoch int64
 			if err := rows.Scan(&sh, &epoch); err != nil {

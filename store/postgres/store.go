@@ -4,8 +4,9 @@
 // Durability: every session runs with synchronous_commit=on, so a write
 // that returned nil is on the server's disk. Commit applies a whole batch
 // of units in one transaction: the lease epochs and journal heads are read
-// first (the lease rows FOR SHARE, so a TakeShard by another node waits
-// for this transaction or fences it), then every unit is sent in one
+// first (the lease rows FOR KEY SHARE, so a takeover by another node,
+// which locks them FOR UPDATE, waits for this transaction or fences it,
+// while the holder's renewals do not wait), then every unit is sent in one
 // pipelined batch, each inside its own SAVEPOINT; a unit that fails is
 // rolled back to its savepoint alone and the rest of the batch is resent.
 // Commits of one Store are serialized, so journal positions (LoadAllEvents)
@@ -63,7 +64,7 @@ type Config struct {
 	// IdleInTxLimit, when set, is how long PostgreSQL lets one of this
 	// store's sessions sit idle inside a transaction before it ends the
 	// session (idle_in_transaction_session_timeout), rolling the
-	// transaction back. A commit holds its shards' lease rows FOR SHARE
+	// transaction back. A commit holds its shards' lease rows FOR KEY SHARE
 	// until it ends; a node paused or cut off mid-commit would otherwise
 	// keep every other node's takeover of those shards waiting until it
 	// resumes (T8 saw failovers of more than 11 s). Several nodes set it

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -458,6 +459,102 @@ func TestPausedCommitDoesNotHoldTheLease(t *testing.T) {
 	}
 	if n, err := b.JournalStamps(ctx, key); err != nil || len(n) != 0 {
 		t.Fatalf("journal of %s after the paused commit: %+v %v", key, n, err)
+	}
+}
+
+// pauseCommit starts a commit of key on s that stops after its lease check
+// (the lease row locked) until the returned resume is called; resume
+// waits for the commit and returns its outcome.
+func pauseCommit(t *testing.T, s *Store, key string) (resume func() error) {
+	t.Helper()
+	paused, release := make(chan struct{}), make(chan struct{})
+	s.afterPrefetch = func() { close(paused); <-release }
+	done := make(chan error, 1)
+	go func() {
+		res, err := s.Commit(context.Background(), []actor.Unit{{Key: key, Events: []actor.Event{{Type: "t", Data: []byte("x")}}}})
+		if err == nil {
+			err = res[0]
+		}
+		done <- err
+	}()
+	<-paused
+	s.afterPrefetch = nil
+	var once sync.Once
+	var err error
+	resume = func() error {
+		once.Do(func() { close(release); err = <-done })
+		return err
+	}
+	t.Cleanup(func() { _ = resume() })
+	return resume
+}
+
+// A lease renewal does not wait for the holder's own commits in flight:
+// it only moves the expiry, which a commit's lease check does not lock
+// against (FOR KEY SHARE). It used to queue behind them (FOR SHARE), and
+// under load a renewal behind a slow commit timed out, and the node
+// fenced itself with its leases still good (T8 logs, load average 13).
+func TestRenewalDoesNotWaitForCommits(t *testing.T) {
+	url := serverURL(t)
+	schema := newSchema(t, url)
+	ctx := context.Background()
+	a := openIn(t, url, schema, storetest.Config{Owner: "node-a", Leased: true})
+	key := "renewed"
+	sh := store.ShardOf(key)
+	if got, err := a.AcquireShards(ctx, "node-a", []int{sh}, time.Minute); err != nil || len(got) != 1 {
+		t.Fatalf("acquire: %+v %v", got, err)
+	}
+	resume := pauseCommit(t, a, key)
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	renewed, err := a.RenewShards(rctx, "node-a", time.Minute)
+	cancel()
+	if err != nil || len(renewed) != 1 {
+		t.Errorf("renewal while a commit is in flight: %+v %v", renewed, err)
+	}
+	if err := resume(); err != nil {
+		t.Fatalf("the commit after the renewal: %v", err)
+	}
+}
+
+// A takeover still waits for a commit in flight under the old epoch (or
+// the commit is fenced): a commit and a takeover never both succeed for
+// the same epoch. The commit's lease check no longer blocks renewals
+// (FOR KEY SHARE), so TakeShard locks the lease row FOR UPDATE itself.
+func TestTakeShardWaitsForACommitInFlight(t *testing.T) {
+	url := serverURL(t)
+	schema := newSchema(t, url)
+	ctx := context.Background()
+	a := openIn(t, url, schema, storetest.Config{Owner: "node-a", Leased: true})
+	b := openIn(t, url, schema, storetest.Config{Owner: "node-b", Leased: true})
+	key := "taken"
+	sh := store.ShardOf(key)
+	if got, err := a.AcquireShards(ctx, "node-a", []int{sh}, time.Minute); err != nil || len(got) != 1 {
+		t.Fatalf("acquire: %+v %v", got, err)
+	}
+	resume := pauseCommit(t, a, key)
+	took := make(chan error, 1)
+	go func() {
+		_, err := b.TakeShard(ctx, sh, "node-b")
+		took <- err
+	}()
+	select {
+	case err := <-took:
+		t.Fatalf("TakeShard returned (%v) while a commit under the old epoch was in flight", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if err := resume(); err != nil {
+		t.Fatalf("the commit that began before the takeover: %v", err)
+	}
+	if err := <-took; err != nil {
+		t.Fatal(err)
+	}
+	stamps, err := b.JournalStamps(ctx, key)
+	if err != nil || len(stamps) != 1 || stamps[0].Epoch != 1 {
+		t.Fatalf("journal of %s: %+v %v", key, stamps, err)
+	}
+	res, err := a.Commit(ctx, []actor.Unit{{Key: key, ExpectSeq: 1, Events: []actor.Event{{Type: "t", Data: []byte("late")}}}})
+	if err != nil || !errors.Is(res[0], actor.ErrFenced) {
+		t.Fatalf("a commit of the old owner after the takeover: %v %v, want fenced", res, err)
 	}
 }
 

@@ -35,7 +35,8 @@ func (d DB) now() string { return DBNow(d.c.Engine) }
 
 // skipLocked is AcquireShards' PostgreSQL condition (one more argument:
 // the shard) that passes over a lease row another transaction has locked —
-// a commit of its holder, FOR SHARE until it ends — instead of waiting for
+// a commit of its holder, FOR KEY SHARE until it ends, which this FOR
+// UPDATE conflicts with (a renewal does not) — instead of waiting for
 // it: the other shards of the same acquisition are taken now, that one at
 // a later tick. (SQLite has one writer at a time: nothing to skip.)
 const skipLocked = ` AND shard IN (SELECT shard FROM shard_leases WHERE shard = ? FOR UPDATE SKIP LOCKED)`

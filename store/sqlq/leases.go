@@ -58,9 +58,19 @@ func (d DB) TakeShard(ctx context.Context, shard int, owner string) (uint64, err
 		return 0, d.errorf("take shard: shard %d out of range", shard)
 	}
 	var epoch int64
-	err := d.c.Write.QueryRow(ctx, `INSERT INTO shard_leases (shard, owner, epoch) VALUES (?, ?, 1)
-		ON CONFLICT (shard) DO UPDATE SET owner = excluded.owner, epoch = shard_leases.epoch + 1
-		RETURNING epoch`, shard, owner).Scan(&epoch)
+	err := d.c.WriteTx(ctx, func(tx Querier) error {
+		if d.c.Engine == "postgres" {
+			// A commit checks its lease FOR KEY SHARE, which an upsert of
+			// non-key columns would not wait for: lock the row FOR UPDATE,
+			// so that a commit under the old epoch ends first.
+			if _, err := tx.Exec(ctx, `SELECT shard FROM shard_leases WHERE shard = ? FOR UPDATE`, shard); err != nil {
+				return err
+			}
+		}
+		return tx.QueryRow(ctx, `INSERT INTO shard_leases (shard, owner, epoch) VALUES (?, ?, 1)
+			ON CONFLICT (shard) DO UPDATE SET owner = excluded.owner, epoch = shard_leases.epoch + 1
+			RETURNING epoch`, shard, owner).Scan(&epoch)
+	})
 	if err != nil {
 		return 0, d.errorf("take shard %d: %w", shard, err)
 	}
