@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crewcast/crewcast"
@@ -126,9 +127,11 @@ type cluster struct {
 	// leaving: Leave began; the node takes nothing and no longer
 	// heartbeats (the others' shares already count it out).
 	leaving bool
-	// pokes asks the keeper to renew (reading the members) and balance
-	// now: another node released shards (leaseChange).
-	pokes chan struct{}
+	// pokes asks the keeper to balance now: another node released shards
+	// or left (leaseChange); renewNow, to renew first (reading the members).
+	pokes    chan struct{}
+	renewNow atomic.Bool
+	resuming sync.WaitGroup // resumeShards of acquired shards
 
 	stop chan struct{}
 	done chan struct{}
@@ -351,6 +354,7 @@ func (t *Tracker) StopCluster(ctx context.Context) error {
 		close(c.stop)
 	}
 	<-c.done
+	c.resuming.Wait()
 	c.mu.Lock()
 	if c.watchdog != nil {
 		c.watchdog.Stop()
@@ -447,16 +451,14 @@ func (c *cluster) run() {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		poked := false
 		select {
 		case <-c.stop:
 			return
 		case <-timer.C:
 		case <-c.pokes:
-			poked = true
 			timer.Stop()
 		}
-		if poked || time.Since(lastRenew) >= c.cfg.TTL/3 {
+		if c.renewNow.Swap(false) || time.Since(lastRenew) >= c.cfg.TTL/3 {
 			if c.renew() {
 				lastRenew = time.Now()
 			}
@@ -644,7 +646,13 @@ func (c *cluster) acquire(n int) {
 	}
 	slices.Sort(shards)
 	c.t.log.Info("leases acquired", "shards", len(shards), "which", shards)
-	c.t.resumeShards(shards)
+	// Off the keeper's loop, which may be asked to balance again at once
+	// (another release announced).
+	c.resuming.Add(1)
+	go func() {
+		defer c.resuming.Done()
+		c.t.resumeShards(shards)
+	}()
 }
 
 // acquireRound asks for up to n shards that look free and holds those the
@@ -769,8 +777,10 @@ func (c *cluster) drainAndRelease(ctx context.Context, shards []int) (kept []int
 }
 
 // leaseChange is the item a node adds to changesChannel when it released
-// shards: every node renews (reading the members) and balances at once.
-// It cannot be a group id, and nodes of earlier versions skip it.
+// shards ("@leases") or left the members ("@leases:<node>"): every node
+// balances at once (counting a node that left out of the shares without
+// waiting for its next heartbeat). It cannot be a group id, and nodes of
+// earlier versions skip it (not "<id>:<seq>").
 const leaseChange = "@leases"
 
 // Leave hands every shard off at once; serve calls it on SIGTERM, before
@@ -795,6 +805,8 @@ func (t *Tracker) Leave(ctx context.Context) error {
 	var err error
 	if lerr := c.cfg.Members.Leave(ctx, c.cfg.Node); lerr != nil {
 		err = fmt.Errorf("leave the members: %w", lerr)
+	} else {
+		c.announce(ctx, leaseChange+":"+c.cfg.Node) // the others' shares grow now
 	}
 	if kept := c.drainAndRelease(ctx, held); len(kept) > 0 {
 		t.log.Warn("leaving: shards still sending; released after Stop", "shards", len(kept))
@@ -803,13 +815,25 @@ func (t *Tracker) Leave(ctx context.Context) error {
 }
 
 // announceRelease tells every node that shards were released (leaseChange).
-func (c *cluster) announceRelease(ctx context.Context) {
+func (c *cluster) announceRelease(ctx context.Context) { c.announce(ctx, leaseChange) }
+
+func (c *cluster) announce(ctx context.Context, item string) {
 	if c.cfg.Notifier == nil {
 		return
 	}
-	if err := c.cfg.Notifier.Notify(ctx, changesChannel, leaseChange); err != nil {
-		c.t.log.Warn("announce released shards", "err", err)
+	if err := c.cfg.Notifier.Notify(ctx, changesChannel, item); err != nil {
+		c.t.log.Warn("announce a lease change", "err", err)
 	}
+}
+
+// heard handles a leaseChange item from another node: the keeper balances
+// at once, after reading the members again when a node left (announced
+// after its row was deleted, so the read no longer counts it).
+func (c *cluster) heard(item string) {
+	if left, ok := strings.CutPrefix(item, leaseChange+":"); ok && left != c.cfg.Node {
+		c.renewNow.Store(true)
+	}
+	c.poke()
 }
 
 // resumeShards wakes the sending groups of newly held shards (activation
@@ -974,8 +998,8 @@ func (c *cluster) listenChanges() {
 	for ctx.Err() == nil {
 		err := c.cfg.Notifier.Listen(ctx, changesChannel, func(payload string) {
 			for _, item := range strings.Split(payload, ",") {
-				if item == leaseChange {
-					c.poke() // shards were released: take our share now
+				if item == leaseChange || strings.HasPrefix(item, leaseChange+":") {
+					c.heard(item) // shards were released, or a node left: take our share now
 					continue
 				}
 				id, seqText, ok := strings.Cut(item, ":")

@@ -633,6 +633,11 @@ func TestClusterLeaveHandsOffAtOnce(t *testing.T) {
 	}
 	awaitShards(t, 10*time.Second, "node-b to take the group's shard", func() bool { return b.tr.cluster.Load().holds(shard) })
 	t.Logf("node-b took shard %d %s after node-a began leaving (tick %s)", shard, time.Since(began), tick)
+	awaitShards(t, 10*time.Second, "node-b's first commit of the group", func() bool {
+		stamps, err := b.st.(store.JournalAudit).JournalStamps(context.Background(), id)
+		return err == nil && len(stamps) > 0 && stamps[len(stamps)-1].Node == "node-b"
+	})
+	t.Logf("node-b committed to the group %s after node-a began leaving", time.Since(began))
 	a.stop(t)
 	g := awaitGroup(t, b.tr, b.st, id, 60*time.Second, "every recipient delivered", func(g store.GroupRow) bool {
 		return g.Counts["delivered"]+g.Counts["unconfirmed"] == n

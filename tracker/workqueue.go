@@ -127,11 +127,29 @@ func (q *workQueue) signal(id string) {
 	}
 }
 
+// postResult queues a send's outcome for its group. The outcome of a
+// group whose shard another node holds now is dropped: it cannot be
+// committed here (the owner counts the send unconfirmed, claimed without
+// an outcome), and queued it would only wake the actor to be fenced.
 func (q *workQueue) postResult(id string, r sendResult) {
+	if !q.owns(id) {
+		q.mu.Lock()
+		if w := q.work[id]; w != nil {
+			delete(w.inflight, r.send.ID)
+		}
+		q.mu.Unlock()
+		q.idle()
+		return
+	}
 	q.post(id, func(w *groupWork) { w.results = append(w.results, r) })
 }
 
+// postLookup queues a status lookup's answer; one for a group held
+// elsewhere is dropped (the owner's reminders look again).
 func (q *workQueue) postLookup(id string, r lookupResult) {
+	if !q.owns(id) {
+		return
+	}
 	q.post(id, func(w *groupWork) { w.lookups = append(w.lookups, r) })
 }
 

@@ -245,3 +245,26 @@ func TestWorkQueueSendingIsWhatOnlyThisNodeCanRecord(t *testing.T) {
 		t.Fatal("a committed send still counts as sending")
 	}
 }
+
+// TestWorkQueueDropsResultsOfAMovedGroup: a send outcome or a lookup for a
+// group whose shard another node holds is not queued (it cannot be
+// committed here). Queued, it woke the group's actor, which was fenced and
+// stopped, once per outcome: T8 logs showed a leaving node re-activating a
+// group every ~80 ms after handing its shard off, as its status lookups
+// came back.
+func TestWorkQueueDropsResultsOfAMovedGroup(t *testing.T) {
+	f := &fakeQueueDeps{foreign: map[string]bool{"g2": true}}
+	q := f.queue()
+	q.addInflight("g2", []string{"s9"})
+	q.postResult("g2", result("s9"))
+	q.postLookup("g2", lookupResult{index: 0})
+	if n := f.toldCount(); n != 0 {
+		t.Fatalf("the moved group's actor was told %d times", n)
+	}
+	if q.anySending(func(string) bool { return true }) {
+		t.Fatal("the moved group's dropped send still counts as in flight")
+	}
+	if results, lookups, _ := q.take("g2"); len(results)+len(lookups) != 0 {
+		t.Fatalf("queued for the moved group: %v %v", results, lookups)
+	}
+}
