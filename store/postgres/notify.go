@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/crewcast/crewcast/store"
@@ -17,7 +19,7 @@ var _ store.Notifier = (*Store)(nil)
 // crash, it does not wait for that record's flush (synchronous_commit off
 // for this one transaction), which spares the WAL an fsync per wake-up.
 func (s *Store) Notify(ctx context.Context, channel, payload string) error {
-	if _, err := s.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)`, channel, payload); err != nil {
+	if _, err := s.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)`, s.channel(channel), payload); err != nil {
 		return fmt.Errorf("postgres: notify: %w", err)
 	}
 	return nil
@@ -38,7 +40,7 @@ func (s *Store) Listen(ctx context.Context, channel string, fn func(payload stri
 	// it out of the pool for good, and close it when done.
 	c := conn.Hijack()
 	defer func() { _ = c.Close(context.WithoutCancel(ctx)) }()
-	if _, err := c.Exec(ctx, "LISTEN "+quoteIdent(channel)); err != nil {
+	if _, err := c.Exec(ctx, "LISTEN "+quoteIdent(s.channel(channel))); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -54,6 +56,32 @@ func (s *Store) Listen(ctx context.Context, channel string, fn func(payload stri
 		}
 		fn(n.Payload)
 	}
+}
+
+// maxChannel is the longest channel name PostgreSQL keeps (NAMEDATALEN-1).
+const maxChannel = 63
+
+// channel scopes name to this store's schema. Channels belong to the
+// database, not the schema: without this, deployments (or tests, or a
+// benchmark's sides) in different schemas of one database heard each
+// other's wake-ups, and a node holding every shard of its own deployment
+// applied the other deployment's forwards to groups it does not have. The
+// default schema keeps the bare name (what every release before used);
+// a name too long for PostgreSQL gets a hash of the schema instead.
+//
+// Rolling upgrade of a deployment in a named schema: old and new nodes
+// listen on different channels until every node runs the new release, so
+// wake-ups between them are lost; webhooks are then found by the owner's
+// periodic inbox sweep, as any lost wake-up is.
+func (s *Store) channel(name string) string {
+	if s.cfg.Schema == "" {
+		return name
+	}
+	if c := name + "." + s.cfg.Schema; len(c) <= maxChannel {
+		return c
+	}
+	h := sha256.Sum256([]byte(s.cfg.Schema))
+	return name + "." + hex.EncodeToString(h[:8])
 }
 
 func quoteIdent(s string) string {
