@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 
 	"github.com/crewcast/crewcast/store"
 )
@@ -25,10 +26,17 @@ func (s *Store) Notify(ctx context.Context, channel, payload string) error {
 	return nil
 }
 
-// Listen holds one pooled connection LISTENing on channel and calls fn with
-// each payload until ctx ends (its error is then nil) or the connection
-// fails (returned; the caller listens again).
-func (s *Store) Listen(ctx context.Context, channel string, fn func(payload string)) error {
+// Listen holds one pooled connection LISTENing on channels and calls fn
+// with each payload until ctx ends (its error is then nil) or the
+// connection fails (returned; the caller listens again). One session for
+// all of a node's channels: PostgreSQL signals every listening session of
+// the database at each NOTIFY commit, and each reads the queue entry even
+// when it is on another channel (about 40 µs of server CPU per session
+// per NOTIFY here, docs/performance.md, issue 15).
+func (s *Store) Listen(ctx context.Context, channels []string, fn func(channel, payload string)) error {
+	if len(channels) == 0 {
+		return fmt.Errorf("postgres: listen: no channel")
+	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -40,7 +48,14 @@ func (s *Store) Listen(ctx context.Context, channel string, fn func(payload stri
 	// it out of the pool for good, and close it when done.
 	c := conn.Hijack()
 	defer func() { _ = c.Close(context.WithoutCancel(ctx)) }()
-	if _, err := c.Exec(ctx, "LISTEN "+quoteIdent(s.channel(channel))); err != nil {
+	byScoped := make(map[string]string, len(channels))
+	var listen strings.Builder
+	for _, ch := range channels {
+		scoped := s.channel(ch)
+		byScoped[scoped] = ch
+		listen.WriteString("LISTEN " + quoteIdent(scoped) + ";")
+	}
+	if _, err := c.Exec(ctx, listen.String()); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -54,7 +69,9 @@ func (s *Store) Listen(ctx context.Context, channel string, fn func(payload stri
 			}
 			return fmt.Errorf("postgres: listen: %w", err)
 		}
-		fn(n.Payload)
+		if ch, ok := byScoped[n.Channel]; ok {
+			fn(ch, n.Payload)
+		}
 	}
 }
 

@@ -25,7 +25,9 @@ func TestNotifyStaysInItsSchema(t *testing.T) {
 	defer cancel()
 	got := make(chan string, 16)
 	listening := make(chan error, 1)
-	go func() { listening <- listener.Listen(ctx, "crewcast_inbox", func(p string) { got <- p }) }()
+	go func() {
+		listening <- listener.Listen(ctx, []string{"crewcast_inbox"}, func(_, p string) { got <- p })
+	}()
 	// LISTEN runs asynchronously: repeat a probe from the same schema
 	// until it is heard.
 	for heard := false; !heard; {
@@ -64,5 +66,66 @@ func TestNotifyStaysInItsSchema(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("the same schema's NOTIFY was not heard")
 		}
+	}
+}
+
+// A node listens on all its channels in one session (PostgreSQL wakes
+// every listening session for every NOTIFY): fn hears each payload with the
+// channel it came on, and nothing of a channel it did not ask for.
+func TestListenSeveralChannelsInOneSession(t *testing.T) {
+	url := serverURL(t)
+	schema := newSchema(t, url)
+	listener := openIn(t, url, schema, storetest.Config{})
+	sender := openIn(t, url, schema, storetest.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	type heard struct{ channel, payload string }
+	got := make(chan heard, 64)
+	listening := make(chan error, 1)
+	go func() {
+		listening <- listener.Listen(ctx, []string{"one", "two"}, func(ch, p string) { got <- heard{ch, p} })
+	}()
+	for ready := false; !ready; {
+		if err := sender.Notify(ctx, "one", "probe"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-got:
+			ready = true
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("the listener never heard channel one")
+		}
+	}
+	var sessions int
+	if err := adminExec(t, url, `SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND query LIKE '%'||$1||'%'`,
+		schema).Scan(&sessions); err != nil {
+		t.Fatal(err)
+	}
+	if sessions != 1 {
+		t.Errorf("%d sessions listening, want 1", sessions)
+	}
+	for _, n := range []heard{{"three", "not asked for"}, {"two", "b"}, {"one", "a"}} {
+		if err := sender.Notify(ctx, n.channel, n.payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seen []heard
+	for len(seen) < 2 {
+		select {
+		case h := <-got:
+			if h.payload != "probe" {
+				seen = append(seen, h)
+			}
+		case <-ctx.Done():
+			t.Fatalf("heard %v, want two and one", seen)
+		}
+	}
+	if want := []heard{{"two", "b"}, {"one", "a"}}; seen[0] != want[0] || seen[1] != want[1] {
+		t.Fatalf("heard %v, want %v", seen, want)
+	}
+	cancel()
+	if err := <-listening; err != nil {
+		t.Fatal(err)
 	}
 }
