@@ -79,17 +79,12 @@ func (s *Store) Listen(ctx context.Context, channels []string, fn func(channel, 
 const maxChannel = 63
 
 // channel scopes name to this store's schema. Channels belong to the
-// database, not the schema: without this, deployments (or tests, or a
-// benchmark's sides) in different schemas of one database heard each
-// other's wake-ups, and a node holding every shard of its own deployment
-// applied the other deployment's forwards to groups it does not have. The
-// default schema keeps the bare name (what every release before used);
-// a name too long for PostgreSQL gets a hash of the schema instead.
-//
-// Rolling upgrade of a deployment in a named schema: old and new nodes
-// listen on different channels until every node runs the new release, so
-// wake-ups between them are lost; webhooks are then found by the owner's
-// periodic inbox sweep, as any lost wake-up is.
+// database, not the schema: without this, stores in different schemas of
+// one database (the tests, a benchmark's two sides) heard each other's
+// wake-ups, and a node holding every shard of its own schema applied
+// another schema's forwards to groups it does not have. The default schema
+// (every deployment's) keeps the bare name, so releases mix in a rolling
+// upgrade; a name too long for PostgreSQL gets a hash of the schema.
 func (s *Store) channel(name string) string {
 	if s.cfg.Schema == "" {
 		return name
