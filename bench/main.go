@@ -6,6 +6,7 @@
 //	go run ./bench -run ingest,e2e       # some scenarios
 //	go run ./bench -scale-n 100000       # a quicker scale step
 //	go run ./bench -profile /tmp/prof    # CPU profiles of the measured windows
+//	go run ./bench -run cluster -pgcost  # + PostgreSQL's cost per webhook of each side
 //
 // Scenarios: ingest (signed webhooks, durably acknowledged, against a bare
 // net/http ceiling), e2e (webhook to event-stream latency at a fixed rate),
