@@ -54,6 +54,7 @@ func benchCluster(ctx context.Context, c config, rep harness.Reporter) error {
 		ok       int
 		elapsed  time.Duration
 		rates    []float64
+		cost     costTotals
 	}
 	var cleanup []func()
 	defer func() {
@@ -103,6 +104,13 @@ func benchCluster(ctx context.Context, c config, rep harness.Reporter) error {
 	if err != nil {
 		return err
 	}
+	var pc *pgCost
+	if c.pgCost {
+		if pc, err = newPGCost(ctx, url); err != nil {
+			return err
+		}
+		defer pc.close()
+	}
 	client := harness.NewClient(c.ingestClients)
 	defer client.CloseIdleConnections()
 	window := max(c.ingestWindow/clusterRounds, time.Second)
@@ -110,6 +118,13 @@ func benchCluster(ctx context.Context, c config, rep harness.Reporter) error {
 	measure := func(sd *side, round int) error {
 		rep.Progress("cluster: round %d, ingest through %d node(s), %d clients, %s", round+1, sd.nodes, c.ingestClients, window)
 		var res harness.ClosedResult
+		var before costSample
+		used := sd.distinct.Used()
+		if pc != nil {
+			if before, err = pc.sample(ctx); err != nil {
+				return err
+			}
+		}
 		if err := harness.Profiled(c.profile, fmt.Sprintf("cluster-%dnode-%d", sd.nodes, round+1), func() error {
 			res = harness.RunClosed(ctx, c.ingestClients, warmup, window, sd.distinct.Next, func(ctx context.Context, n int) error {
 				cc := sd.ccs[int(sd.rr.Add(1))%len(sd.ccs)]
@@ -134,6 +149,15 @@ func benchCluster(ctx context.Context, c config, rep harness.Reporter) error {
 		if err := waitInboxDrained(ctx, sd.ccs[0].Store(), 2*time.Minute); err != nil {
 			return fmt.Errorf("%d nodes: %w", sd.nodes, err)
 		}
+		if pc != nil {
+			// From the first request to the drained inbox: everything the
+			// round's webhooks cost.
+			after, err := pc.sample(ctx)
+			if err != nil {
+				return err
+			}
+			sd.cost.add(before, after, sd.distinct.Used()-used)
+		}
 		return nil
 	}
 	for round := range clusterRounds {
@@ -154,6 +178,10 @@ func benchCluster(ctx context.Context, c config, rep harness.Reporter) error {
 		return float64(sd.ok) / sd.elapsed.Seconds()
 	}
 	rep.Progress("cluster: rounds through 1 node %.0f req/s, through 3 nodes %.0f req/s", one.rates, three.rates)
+	if pc != nil {
+		rep.Progress("cluster: cost through 1 node: %s", one.cost)
+		rep.Progress("cluster: cost through 3 nodes: %s", three.cost)
+	}
 	rep.Result("cluster_ingest_1node", rate(one), "req/s")
 	rep.Result("cluster_ingest_3nodes", rate(three), "req/s")
 	rep.Result("cluster_ingest_ratio_3v1", rate(three)/rate(one), "ratio")

@@ -6,6 +6,7 @@
 //	go run ./bench -run ingest,e2e       # some scenarios
 //	go run ./bench -scale-n 100000       # a quicker scale step
 //	go run ./bench -profile /tmp/prof    # CPU profiles of the measured windows
+//	go run ./bench -run cluster -pgcost  # + PostgreSQL's cost per webhook of each side
 //
 // Scenarios: ingest (signed webhooks, durably acknowledged, against a bare
 // net/http ceiling), e2e (webhook to event-stream latency at a fixed rate),
@@ -37,6 +38,7 @@ import (
 type config struct {
 	run     []string
 	profile string // directory for CPU profiles; "" = none
+	pgCost  bool   // cluster: report PostgreSQL's cost per webhook
 	tmp     string // where databases go
 
 	ingestClients int
@@ -84,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	runList := fs.String("run", "ingest,e2e,fanout,scale,webhookout,crews,cluster", "scenarios to run, comma-separated (cluster needs PostgreSQL: CREWCAST_TEST_POSTGRES)")
 	fs.StringVar(&c.profile, "profile", "", "write CPU profiles of the measured windows to this directory")
+	fs.BoolVar(&c.pgCost, "pgcost", false, "cluster: report write transactions, WAL and PostgreSQL backend CPU per webhook of each side (the server must run on this machine)")
 	fs.StringVar(&c.tmp, "tmp", "", "directory for databases (default: a new temporary directory)")
 	fs.IntVar(&c.ingestClients, "ingest-clients", 128, "concurrent keep-alive webhook clients")
 	fs.DurationVar(&c.ingestWarmup, "ingest-warmup", time.Second, "unmeasured warm-up per side")

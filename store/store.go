@@ -473,9 +473,12 @@ type Membership interface {
 type Notifier interface {
 	// Notify sends payload to every listener of channel.
 	Notify(ctx context.Context, channel, payload string) error
-	// Listen calls fn with each payload sent on channel until ctx ends
-	// (nil) or the connection fails (the error; listen again).
-	Listen(ctx context.Context, channel string, fn func(payload string)) error
+	// Listen calls fn with each payload sent on any of channels (and the
+	// channel it came on) until ctx ends (nil) or the connection fails (the
+	// error; listen again). All channels share one session: PostgreSQL
+	// wakes every listening session of the database for every NOTIFY,
+	// whatever its channels, so each session costs every sender.
+	Listen(ctx context.Context, channels []string, fn func(channel, payload string)) error
 }
 
 // JournalStamp is who committed one journal event: its lease epoch and

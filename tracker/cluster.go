@@ -294,17 +294,22 @@ func (c *cluster) notify() {
 	}
 }
 
-// listen sweeps the inbox when another node announces a webhook for a
-// shard this node holds.
+// listen hears the other nodes on one session (see store.Notifier): their
+// forwards and sweep requests for the shards this node holds (received)
+// and their commits, for this node's event streams (changed).
 func (c *cluster) listen() {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-c.stop; cancel() }()
 	for ctx.Err() == nil {
-		err := c.cfg.Notifier.Listen(ctx, inboxChannel, func(payload string) {
-			c.received(payload)
+		err := c.cfg.Notifier.Listen(ctx, []string{inboxChannel, changesChannel}, func(channel, payload string) {
+			if channel == changesChannel {
+				c.changed(payload)
+			} else {
+				c.received(payload)
+			}
 		})
 		if err != nil {
-			c.t.log.Warn("listen for webhooks of other nodes; listening again", "err", err)
+			c.t.log.Warn("listen for other nodes' webhooks and changes; listening again", "err", err)
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):
@@ -440,11 +445,10 @@ func (c *cluster) run() {
 	defer close(c.done)
 	if c.cfg.Notifier != nil {
 		var wg sync.WaitGroup
-		wg.Add(4)
+		wg.Add(3)
 		go func() { defer wg.Done(); c.notify() }()
-		go func() { defer wg.Done(); c.listen() }()
+		go func() { defer wg.Done(); c.listen() }() // both channels, one session
 		go func() { defer wg.Done(); c.shareChanges() }()
-		go func() { defer wg.Done(); c.listenChanges() }()
 		defer wg.Wait()
 	}
 	lastRenew := time.Time{}
@@ -990,32 +994,21 @@ func (c *cluster) shareChanges() {
 	}
 }
 
-// listenChanges publishes other nodes' commits on the local hub (with
-// their seq only: a stream reads the events from the journal).
-func (c *cluster) listenChanges() {
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { <-c.stop; cancel() }()
-	for ctx.Err() == nil {
-		err := c.cfg.Notifier.Listen(ctx, changesChannel, func(payload string) {
-			for _, item := range strings.Split(payload, ",") {
-				if item == leaseChange || strings.HasPrefix(item, leaseChange+":") {
-					c.heard(item) // shards were released, or a node left: take our share now
-					continue
-				}
-				id, seqText, ok := strings.Cut(item, ":")
-				seq, err := strconv.ParseUint(seqText, 10, 64)
-				if !ok || err != nil || id == "" || c.t.ownsKey(id) {
-					continue // our own commits are on the hub already
-				}
-				c.t.hub.Publish(Change{GroupID: id, Seq: seq})
-			}
-		})
-		if err != nil {
-			c.t.log.Warn("listen for other nodes' changes; listening again", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
+// changed handles a changesChannel payload: lease changes (leaseChange)
+// make the keeper balance; other nodes' commits are published on the
+// local hub, with their seq only (a stream reads the events from the
+// journal).
+func (c *cluster) changed(payload string) {
+	for _, item := range strings.Split(payload, ",") {
+		if item == leaseChange || strings.HasPrefix(item, leaseChange+":") {
+			c.heard(item) // shards were released, or a node left: take our share now
+			continue
 		}
+		id, seqText, ok := strings.Cut(item, ":")
+		seq, err := strconv.ParseUint(seqText, 10, 64)
+		if !ok || err != nil || id == "" || c.t.ownsKey(id) {
+			continue // our own commits are on the hub already
+		}
+		c.t.hub.Publish(Change{GroupID: id, Seq: seq})
 	}
 }

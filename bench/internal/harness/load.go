@@ -173,6 +173,15 @@ type Counter struct {
 // NewCounter returns a counter that stops at limit.
 func NewCounter(limit int) *Counter { return &Counter{limit: int64(limit)} }
 
+// Used is how many numbers were handed out (at most the limit).
+func (c *Counter) Used() int {
+	v := c.n.Load()
+	if c.limit > 0 && v > c.limit {
+		v = c.limit
+	}
+	return int(v)
+}
+
 // Next returns the next number, or false past the limit.
 func (c *Counter) Next() (int, bool) {
 	v := c.n.Add(1) - 1
