@@ -61,6 +61,7 @@ func (d DB) AcquireShards(ctx context.Context, owner string, shards []int, ttl t
 		return nil, d.errorf("acquire shards: ttl %s must be positive", ttl)
 	}
 	var got []store.Lease
+	defer d.c.Epochs.lockWrites()()
 	err := d.c.WriteTx(ctx, func(tx Querier) error {
 		got = got[:0]
 		for _, sh := range shards {
@@ -103,6 +104,7 @@ func (d DB) RenewShards(ctx context.Context, owner string, ttl time.Duration) ([
 	if ttl <= 0 {
 		return nil, d.errorf("renew shards: ttl %s must be positive", ttl)
 	}
+	defer d.c.Epochs.lockWrites()()
 	var held []int
 	var args []any
 	args = append(args, int64(ttl), owner)
@@ -155,6 +157,7 @@ func (d DB) ReleaseShards(ctx context.Context, owner string, shards []int) error
 	if len(rels) == 0 {
 		return nil
 	}
+	defer d.c.Epochs.lockWrites()()
 	err := d.c.WriteTx(ctx, func(tx Querier) error {
 		for _, r := range rels {
 			if _, err := tx.Exec(ctx, `UPDATE shard_leases SET expires_at = `+d.now()+`

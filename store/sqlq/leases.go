@@ -58,6 +58,7 @@ func (d DB) TakeShard(ctx context.Context, shard int, owner string) (uint64, err
 		return 0, d.errorf("take shard: shard %d out of range", shard)
 	}
 	var epoch int64
+	defer d.c.Epochs.lockWrites()()
 	err := d.c.WriteTx(ctx, func(tx Querier) error {
 		if d.c.Engine == "postgres" {
 			// A commit checks its lease FOR KEY SHARE, which an upsert of
@@ -94,6 +95,19 @@ func (d DB) ListLeases(ctx context.Context) ([]store.Lease, error) {
 type Epochs struct {
 	mu   sync.Mutex
 	held [store.NumShards]uint64
+	// writes serializes the instance's own lease writes (see lockWrites).
+	writes sync.Mutex
+}
+
+// lockWrites serializes this instance's own lease writes (acquire, renew,
+// release, take) and returns the unlock. Run at once, a release's
+// per-shard updates and a renewal's one update of every held row lock the
+// same rows in different orders, and PostgreSQL aborts one of them as a
+// deadlock after deadlock_timeout (T8 saw a leaving node's release fail
+// that way). Each write is bounded by its own context, so the wait is too.
+func (e *Epochs) lockWrites() func() {
+	e.writes.Lock()
+	return e.writes.Unlock
 }
 
 // Of returns the epoch held for shard.
