@@ -184,7 +184,8 @@ func (t *Tracker) StartCluster(cfg ClusterConfig) error {
 		}
 		return guard(ctx, j)
 	}
-	// Reminders of shards held elsewhere are theirs to fire.
+	// Reminders of shards held elsewhere are theirs to fire (a Clustered
+	// tracker has filtered them since Start).
 	if !t.cfg.Clustered {
 		t.groups.EnableReminders(heldReminders{t.st, t.ownsKey}, func(r actor.Reminder) groupMsg { return msgReminder{r: r} },
 			actor.ReminderOptions{PollInterval: t.cfg.ReminderPoll})
@@ -481,7 +482,8 @@ func (c *cluster) isLeaving() bool {
 	return c.leaving
 }
 
-// poke asks the keeper for a renewal and a balance now.
+// poke asks the keeper to balance now (and to renew first when renewNow
+// is set).
 func (c *cluster) poke() {
 	select {
 	case c.pokes <- struct{}{}:
