@@ -465,13 +465,6 @@ func (c *cluster) run() {
 		}
 		if c.renewNow.Swap(false) || time.Since(lastRenew) >= c.cfg.TTL/3 {
 			if c.renew() {
-				if lastRenew.IsZero() {
-					// Joined: the others hand this node its share now
-					// rather than at their next renewal.
-					ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
-					c.announce(ctx, leaseChange+":"+c.cfg.Node)
-					cancel()
-				}
 				lastRenew = time.Now()
 			}
 		}
@@ -790,10 +783,10 @@ func (c *cluster) drainAndRelease(ctx context.Context, shards []int) (kept []int
 }
 
 // leaseChange is the item a node adds to changesChannel when it released
-// shards ("@leases"), or joined or left the members ("@leases:<node>"):
-// every node balances at once, reading the members first after a join or
-// a leave (rather than at its next renewal). It cannot be a group id, and
-// nodes of earlier versions skip it (not "<id>:<seq>").
+// shards ("@leases") or left the members ("@leases:<node>"): every node
+// balances at once (counting a node that left out of the shares without
+// waiting for its next heartbeat). It cannot be a group id, and nodes of
+// earlier versions skip it (not "<id>:<seq>").
 const leaseChange = "@leases"
 
 // Leave hands every shard off at once; serve calls it on SIGTERM, before
@@ -840,10 +833,10 @@ func (c *cluster) announce(ctx context.Context, item string) {
 }
 
 // heard handles a leaseChange item from another node: the keeper balances
-// at once, after reading the members again when a node joined or left
-// (announced after its row was written or deleted, so the read sees it).
+// at once, after reading the members again when a node left (announced
+// after its row was deleted, so the read no longer counts it).
 func (c *cluster) heard(item string) {
-	if node, ok := strings.CutPrefix(item, leaseChange+":"); ok && node != c.cfg.Node {
+	if left, ok := strings.CutPrefix(item, leaseChange+":"); ok && left != c.cfg.Node {
 		c.renewNow.Store(true)
 	}
 	c.poke()
