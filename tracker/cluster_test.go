@@ -458,36 +458,37 @@ func TestClusterForwardAppliesTheEntryOnly(t *testing.T) {
 	awaitShards(t, 15*time.Second, "the stray entry applied after the owner's sweep", func() bool { return !pending(stray.EventID) })
 }
 
-// A node starting up (Start, then StartCluster a moment later, as serve
-// does) holds no shard yet: it must not resume, route to or remind the
-// groups other nodes own. It once did: the sweeper's first ResumeGroups
-// and sweep ran before StartCluster, when every key looked like its own,
-// so it activated the sending groups of the other nodes; each activation
-// was fenced, and the work routed to them stayed queued (T8 saw the node
-// re-activate such a group every few milliseconds, and a later SIGTERM
-// fail with "group has work in flight").
-func TestClusterStartingNodeLeavesOthersGroupsAlone(t *testing.T) {
-	url := os.Getenv("CREWCAST_TEST_POSTGRES")
+// soloSendingGroup starts node-a alone (every shard) and a 120-recipient
+// group sending on it; it returns what a second node needs to join in.
+func soloSendingGroup(t *testing.T) (url, schema string, h *itHarness, a *clusterNode, id string, n int) {
+	t.Helper()
+	url = os.Getenv("CREWCAST_TEST_POSTGRES")
 	if url == "" {
 		t.Skip("cluster tests need CREWCAST_TEST_POSTGRES (e.g. postgres://root@127.0.0.1:5432/test?sslmode=disable); CI sets it")
 	}
-	schema := itSchema(t, url)
-	h := newHarness(t, sim.DefaultFaults(), nil)
-	a := startNode(t, h, url, schema, "node-a")
+	schema = itSchema(t, url)
+	h = newHarness(t, sim.DefaultFaults(), nil)
+	a = startNode(t, h, url, schema, "node-a")
 	h.target.Store(a.tr)
 	awaitShards(t, 15*time.Second, "node-a to hold every shard", func() bool { return len(a.tr.ClusterShards()) == store.NumShards })
-	const n = 120
-	id, _ := createOnOwner(t, []*clusterNode{a}, itNumbers(n))
+	n = 120
+	id, _ = createOnOwner(t, []*clusterNode{a}, itNumbers(n))
 	awaitGroup(t, a.tr, a.st, id, 20*time.Second, "sending under way", func(g store.GroupRow) bool {
 		return g.Counts["pending"] < n-10
 	})
+	return url, schema, h, a, id, n
+}
 
-	st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Schema: schema, Owner: "node-c", Leased: true})
+// leasedBystander opens a leased store (holding no lease) for node and an
+// actor system that counts the group actors it activates.
+func leasedBystander(t *testing.T, url, schema, node string) (store.Store, *actor.System, *atomic.Int64) {
+	t.Helper()
+	st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Schema: schema, Owner: node, Leased: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	var activated atomic.Int64
+	activated := new(atomic.Int64)
 	sys := actor.NewSystem(actor.WithLifecycleHook(func(ev actor.LifecycleEvent) {
 		if ev.Kind == "group" && ev.Type == actor.EventActivated {
 			activated.Add(1)
@@ -498,6 +499,20 @@ func TestClusterStartingNodeLeavesOthersGroupsAlone(t *testing.T) {
 		defer cancel()
 		_, _ = sys.Shutdown(ctx)
 	})
+	return st, sys, activated
+}
+
+// A node starting up (Start, then StartCluster a moment later, as serve
+// does) holds no shard yet: it must not resume, route to or remind the
+// groups other nodes own. It once did: the sweeper's first ResumeGroups
+// and sweep ran before StartCluster, when every key looked like its own,
+// so it activated the sending groups of the other nodes; each activation
+// was fenced, and the work routed to them stayed queued (T8 saw the node
+// re-activate such a group every few milliseconds, and a later SIGTERM
+// fail with "group has work in flight").
+func TestClusterStartingNodeLeavesOthersGroupsAlone(t *testing.T) {
+	url, schema, h, _, _, _ := soloSendingGroup(t)
+	st, sys, activated := leasedBystander(t, url, schema, "node-c")
 	c, err := New(Config{Store: st, Provider: h.provider, System: sys, SweepInterval: 100 * time.Millisecond,
 		ReminderPoll: 50 * time.Millisecond, SendRate: 40, SendBurst: 1, Clustered: true})
 	if err != nil {
@@ -529,37 +544,8 @@ func TestClusterStartingNodeLeavesOthersGroupsAlone(t *testing.T) {
 // holds no lease), as a node does in the moment between losing a lease and
 // noticing it.
 func TestFencedGroupDropsItsQueuedWork(t *testing.T) {
-	url := os.Getenv("CREWCAST_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("cluster tests need CREWCAST_TEST_POSTGRES (e.g. postgres://root@127.0.0.1:5432/test?sslmode=disable); CI sets it")
-	}
-	schema := itSchema(t, url)
-	h := newHarness(t, sim.DefaultFaults(), nil)
-	a := startNode(t, h, url, schema, "node-a")
-	h.target.Store(a.tr)
-	awaitShards(t, 15*time.Second, "node-a to hold every shard", func() bool { return len(a.tr.ClusterShards()) == store.NumShards })
-	const n = 120
-	id, _ := createOnOwner(t, []*clusterNode{a}, itNumbers(n))
-	awaitGroup(t, a.tr, a.st, id, 20*time.Second, "sending under way", func(g store.GroupRow) bool {
-		return g.Counts["pending"] < n-10
-	})
-
-	st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Schema: schema, Owner: "node-d", Leased: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	var activated atomic.Int64
-	sys := actor.NewSystem(actor.WithLifecycleHook(func(ev actor.LifecycleEvent) {
-		if ev.Kind == "group" && ev.Type == actor.EventActivated {
-			activated.Add(1)
-		}
-	}))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_, _ = sys.Shutdown(ctx)
-	})
+	url, schema, h, a, id, n := soloSendingGroup(t)
+	st, sys, activated := leasedBystander(t, url, schema, "node-d")
 	d, err := New(Config{Store: st, Provider: h.provider, System: sys, SweepInterval: time.Hour, SendRate: 40, SendBurst: 1})
 	if err != nil {
 		t.Fatal(err)
