@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -630,6 +631,7 @@ func (c *cluster) balance() {
 }
 
 func (c *cluster) acquire(n int) {
+	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
 	defer cancel()
 	var shards []int
@@ -651,7 +653,7 @@ func (c *cluster) acquire(n int) {
 		return
 	}
 	slices.Sort(shards)
-	c.t.log.Info("leases acquired", "shards", len(shards), "which", shards)
+	c.t.log.Info("leases acquired", "shards", len(shards), "which", shards, "took_ms", time.Since(began).Milliseconds())
 	// Off the keeper's loop, which may be asked to balance again at once
 	// (another release announced).
 	c.resuming.Add(1)
@@ -740,7 +742,9 @@ func (c *cluster) drainAndRelease(ctx context.Context, shards []int) (kept []int
 	}
 	c.mu.Unlock()
 	left := slices.Clone(shards)
-	deadline := time.Now().Add(c.cfg.DrainTimeout)
+	began := time.Now()
+	deadline := began.Add(c.cfg.DrainTimeout)
+	lastSaid := began
 	for {
 		var done []int
 		c.mu.Lock()
@@ -764,13 +768,17 @@ func (c *cluster) drainAndRelease(ctx context.Context, shards []int) (kept []int
 				// Held no more here either way: the leases expire.
 				c.t.log.Warn("hand-off release", "shards", len(done), "err", err)
 			} else {
-				c.t.log.Info("leases handed off", "shards", len(done), "which", done)
+				c.t.log.Info("leases handed off", "shards", len(done), "which", done, "drained_ms", time.Since(began).Milliseconds())
 			}
 			c.announceRelease(rctx)
 			cancel()
 		}
 		if len(left) == 0 || time.Now().After(deadline) {
 			return left
+		}
+		if time.Since(lastSaid) >= time.Second {
+			lastSaid = time.Now()
+			c.sayWaiting(left, began)
 		}
 		select {
 		case <-ctx.Done():
@@ -780,6 +788,24 @@ func (c *cluster) drainAndRelease(ctx context.Context, shards []int) (kept []int
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// sayWaiting logs what a hand-off still waits for, once a second: the
+// groups of the shards left with sends in flight or outcomes unrecorded.
+func (c *cluster) sayWaiting(left []int, began time.Time) {
+	in := map[int]bool{}
+	for _, sh := range left {
+		in[sh] = true
+	}
+	groups := c.t.work.sending(func(key string) bool { return in[store.ShardOf(key)] }, false)
+	ids := slices.Sorted(maps.Keys(groups))
+	inFlight, unrecorded := 0, 0
+	for _, n := range groups {
+		inFlight += n.inFlight
+		unrecorded += n.unrecorded
+	}
+	c.t.log.Info("hand-off waiting for sends", "shards", left, "groups", ids, "in_flight", inFlight,
+		"unrecorded", unrecorded, "waited_ms", time.Since(began).Milliseconds())
 }
 
 // leaseChange is the item a node adds to changesChannel when it released

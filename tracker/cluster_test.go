@@ -698,3 +698,53 @@ func TestClaimsAreSendingWhileTheyCommit(t *testing.T) {
 		return r.Counts["delivered"] == 3
 	})
 }
+
+// snapshotCounter counts the group snapshot reads of one key: each is a
+// group actor's activation loading the group from the store.
+type snapshotCounter struct {
+	*postgres.Store
+	key   string
+	loads atomic.Int64
+}
+
+func (s *snapshotCounter) LoadSnapshot(ctx context.Context, key string) (actor.Snapshot, error) {
+	if key == s.key {
+		s.loads.Add(1)
+	}
+	return s.Store.LoadSnapshot(ctx, key)
+}
+
+// A node that does not hold a group's shard does not load the group when
+// a stray message (a scheduled kick, a room wake-up, a late outcome)
+// reaches its actor there: the load cannot lead to a commit, only to a
+// fenced one. It once did, on a leaving node, for each queued message in
+// turn: T8 saw a handed-off 1,000-recipient group loaded and fenced every
+// 50-150 ms for three seconds while the node's other shards drained.
+func TestNodeWithoutTheShardDoesNotLoadTheGroup(t *testing.T) {
+	url, schema, h, _, id, _ := soloSendingGroup(t)
+	st, sys, activated := leasedBystander(t, url, schema, "node-e")
+	counted := &snapshotCounter{Store: st.(*postgres.Store), key: id}
+	e, err := New(Config{Store: counted, Provider: h.provider, System: sys, SweepInterval: time.Hour, SendRate: 40, SendBurst: 1, Clustered: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		e.groups.Tell(id, msgKick{})
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if activated.Load() == 0 {
+		t.Fatal("the group was never activated on node-e: the test tests nothing")
+	}
+	if n := counted.loads.Load(); n > 0 {
+		t.Errorf("a node holding none of the shards loaded the group %d times for %d activations", n, activated.Load())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Stop(ctx); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+}

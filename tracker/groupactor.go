@@ -67,6 +67,12 @@ type groupActor struct {
 	env *groupEnv
 	key string
 
+	// staleSeen holds reminders delivered once that a.rem did not know
+	// (staleReminder): one delivered again is rewritten.
+	staleSeen map[string]time.Time
+	// kickAt is when the latest scheduled kick falls due (kickLater).
+	kickAt time.Time
+
 	g *group.Group // nil until created or loaded
 	// j is the group's place in its journal (sequence, snapshot cadence);
 	// every commit goes through it. Set afresh by each load.
@@ -100,6 +106,15 @@ type groupActor struct {
 // puts the actor in broken mode, which answers "unavailable" and reloads
 // with backoff, so queued work is kept rather than dead-lettered.
 func (a *groupActor) Activate(c *actor.Context[groupMsg]) error {
+	if !a.env.ownsKey(a.key) {
+		// Another node holds the group's shard (or none does yet): nothing
+		// done here could commit, so the group is not loaded. A stray
+		// message (a scheduled kick, a late wake-up) is answered
+		// "unavailable" or dropped, and the instance leaves at once.
+		a.retired = true
+		c.Stop()
+		return nil
+	}
 	if err := a.load(c); err != nil && !a.retired {
 		a.enterBroken(c, err)
 	}
@@ -343,6 +358,15 @@ func (a *groupActor) Receive(c *actor.Context[groupMsg], m groupMsg) {
 	case msgWork:
 		a.doWork(c)
 	case msgKick:
+		// Work first: send outcomes and webhooks queued behind kicks
+		// (each a claim commit) would wait for every one of them — and a
+		// hand-off waits for the outcomes. Its msgWork then finds nothing.
+		if a.env.work.hasQueued(a.key) {
+			a.doWork(c)
+			if a.retired || a.broken {
+				return
+			}
+		}
 		a.kick(c)
 	case msgReminder:
 		a.reminder(c, m.r)
@@ -402,6 +426,12 @@ func (a *groupActor) kick(c *actor.Context[groupMsg]) {
 	if e.closing() || a.g == nil || e.owner.draining(a.key) { // draining: cluster.go hands the shard off
 		return
 	}
+	if !e.owner.ownsKey(a.key) {
+		// Handed off: a claim here could only be fenced.
+		a.retired = true
+		c.Stop()
+		return
+	}
 	now := e.cfg.Clock.Now()
 	if !a.kickPolicy(c, now) || a.g == nil || a.broken || a.retired {
 		return
@@ -412,6 +442,10 @@ func (a *groupActor) kick(c *actor.Context[groupMsg]) {
 	room := e.cfg.MaxBacklog - e.sends.backlog()
 	if room <= 0 {
 		e.room.wait(a.key) // kicked again once the backlog drains
+		return
+	}
+	if wait := e.pacer.ready(a.g.From, now); wait > 0 {
+		a.kickLater(c, now, wait) // no token: nothing to read or claim yet
 		return
 	}
 	limit := min(room, e.cfg.ClaimBatch)
@@ -431,7 +465,7 @@ func (a *groupActor) kick(c *actor.Context[groupMsg]) {
 		if len(a.pending) > 0 {
 			_ = a.flush(c) // recipients found suppressed
 		}
-		c.Schedule(wait, msgKick{})
+		a.kickLater(c, now, wait)
 		return
 	}
 	cl.Sends = cl.Sends[:granted]
@@ -442,11 +476,23 @@ func (a *groupActor) kick(c *actor.Context[groupMsg]) {
 	}
 	if a.g.HasClaimable(now) {
 		if wait > 0 {
-			c.Schedule(wait, msgKick{})
+			a.kickLater(c, now, wait)
 		} else {
 			c.Self().Tell(msgKick{})
 		}
 	}
+}
+
+// kickLater schedules a kick after wait, unless one is scheduled for no
+// later than that: every turn that finds the pacer empty would otherwise
+// add a timer of its own, and the group wake up once per timer.
+func (a *groupActor) kickLater(c *actor.Context[groupMsg], now time.Time, wait time.Duration) {
+	at := now.Add(wait)
+	if a.kickAt.After(now) && !a.kickAt.After(at) {
+		return
+	}
+	a.kickAt = at
+	c.Schedule(wait, msgKick{})
 }
 
 // doWork applies everything queued for the group in one commit.
@@ -608,17 +654,15 @@ func (a *groupActor) reminder(c *actor.Context[groupMsg], r actor.Reminder) {
 			}
 			return
 		}
-		// Stale: the committed reminder disagrees with the state; rewrite it.
-		delete(a.rem, r.Name)
-		a.g.MarkDirty(i)
-		_ = a.flush(c) // a failure is handled (logged, reloaded) inside flush
+		a.staleReminder(c, r, i)
 	case strings.HasPrefix(r.Name, reminderRetry):
 		a.kick(c)
+		if a.retired || a.broken {
+			return
+		}
 		if i, err := strconv.Atoi(strings.TrimPrefix(r.Name, reminderRetry)); err == nil && i >= 0 && i < len(a.g.Recipients) {
 			if rc := a.g.Recipients[i]; rc.Status != crewcast.StatusPending || rc.RetryAt.After(now) {
-				delete(a.rem, r.Name)
-				a.g.MarkDirty(i)
-				_ = a.flush(c) // as above
+				a.staleReminder(c, r, i)
 			}
 		}
 	default:
@@ -626,6 +670,33 @@ func (a *groupActor) reminder(c *actor.Context[groupMsg], r actor.Reminder) {
 			a.dropReminder(c, r.Name)
 		}
 	}
+}
+
+// staleReminder handles a reminder of recipient i that the state no longer
+// wants. Mostly a commit since the poller read it deleted or moved its row
+// (a receipt came in meanwhile): a.rem, what this instance committed, then
+// no longer has it at this due, and there is nothing to do — no I/O, so a
+// group behind on its receipts is not slowed further by such reminders.
+// One a.rem does not know that fires again (RefireAfter later) is really
+// there: the row and the state disagree, so the rows are rewritten.
+func (a *groupActor) staleReminder(c *actor.Context[groupMsg], r actor.Reminder, i int) {
+	have, ok := a.rem[r.Name]
+	if ok && !have.Equal(r.Due) {
+		return // moved by a commit since it was read
+	}
+	if !ok {
+		if seen, again := a.staleSeen[r.Name]; !again || !seen.Equal(r.Due) {
+			if a.staleSeen == nil {
+				a.staleSeen = map[string]time.Time{}
+			}
+			a.staleSeen[r.Name] = r.Due
+			return // deleted by a commit since it was read, most likely
+		}
+		delete(a.staleSeen, r.Name)
+	}
+	delete(a.rem, r.Name)
+	a.g.MarkDirty(i)
+	_ = a.flush(c) // a failure is handled (logged, reloaded) inside flush
 }
 
 // dropReminder deletes a reminder that refers to nothing (a deleted group,

@@ -61,6 +61,7 @@ type groupWorkQueue interface {
 	busy(id string) bool
 	unsignal(id string)
 	resume(id string) bool
+	hasQueued(id string) bool
 }
 
 // sendQueue runs provider calls outside the actor (sender.go).
@@ -73,6 +74,7 @@ type sendQueue interface {
 // sendPacer grants sends per sender number (sender.go).
 type sendPacer interface {
 	take(from string, want int, now time.Time) (granted int, wait time.Duration)
+	ready(from string, now time.Time) time.Duration
 }
 
 // backlogRoom kicks a group once the send backlog drained (room.go).

@@ -64,3 +64,17 @@ func (p *pacer) take(from string, want int, now time.Time) (granted int, wait ti
 	}
 	return granted, wait
 }
+
+// ready says how long until from has a send token (0: one is there now).
+// It takes none: a group asks before it reads the suppression list for a
+// claim the pacer would refuse anyway.
+func (p *pacer) ready(from string, now time.Time) time.Duration {
+	l := p.limiter(from)
+	if l == nil || l.TokensAt(now) >= 1 {
+		return 0
+	}
+	r := l.ReserveN(now, 1)
+	wait := r.DelayFrom(now)
+	r.CancelAt(now)
+	return max(wait, time.Millisecond)
+}

@@ -33,3 +33,26 @@ func TestPacerRatesPerSender(t *testing.T) {
 		t.Fatalf("override without default: granted %d", g)
 	}
 }
+
+// ready says when the next token comes without taking one.
+func TestPacerReadyTakesNothing(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	p := newPacer(2, 0, map[string]float64{"+15550100009": 0})
+	for range 3 {
+		if wait := p.ready("+15550100000", now); wait != 0 {
+			t.Fatalf("full bucket: ready in %s, want now", wait)
+		}
+	}
+	if g, _ := p.take("+15550100000", 10, now); g != 2 {
+		t.Fatalf("ready took tokens: granted %d, want 2", g)
+	}
+	if wait := p.ready("+15550100000", now); wait <= 0 || wait > time.Second {
+		t.Fatalf("empty bucket: ready in %s, want (0, 1s]", wait)
+	}
+	if wait := p.ready("+15550100000", now.Add(time.Second)); wait != 0 {
+		t.Fatalf("a second later: ready in %s, want now", wait)
+	}
+	if wait := p.ready("+15550100009", now); wait != 0 {
+		t.Fatalf("unpaced number: ready in %s", wait)
+	}
+}

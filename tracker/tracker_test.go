@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -713,5 +714,61 @@ func TestWebhookForMissingGroupIsAcknowledgedAfterAFailedAck(t *testing.T) {
 			t.Fatalf("webhook for a missing group still pending after its failed acknowledgement: %+v", p)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// countingStore counts Commit calls.
+type countingStore struct {
+	store.Store
+	commits atomic.Int64
+}
+
+func (s *countingStore) Commit(ctx context.Context, units []actor.Unit) ([]error, error) {
+	s.commits.Add(1)
+	return s.Store.Commit(ctx, units)
+}
+
+// A check reminder delivered after the commit that deleted it (the poller
+// read it while the receipt was on its way) costs nothing: its row is gone
+// already. It used to rewrite the recipient's rows in a commit of its own,
+// one per such reminder; T8 saw a 1,000-recipient group behind on its
+// receipts spend 1-3 s of every few seconds on them, with its send
+// outcomes waiting behind in the mailbox (and a hand-off waiting for them).
+func TestStaleCheckReminderCommitsNothing(t *testing.T) {
+	e := &env{t: t, path: filepath.Join(t.TempDir(), "crewcast.db"), prov: &fakeProvider{}}
+	e.clk = actor.NewManualClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	base := openStore(t, e.path, e.clk.Now)
+	t.Cleanup(func() { _ = base.Close() })
+	cs := &countingStore{Store: base}
+	e.st = cs
+	e.tr = e.start(nil)
+	const n = 3
+	id := e.create(n, crewcast.ModeIndividual)
+	_, rows := e.waitGroup(id, "sent", allStatus(crewcast.StatusSent))
+	checkDue := e.clk.Now()
+	for i, r := range rows {
+		if _, err := e.tr.Ingest(context.Background(), []crewcast.Event{statusEvent(fmt.Sprintf("d-%d", i), r, crewcast.StatusDelivered)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.waitGroup(id, "delivered", allStatus(crewcast.StatusDelivered))
+	time.Sleep(100 * time.Millisecond)
+	before := cs.commits.Load()
+	stale := func(i int) {
+		e.tr.groups.Tell(id, msgReminder{r: actor.Reminder{Key: id, Name: reminderCheck + strconv.Itoa(i), Due: checkDue}})
+	}
+	for i := range n {
+		stale(i)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if got := cs.commits.Load() - before; got != 0 {
+		t.Errorf("%d commits for %d check reminders whose rows a commit deleted", got, n)
+	}
+	// The same reminder delivered again (as the poller does RefireAfter
+	// later when its row is really there) is rewritten.
+	stale(0)
+	time.Sleep(300 * time.Millisecond)
+	if got := cs.commits.Load() - before; got != 1 {
+		t.Errorf("%d commits after a stale reminder fired again, want 1 (its rows rewritten)", got)
 	}
 }

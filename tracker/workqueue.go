@@ -174,6 +174,14 @@ func (q *workQueue) route(id string, r routed) (queued, signaled bool) {
 	return true, w.signaled
 }
 
+// hasQueued reports whether group id has items for its actor to apply.
+func (q *workQueue) hasQueued(id string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	w := q.work[id]
+	return w != nil && w.queued()
+}
+
 // routingMarked reports whether inbox entry k is on its way to a group
 // (the sweep leaves it alone then).
 func (q *workQueue) routingMarked(k inboxKey) bool {
@@ -367,12 +375,29 @@ func (q *workQueue) busyGroups() int {
 // flight or send results not yet committed: what only this node can
 // record (queued webhooks are in the shared inbox for any owner).
 func (q *workQueue) anySending(match func(key string) bool) bool {
+	return len(q.sending(match, true)) > 0
+}
+
+// sendingCounts is what keeps a group sending: sends in flight (claimed,
+// outcome not queued) and outcomes queued but not committed.
+type sendingCounts struct{ inFlight, unrecorded int }
+
+// sending returns the groups whose key match accepts that have sends in
+// flight or send results not yet committed (only the first when first).
+func (q *workQueue) sending(match func(key string) bool, first bool) map[string]sendingCounts {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	var out map[string]sendingCounts
 	for key, w := range q.work {
 		if match(key) && (len(w.inflight) > 0 || len(w.results) > 0) {
-			return true
+			if out == nil {
+				out = map[string]sendingCounts{}
+			}
+			out[key] = sendingCounts{inFlight: len(w.inflight), unrecorded: len(w.results)}
+			if first {
+				return out
+			}
 		}
 	}
-	return false
+	return out
 }
