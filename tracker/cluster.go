@@ -111,6 +111,12 @@ type wakeUp struct {
 // maxNotifyPayload keeps a NOTIFY payload under PostgreSQL's 8000 bytes.
 const maxNotifyPayload = 7000
 
+// notifyEvery is the least time between two rounds of a node's NOTIFYs.
+// Under load the forwards of several inbox batches then share one NOTIFY
+// (each is a write transaction, and wakes every listening session of the
+// database); a node that sent none lately sends at once.
+const notifyEvery = 25 * time.Millisecond
+
 // cluster is the keeper's state.
 type cluster struct {
 	cfg ClusterConfig
@@ -232,6 +238,7 @@ func (c *cluster) send(w wakeUp) {
 // notify sends the wake-ups: every batch waiting, as few NOTIFYs as fit
 // (maxNotifyPayload), sweep requests once per shard.
 func (c *cluster) notify() {
+	var last time.Time
 	for {
 		var first wakeUp
 		select {
@@ -239,6 +246,14 @@ func (c *cluster) notify() {
 			return
 		case first = <-c.wake:
 		}
+		if wait := notifyEvery - time.Since(last); wait > 0 {
+			select {
+			case <-c.stop:
+				return
+			case <-time.After(wait):
+			}
+		}
+		last = time.Now()
 		batch := []wakeUp{first}
 		for more := true; more && len(batch) < cap(c.wake); {
 			select {

@@ -1,0 +1,95 @@
+package tracker
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crewcast/crewcast"
+)
+
+// recordingNotifier records each Notify's time and payload.
+type recordingNotifier struct {
+	mu    sync.Mutex
+	at    []time.Time
+	lines int
+}
+
+func (n *recordingNotifier) Notify(_ context.Context, _, payload string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.at = append(n.at, time.Now())
+	n.lines += strings.Count(payload, "\n") + 1
+	return nil
+}
+
+func (n *recordingNotifier) Listen(ctx context.Context, _ []string, _ func(string, string)) error {
+	<-ctx.Done()
+	return nil
+}
+
+func (n *recordingNotifier) counts() (notifies, lines int, last time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.at) > 0 {
+		last = n.at[len(n.at)-1]
+	}
+	return len(n.at), n.lines, last
+}
+
+// Under load a node's forwards share NOTIFYs (at most one round per
+// notifyEvery): each NOTIFY is a write transaction and wakes every
+// listening session. The forwards of 20 inbox batches 5 ms apart went out
+// in 20 NOTIFYs before; a forward after a quiet spell still goes at once.
+func TestForwardsShareNotifiesUnderLoad(t *testing.T) {
+	rec := &recordingNotifier{}
+	c := &cluster{t: &Tracker{log: slog.New(slog.DiscardHandler)}, cfg: ClusterConfig{Notifier: rec, TTL: 3 * time.Second},
+		stop: make(chan struct{}), wake: make(chan wakeUp, 4096), missed: map[int]bool{}}
+	go c.notify()
+	defer close(c.stop)
+	fwd := func(i int) {
+		c.send(wakeUp{shard: i % 64, fwd: &forward{Group: "grp_x", Provider: "telnyx", EventID: "e" + string(rune('a'+i%26)),
+			Events: []crewcast.Event{{Provider: "telnyx", Kind: crewcast.KindStatus, MessageID: "m", Status: crewcast.StatusDelivered}}}})
+	}
+	const batches, perBatch = 20, 3
+	for b := range batches {
+		for i := range perBatch {
+			fwd(b*perBatch + i)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if _, lines, _ := rec.counts(); lines == batches*perBatch || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	n, lines, _ := rec.counts()
+	if lines != batches*perBatch {
+		t.Fatalf("%d forwards sent, want %d", lines, batches*perBatch)
+	}
+	// 20 batches over ≥100 ms: about one round per notifyEvery, never
+	// one per batch.
+	if n > batches/2 {
+		t.Errorf("%d NOTIFYs for %d inbox batches 5 ms apart: forwards are not sharing them", n, batches)
+	}
+	time.Sleep(3 * notifyEvery)
+	sent := time.Now()
+	fwd(99)
+	for deadline := time.Now().Add(time.Second); ; {
+		if m, _, last := rec.counts(); m > n {
+			if d := last.Sub(sent); d > notifyEvery/2 {
+				t.Errorf("a forward after a quiet spell waited %s", d)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the forward after a quiet spell was never sent")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
