@@ -276,6 +276,23 @@ func TestJudgeSoak(t *testing.T) {
 	if p := judgeSoak(burst); len(p) != 0 {
 		t.Errorf("one burst of goroutines: %v", p)
 	}
+	// The clean-clone CI run of 2026-12-01 23:56 UTC: two bursts in the
+	// last third, the count back at its floor between and after them.
+	ci := flat(12)
+	for i, g := range []int64{224, 220, 220, 240, 218, 220, 220, 435, 219, 435, 443, 272} {
+		ci[i].goroutines = g
+	}
+	if p := judgeSoak(ci); len(p) != 0 {
+		t.Errorf("bursts of goroutines that go back down: %v", p)
+	}
+	// A leak under bursts still shows in the floor.
+	leakyBursts := flat(12)
+	for i := 8; i < 12; i++ {
+		leakyBursts[i].goroutines = 300 + 150*int64(i%2)
+	}
+	if p := judgeSoak(leakyBursts); !hasProblem(p, "goroutines grew") {
+		t.Errorf("goroutine leak under bursts: problems %v", p)
+	}
 }
 
 func TestStaleWrites(t *testing.T) {
