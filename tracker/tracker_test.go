@@ -113,12 +113,21 @@ func openStore(t *testing.T, path string, now func() time.Time) store.Store {
 
 func newEnv(t *testing.T, mod func(*Config)) *env {
 	t.Helper()
-	e := &env{t: t, path: filepath.Join(t.TempDir(), "crewcast.db"), prov: &fakeProvider{}}
-	e.clk = actor.NewManualClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	e.st = openStore(t, e.path, e.clk.Now)
-	t.Cleanup(func() { _ = e.st.Close() })
+	e, _ := newStoreEnv(t)
 	e.tr = e.start(mod)
 	return e
+}
+
+// newStoreEnv is an env on a fresh SQLite store (returned too, for tests
+// that wrap it in e.st), with a manual clock; nothing is started.
+func newStoreEnv(t *testing.T) (*env, store.Store) {
+	t.Helper()
+	e := &env{t: t, path: filepath.Join(t.TempDir(), "crewcast.db"), prov: &fakeProvider{}}
+	e.clk = actor.NewManualClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	st := openStore(t, e.path, e.clk.Now)
+	t.Cleanup(func() { _ = st.Close() })
+	e.st = st
+	return e, st
 }
 
 func (e *env) start(mod func(*Config)) *Tracker {
@@ -557,10 +566,7 @@ func (s *flakyStore) Commit(ctx context.Context, units []actor.Unit) ([]error, e
 }
 
 func TestCommitFailureReloadsWithBackoffAndLosesNothing(t *testing.T) {
-	e := &env{t: t, path: filepath.Join(t.TempDir(), "crewcast.db"), prov: &fakeProvider{}}
-	e.clk = actor.NewManualClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	base := openStore(t, e.path, e.clk.Now)
-	t.Cleanup(func() { _ = base.Close() })
+	e, base := newStoreEnv(t)
 	fs := &flakyStore{Store: base}
 	e.st = fs
 	// The store fails from the moment the provider accepts: the outcomes
@@ -675,10 +681,7 @@ func (s *ackFailStore) AckInbox(ctx context.Context, refs []store.InboxRef) erro
 // actor; when that acknowledgement fails, the entry stays pending and the
 // sweep must be able to route it again.
 func TestWebhookForMissingGroupIsAcknowledgedAfterAFailedAck(t *testing.T) {
-	e := &env{t: t, path: filepath.Join(t.TempDir(), "crewcast.db"), prov: &fakeProvider{}}
-	e.clk = actor.NewManualClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	base := openStore(t, e.path, e.clk.Now)
-	t.Cleanup(func() { _ = base.Close() })
+	e, base := newStoreEnv(t)
 	fs := &ackFailStore{Store: base}
 	e.st = fs
 	e.tr = e.start(nil)
@@ -735,10 +738,7 @@ func (s *countingStore) Commit(ctx context.Context, units []actor.Unit) ([]error
 // receipts spend 1-3 s of every few seconds on them, with its send
 // outcomes waiting behind in the mailbox (and a hand-off waiting for them).
 func TestStaleCheckReminderCommitsNothing(t *testing.T) {
-	e := &env{t: t, path: filepath.Join(t.TempDir(), "crewcast.db"), prov: &fakeProvider{}}
-	e.clk = actor.NewManualClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	base := openStore(t, e.path, e.clk.Now)
-	t.Cleanup(func() { _ = base.Close() })
+	e, base := newStoreEnv(t)
 	cs := &countingStore{Store: base}
 	e.st = cs
 	e.tr = e.start(nil)

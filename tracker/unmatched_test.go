@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -178,10 +177,7 @@ func (s *blockingStore) Commit(ctx context.Context, units []actor.Unit) ([]error
 // across the commit, so while one commit hung every other recorder waited
 // on the mutex past its own deadline (issue 12, finding 16).
 func TestUnmatchedRecordHonoursItsContext(t *testing.T) {
-	e := &env{t: t, path: filepath.Join(t.TempDir(), "crewcast.db"), prov: &fakeProvider{}}
-	e.clk = actor.NewManualClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	st := openStore(t, e.path, e.clk.Now)
-	t.Cleanup(func() { _ = st.Close() })
+	e, st := newStoreEnv(t)
 	bs := &blockingStore{Store: st, entered: make(chan struct{}, 1), release: make(chan struct{})}
 	e.st = bs
 	e.tr = e.start(nil)
