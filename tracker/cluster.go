@@ -517,14 +517,21 @@ func (c *cluster) renew() bool {
 		var err error
 		nodes, err = c.cfg.Members.Heartbeat(ctx, c.cfg.Node, c.cfg.AdvertiseURL, c.cfg.TTL)
 		if err != nil {
-			c.t.log.Warn("cluster heartbeat failed", "err", err)
+			c.t.log.Warn("cluster heartbeat failed", "err", err, "took_ms", time.Since(began).Milliseconds())
 			return false
 		}
 	}
+	beat := time.Now()
 	renewed, err := c.cfg.Leases.RenewShards(ctx, c.cfg.Node, c.cfg.TTL)
 	if err != nil {
-		c.t.log.Warn("lease renewal failed", "err", err)
+		c.t.log.Warn("lease renewal failed", "err", err, "heartbeat_ms", beat.Sub(began).Milliseconds(),
+			"renew_ms", time.Since(beat).Milliseconds())
 		return false
+	}
+	if took := time.Since(began); took > c.cfg.TTL/6 {
+		// Half of the time a renewal has: the node is near fencing itself.
+		c.t.log.Warn("lease renewal slow", "took_ms", took.Milliseconds(), "heartbeat_ms", beat.Sub(began).Milliseconds(),
+			"renew_ms", time.Since(beat).Milliseconds())
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

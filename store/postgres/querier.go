@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/crewcast/crewcast/store/sqlq"
 )
@@ -67,7 +68,12 @@ func (s *Store) readTx(ctx context.Context, fn func(sqlq.Querier) error) error {
 
 // writeTx runs fn in one transaction.
 func (s *Store) writeTx(ctx context.Context, fn func(sqlq.Querier) error) error {
-	tx, err := s.pool.Begin(ctx)
+	return writeTx(ctx, s.pool, fn)
+}
+
+// writeTx runs fn in one transaction on pool.
+func writeTx(ctx context.Context, pool *pgxpool.Pool, fn func(sqlq.Querier) error) error {
+	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return err
 	}

@@ -76,6 +76,11 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// leaseConns bounds the lease pool: the keeper's heartbeat and its
+// renewal, acquisition or release (one at a time, sqlq.Epochs), and a
+// leaving node's release beside them.
+const leaseConns = 3
+
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 func (c Config) withDefaults() Config {
@@ -115,6 +120,9 @@ type Store struct {
 
 	cfg   Config
 	pool  *pgxpool.Pool
+	// leasePool runs the lease and membership writes (sqlq.Conn.LeaseTx):
+	// a renewal never waits for one of pool's connections.
+	leasePool *pgxpool.Pool
 	sqldb *sql.DB // the pool seen through database/sql, for goose
 	now   func() time.Time
 
@@ -162,13 +170,23 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		pc.ConnConfig.RuntimeParams["search_path"] = cfg.Schema
 	}
+	lc := pc.Copy()
+	lc.MaxConns = leaseConns
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
-	s := &Store{cfg: cfg, pool: pool, sqldb: stdlib.OpenDBFromPool(pool), now: cfg.Now}
+	leasePool, err := pgxpool.NewWithConfig(ctx, lc)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	s := &Store{cfg: cfg, pool: pool, leasePool: leasePool, sqldb: stdlib.OpenDBFromPool(pool), now: cfg.Now}
 	s.queries = sqlq.New(sqlq.Conn{Engine: "postgres", Read: querier{pool}, Write: querier{pool},
-		ReadTx: s.readTx, WriteTx: s.writeTx, Now: cfg.Now, Epochs: &s.epochs})
+		ReadTx: s.readTx, WriteTx: s.writeTx, Now: cfg.Now, Epochs: &s.epochs,
+		LeaseWrite: querier{leasePool}, LeaseTx: func(ctx context.Context, fn func(sqlq.Querier) error) error {
+			return writeTx(ctx, leasePool, fn)
+		}})
 	if err := s.Migrate(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -242,6 +260,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	err := s.sqldb.Close()
 	s.pool.Close()
+	s.leasePool.Close()
 	if err != nil {
 		return fmt.Errorf("postgres: close: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
 	"github.com/crewcast/crewcast/actor"
@@ -611,5 +612,66 @@ func TestOwnLeaseWritesDoNotDeadlock(t *testing.T) {
 		if err := a.ReleaseShards(ctx, "node-a", shards); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestLeaseWritesDoNotQueueBehindThePool holds every connection of the
+// store's pool (as commits and webhook inserts do under load) while the
+// keeper heartbeats, renews, acquires and releases: each answers within
+// the keeper's TTL/3 bound. Failed while the lease writes shared the pool:
+// they waited for a free connection until their context ended, and a node
+// that cannot renew within TTL/3 fences itself (the long T8 run's 49th
+// hand-off failed that way under accumulated load).
+func TestLeaseWritesDoNotQueueBehindThePool(t *testing.T) {
+	url := serverURL(t)
+	schema := newSchema(t, url)
+	ctx := context.Background()
+	s, err := Open(ctx, Config{URL: url, Schema: schema, Owner: "node-a", Leased: true, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const ttl = 3 * time.Second
+	if got, err := s.AcquireShards(ctx, "node-a", []int{1, 2}, ttl); err != nil || len(got) != 2 {
+		t.Fatalf("acquire: %+v %v", got, err)
+	}
+	var held []*pgxpool.Conn
+	for range 2 {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	defer func() {
+		for _, c := range held {
+			c.Release()
+		}
+	}()
+	bounded := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, ttl/3) }
+	c1, cancel := bounded()
+	defer cancel()
+	if _, err := s.Heartbeat(c1, "node-a", "http://a", ttl); err != nil {
+		t.Fatalf("heartbeat with the pool busy: %v", err)
+	}
+	c2, cancel := bounded()
+	defer cancel()
+	if got, err := s.RenewShards(c2, "node-a", ttl); err != nil || len(got) != 2 {
+		t.Fatalf("renewal with the pool busy: %+v %v", got, err)
+	}
+	c3, cancel := bounded()
+	defer cancel()
+	if got, err := s.AcquireShards(c3, "node-a", []int{3}, ttl); err != nil || len(got) != 1 {
+		t.Fatalf("acquisition with the pool busy: %+v %v", got, err)
+	}
+	c4, cancel := bounded()
+	defer cancel()
+	if err := s.ReleaseShards(c4, "node-a", []int{3}); err != nil {
+		t.Fatalf("release with the pool busy: %v", err)
+	}
+	c5, cancel := bounded()
+	defer cancel()
+	if err := s.Leave(c5, "node-a"); err != nil {
+		t.Fatalf("leave with the pool busy: %v", err)
 	}
 }

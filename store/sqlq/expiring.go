@@ -62,7 +62,7 @@ func (d DB) AcquireShards(ctx context.Context, owner string, shards []int, ttl t
 	}
 	var got []store.Lease
 	defer d.c.Epochs.lockWrites()()
-	err := d.c.WriteTx(ctx, func(tx Querier) error {
+	err := d.c.leaseTx(ctx, func(tx Querier) error {
 		got = got[:0]
 		for _, sh := range shards {
 			l := store.Lease{Shard: sh, Owner: owner}
@@ -120,7 +120,7 @@ func (d DB) RenewShards(ctx context.Context, owner string, ttl time.Duration) ([
 		return nil, nil
 	}
 	// One statement, so one reading of the database clock for all.
-	renewed, err := queryAll(ctx, d.c.Write, scanLease, `UPDATE shard_leases SET expires_at = `+d.now()+` + ?
+	renewed, err := queryAll(ctx, d.c.leaseWrite(), scanLease, `UPDATE shard_leases SET expires_at = `+d.now()+` + ?
 		WHERE owner = ? AND (`+strings.Join(conds, " OR ")+`) AND expires_at > `+d.now()+`
 		RETURNING shard, owner, epoch, expires_at`, args...)
 	if err != nil {
@@ -158,7 +158,7 @@ func (d DB) ReleaseShards(ctx context.Context, owner string, shards []int) error
 		return nil
 	}
 	defer d.c.Epochs.lockWrites()()
-	err := d.c.WriteTx(ctx, func(tx Querier) error {
+	err := d.c.leaseTx(ctx, func(tx Querier) error {
 		for _, r := range rels {
 			if _, err := tx.Exec(ctx, `UPDATE shard_leases SET expires_at = `+d.now()+`
 				WHERE shard = ? AND owner = ? AND epoch = ?`, r.shard, owner, r.epoch); err != nil {
@@ -221,7 +221,7 @@ func (d DB) Heartbeat(ctx context.Context, id, advertiseURL string, ttl time.Dur
 		return nil, d.errorf("heartbeat: ttl %s must be positive", ttl)
 	}
 	var out []store.Node
-	err := d.c.WriteTx(ctx, func(tx Querier) error {
+	err := d.c.leaseTx(ctx, func(tx Querier) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO nodes (id, advertise_url, heartbeat_at) VALUES (?, ?, `+d.now()+`)
 			ON CONFLICT (id) DO UPDATE SET advertise_url = excluded.advertise_url, heartbeat_at = excluded.heartbeat_at`,
 			id, advertiseURL); err != nil {
@@ -245,7 +245,7 @@ func (d DB) Heartbeat(ctx context.Context, id, advertiseURL string, ttl time.Dur
 
 // Leave removes node id from the nodes table. See store.Membership.
 func (d DB) Leave(ctx context.Context, id string) error {
-	if _, err := d.c.Write.Exec(ctx, `DELETE FROM nodes WHERE id = ?`, id); err != nil {
+	if _, err := d.c.leaseWrite().Exec(ctx, `DELETE FROM nodes WHERE id = ?`, id); err != nil {
 		return d.errorf("leave: %w", err)
 	}
 	return nil

@@ -74,6 +74,30 @@ type Conn struct {
 	// Epochs are the shard epochs the engine's store instance holds, which
 	// TakeShard and TakeFreeShards record and the engine's commits check.
 	Epochs *Epochs
+	// LeaseWrite and LeaseTx, when set, run the lease and membership
+	// writes (heartbeat, renewal, acquisition, release, leave) instead of
+	// Write and WriteTx. PostgreSQL gives them connections of their own,
+	// so that a renewal never queues for a connection behind commits and
+	// webhook inserts: a node that cannot renew within TTL/3 fences
+	// itself, and a hand-off waits on its release.
+	LeaseWrite Querier
+	LeaseTx    func(ctx context.Context, fn func(Querier) error) error
+}
+
+// leaseWrite is Conn.LeaseWrite, or Write when unset.
+func (c Conn) leaseWrite() Querier {
+	if c.LeaseWrite != nil {
+		return c.LeaseWrite
+	}
+	return c.Write
+}
+
+// leaseTx is Conn.LeaseTx, or WriteTx when unset.
+func (c Conn) leaseTx(ctx context.Context, fn func(Querier) error) error {
+	if c.LeaseTx != nil {
+		return c.LeaseTx(ctx, fn)
+	}
+	return c.WriteTx(ctx, fn)
 }
 
 // DB runs the shared statements over one engine's Conn.
