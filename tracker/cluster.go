@@ -995,6 +995,7 @@ func (c *cluster) shareChanges() {
 	sub := c.t.hub.Subscribe("")
 	defer sub.Close()
 	const maxPayload = 7000 // NOTIFY payloads must stay under 8000 bytes
+	var last time.Time
 	for {
 		latest := map[string]uint64{}
 		add := func(ch Change) {
@@ -1008,6 +1009,27 @@ func (c *cluster) shareChanges() {
 		case ch := <-sub.C:
 			add(ch)
 		}
+		if len(latest) == 0 {
+			continue
+		}
+		// At most one round per notifyEvery, as notify: under load every
+		// flush of the commit batcher would otherwise cost a NOTIFY (a
+		// write transaction that wakes every listening session). The
+		// changes that come meanwhile join the round.
+		if wait := notifyEvery - time.Since(last); wait > 0 {
+			timer := time.NewTimer(wait)
+			for waiting := true; waiting; {
+				select {
+				case <-c.stop:
+					timer.Stop()
+					return
+				case ch := <-sub.C:
+					add(ch)
+				case <-timer.C:
+					waiting = false
+				}
+			}
+		}
 		for more := true; more; {
 			select {
 			case ch := <-sub.C:
@@ -1016,9 +1038,7 @@ func (c *cluster) shareChanges() {
 				more = false
 			}
 		}
-		if len(latest) == 0 {
-			continue
-		}
+		last = time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
 		var b strings.Builder
 		flush := func() {

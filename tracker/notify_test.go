@@ -3,6 +3,7 @@ package tracker
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,9 +14,10 @@ import (
 
 // recordingNotifier records each Notify's time and payload.
 type recordingNotifier struct {
-	mu    sync.Mutex
-	at    []time.Time
-	lines int
+	mu       sync.Mutex
+	at       []time.Time
+	lines    int
+	payloads []string
 }
 
 func (n *recordingNotifier) Notify(_ context.Context, _, payload string) error {
@@ -23,6 +25,7 @@ func (n *recordingNotifier) Notify(_ context.Context, _, payload string) error {
 	defer n.mu.Unlock()
 	n.at = append(n.at, time.Now())
 	n.lines += strings.Count(payload, "\n") + 1
+	n.payloads = append(n.payloads, payload)
 	return nil
 }
 
@@ -89,6 +92,75 @@ func TestForwardsShareNotifiesUnderLoad(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the forward after a quiet spell was never sent")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Under load a node's commits share their changes NOTIFYs too (at most
+// one round per notifyEvery): in the ingest benchmark every flush of each
+// node's commit batcher sent one, a write transaction that wakes every
+// listening session. The changes of 20 commit batches 5 ms apart went out
+// in 20 NOTIFYs before; every group's last seq still reaches the others,
+// and a change after a quiet spell goes at once.
+func TestChangesShareNotifiesUnderLoad(t *testing.T) {
+	rec := &recordingNotifier{}
+	tr := &Tracker{log: slog.New(slog.DiscardHandler), hub: NewHub()}
+	c := &cluster{t: tr, cfg: ClusterConfig{Notifier: rec, TTL: 3 * time.Second}, stop: make(chan struct{})}
+	done := make(chan struct{})
+	go func() { defer close(done); c.shareChanges() }()
+	defer func() { close(c.stop); <-done }()
+	for tr.hub.Subscribers() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	publish := func(group string, seq uint64) {
+		tr.hub.Publish(Change{GroupID: group, Seq: seq, Events: []EventView{{Seq: seq}}})
+	}
+	const batches = 20
+	for b := range batches {
+		publish("grp_"+string(rune('a'+b)), uint64(b+1))
+		time.Sleep(5 * time.Millisecond)
+	}
+	want := map[string]bool{}
+	for b := range batches {
+		want["grp_"+string(rune('a'+b))+":"+strconv.Itoa(b+1)] = true
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		rec.mu.Lock()
+		got := 0
+		for _, p := range rec.payloads {
+			for item := range strings.SplitSeq(p, ",") {
+				if want[item] {
+					got++
+				}
+			}
+		}
+		rec.mu.Unlock()
+		if got == batches {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d changes shared", got, batches)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	n, _, _ := rec.counts()
+	if n > batches/2 {
+		t.Errorf("%d NOTIFYs for %d commit batches 5 ms apart: changes are not sharing them", n, batches)
+	}
+	time.Sleep(3 * notifyEvery)
+	sent := time.Now()
+	publish("grp_late", 1)
+	for deadline := time.Now().Add(time.Second); ; {
+		if m, _, last := rec.counts(); m > n {
+			if d := last.Sub(sent); d > notifyEvery/2 {
+				t.Errorf("a change after a quiet spell waited %s", d)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the change after a quiet spell was never shared")
 		}
 		time.Sleep(time.Millisecond)
 	}
