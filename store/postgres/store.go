@@ -118,13 +118,13 @@ func (c Config) validate() error {
 type Store struct {
 	queries // reads, retention and admin statements shared with store/sqlite
 
-	cfg   Config
-	pool  *pgxpool.Pool
+	cfg  Config
+	pool *pgxpool.Pool
 	// leasePool runs the lease and membership writes (sqlq.Conn.LeaseTx):
 	// a renewal never waits for one of pool's connections.
 	leasePool *pgxpool.Pool
-	sqldb *sql.DB // the pool seen through database/sql, for goose
-	now   func() time.Time
+	sqldb     *sql.DB // the pool seen through database/sql, for goose
+	now       func() time.Time
 
 	commitMu sync.Mutex // serializes Commit: positions follow commit order
 	// afterPrefetch, when set (tests only), runs inside Commit between the
