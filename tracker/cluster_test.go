@@ -742,6 +742,16 @@ func TestNodeWithoutTheShardDoesNotLoadTheGroup(t *testing.T) {
 	if n := counted.loads.Load(); n > 0 {
 		t.Errorf("a node holding none of the shards loaded the group %d times for %d activations", n, activated.Load())
 	}
+	// Each stray message costs at most one activation. The message that
+	// activated a non-owner instance used to stay in its mailbox when the
+	// instance stopped, moved to the next activation, and so on for good:
+	// a busy loop that grew with every group a node lost (the long T8
+	// run's nodes ended too starved to renew their leases).
+	before := activated.Load()
+	time.Sleep(200 * time.Millisecond)
+	if n := activated.Load(); n > 5 || n != before {
+		t.Errorf("%d activations for 5 stray kicks (%d of them in the last 200 ms, after the kicks)", n, n-before)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := e.Stop(ctx); err != nil {

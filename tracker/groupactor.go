@@ -108,11 +108,13 @@ type groupActor struct {
 func (a *groupActor) Activate(c *actor.Context[groupMsg]) error {
 	if !a.env.ownsKey(a.key) {
 		// Another node holds the group's shard (or none does yet): nothing
-		// done here could commit, so the group is not loaded. A stray
-		// message (a scheduled kick, a late wake-up) is answered
-		// "unavailable" or dropped, and the instance leaves at once.
+		// done here could commit, so the group is not loaded. The stray
+		// message that activated it (a scheduled kick, a late wake-up) is
+		// answered "unavailable" or dropped by Receive, which then stops
+		// the instance. Stopped here, before that message, the instance
+		// handed it to the next activation, which stopped too, and so on:
+		// a busy loop per lost group (TestNodeWithoutTheShardDoesNotLoadTheGroup).
 		a.retired = true
-		c.Stop()
 		return nil
 	}
 	if err := a.load(c); err != nil && !a.retired {
@@ -315,6 +317,12 @@ func wantedReminders(r *group.Recipient) (check, retry time.Time) {
 // fresh instance that recovers from what is durable.
 func (a *groupActor) Receive(c *actor.Context[groupMsg], m groupMsg) {
 	if a.retired || a.broken {
+		if a.retired {
+			// Each message leaves with its answer; the next one activates
+			// a fresh instance, which loads the group if this node holds
+			// its shard by then.
+			defer c.Stop()
+		}
 		switch m.(type) {
 		case msgReload:
 			if a.retired {
