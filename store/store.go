@@ -471,8 +471,9 @@ type Membership interface {
 // is only a wake-up: it may be lost, so whatever it announces must also be
 // found by a periodic sweep.
 type Notifier interface {
-	// Notify sends payload to every listener of channel.
-	Notify(ctx context.Context, channel, payload string) error
+	// Notify sends each payload, in order, to every listener of channel,
+	// all in one transaction: the listeners are woken once for all.
+	Notify(ctx context.Context, channel string, payloads ...string) error
 	// Listen calls fn with each payload sent on any of channels (and the
 	// channel it came on) until ctx ends (nil) or the connection fails (the
 	// error; listen again). All channels share one session: PostgreSQL

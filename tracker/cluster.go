@@ -270,13 +270,12 @@ func (c *cluster) notify() {
 		}
 		clear(c.missed)
 		c.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
+		// Every payload of the round in one NOTIFY transaction.
+		var payloads []string
 		var b strings.Builder
 		flush := func() {
 			if b.Len() > 0 {
-				if err := c.cfg.Notifier.Notify(ctx, inboxChannel, b.String()); err != nil {
-					c.t.log.Warn("notify owner", "err", err)
-				}
+				payloads = append(payloads, b.String())
 				b.Reset()
 			}
 		}
@@ -307,6 +306,10 @@ func (c *cluster) notify() {
 			add([]byte(strconv.Itoa(sh)))
 		}
 		flush()
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
+		if err := c.cfg.Notifier.Notify(ctx, inboxChannel, payloads...); err != nil {
+			c.t.log.Warn("notify owner", "err", err)
+		}
 		cancel()
 	}
 }
@@ -1039,13 +1042,11 @@ func (c *cluster) shareChanges() {
 			}
 		}
 		last = time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
+		var payloads []string // one NOTIFY transaction for the round
 		var b strings.Builder
 		flush := func() {
 			if b.Len() > 0 {
-				if err := c.cfg.Notifier.Notify(ctx, changesChannel, b.String()); err != nil {
-					c.t.log.Warn("share changes", "err", err)
-				}
+				payloads = append(payloads, b.String())
 				b.Reset()
 			}
 		}
@@ -1060,6 +1061,10 @@ func (c *cluster) shareChanges() {
 			b.WriteString(item)
 		}
 		flush()
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
+		if err := c.cfg.Notifier.Notify(ctx, changesChannel, payloads...); err != nil {
+			c.t.log.Warn("share changes", "err", err)
+		}
 		cancel()
 	}
 }

@@ -20,12 +20,14 @@ type recordingNotifier struct {
 	payloads []string
 }
 
-func (n *recordingNotifier) Notify(_ context.Context, _, payload string) error {
+func (n *recordingNotifier) Notify(_ context.Context, _ string, payloads ...string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.at = append(n.at, time.Now())
-	n.lines += strings.Count(payload, "\n") + 1
-	n.payloads = append(n.payloads, payload)
+	for _, payload := range payloads {
+		n.lines += strings.Count(payload, "\n") + 1
+		n.payloads = append(n.payloads, payload)
+	}
 	return nil
 }
 

@@ -19,8 +19,16 @@ var _ store.Notifier = (*Store)(nil)
 // transaction id and so a commit record; since a wake-up need not survive a
 // crash, it does not wait for that record's flush (synchronous_commit off
 // for this one transaction), which spares the WAL an fsync per wake-up.
-func (s *Store) Notify(ctx context.Context, channel, payload string) error {
-	if _, err := s.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)`, s.channel(channel), payload); err != nil {
+// Several payloads go in one statement: one transaction, and one wake-up
+// of every listening session for all of them (a payload is limited to
+// 8,000 bytes, a node's round of forwards is not).
+func (s *Store) Notify(ctx context.Context, channel string, payloads ...string) error {
+	if len(payloads) == 0 {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true),
+		(SELECT count(pg_notify($1, p)) FROM unnest($2::text[]) AS p)`,
+		s.channel(channel), payloads); err != nil {
 		return fmt.Errorf("postgres: notify: %w", err)
 	}
 	return nil

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,6 +125,63 @@ func TestListenSeveralChannelsInOneSession(t *testing.T) {
 	}
 	if want := []heard{{"two", "b"}, {"one", "a"}}; seen[0] != want[0] || seen[1] != want[1] {
 		t.Fatalf("heard %v, want %v", seen, want)
+	}
+	cancel()
+	if err := <-listening; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A round of payloads goes in one transaction (one wake-up of every
+// listening session), each heard in order, even when together they are
+// far over a single NOTIFY's 8,000-byte limit.
+func TestNotifySeveralPayloadsInOneTransaction(t *testing.T) {
+	url := serverURL(t)
+	schema := newSchema(t, url)
+	listener := openIn(t, url, schema, storetest.Config{})
+	sender := openIn(t, url, schema, storetest.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got := make(chan string, 64)
+	listening := make(chan error, 1)
+	go func() {
+		listening <- listener.Listen(ctx, []string{"round"}, func(_, p string) { got <- p })
+	}()
+	for ready := false; !ready; {
+		if err := sender.Notify(ctx, "round", "probe"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-got:
+			ready = true
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal("the listener never heard the probe")
+		}
+	}
+	var want []string
+	for i := range 5 {
+		want = append(want, fmt.Sprintf("%d:%s", i, strings.Repeat("x", 7000)))
+	}
+	if err := sender.Notify(ctx, "round", want...); err != nil {
+		t.Fatal(err)
+	}
+	if err := sender.Notify(ctx, "round"); err != nil { // nothing to send: no statement
+		t.Fatal(err)
+	}
+	for i := 0; i < len(want); {
+		select {
+		case p := <-got:
+			if p == "probe" {
+				continue // a late answer to the readiness probe
+			}
+			if p != want[i] {
+				t.Fatalf("payload %d heard as %.10q…, want %.10q…", i, p, want[i])
+			}
+			i++
+		case <-ctx.Done():
+			t.Fatalf("heard %d of %d payloads", i, len(want))
+		}
 	}
 	cancel()
 	if err := <-listening; err != nil {
