@@ -111,6 +111,34 @@ type wakeUp struct {
 // maxNotifyPayload keeps a NOTIFY payload under PostgreSQL's 8000 bytes.
 const maxNotifyPayload = 7000
 
+// payloads packs the items of one round of NOTIFYs, separated by a byte,
+// into as few payloads as maxNotifyPayload allows (an item is never
+// split: the caller keeps each under it).
+type payloads struct {
+	out []string
+	b   strings.Builder
+}
+
+func (p *payloads) add(item string, sep byte) {
+	if p.b.Len() > 0 && p.b.Len()+len(item)+1 > maxNotifyPayload {
+		p.out = append(p.out, p.b.String())
+		p.b.Reset()
+	}
+	if p.b.Len() > 0 {
+		p.b.WriteByte(sep)
+	}
+	p.b.WriteString(item)
+}
+
+// done returns the payloads packed.
+func (p *payloads) done() []string {
+	if p.b.Len() > 0 {
+		p.out = append(p.out, p.b.String())
+		p.b.Reset()
+	}
+	return p.out
+}
+
 // notifyEvery is the least time between two rounds of a node's NOTIFYs.
 // Under load the forwards of several inbox batches then share one NOTIFY
 // (each is a write transaction, and wakes every listening session of the
@@ -271,23 +299,7 @@ func (c *cluster) notify() {
 		clear(c.missed)
 		c.mu.Unlock()
 		// Every payload of the round in one NOTIFY transaction.
-		var payloads []string
-		var b strings.Builder
-		flush := func() {
-			if b.Len() > 0 {
-				payloads = append(payloads, b.String())
-				b.Reset()
-			}
-		}
-		add := func(line []byte) {
-			if b.Len()+len(line)+1 > maxNotifyPayload {
-				flush()
-			}
-			if b.Len() > 0 {
-				b.WriteByte('\n')
-			}
-			b.Write(line)
-		}
+		var p payloads
 		for _, w := range batch {
 			if w.fwd == nil {
 				sweeps[w.shard] = true
@@ -300,14 +312,13 @@ func (c *cluster) notify() {
 				sweeps[w.shard] = true // too big for a NOTIFY: the owner finds it itself
 				continue
 			}
-			add(line)
+			p.add(string(line), '\n')
 		}
 		for sh := range sweeps {
-			add([]byte(strconv.Itoa(sh)))
+			p.add(strconv.Itoa(sh), '\n')
 		}
-		flush()
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
-		if err := c.cfg.Notifier.Notify(ctx, inboxChannel, payloads...); err != nil {
+		if err := c.cfg.Notifier.Notify(ctx, inboxChannel, p.done()...); err != nil {
 			c.t.log.Warn("notify owner", "err", err)
 		}
 		cancel()
@@ -997,7 +1008,6 @@ func (t *Tracker) ownedID(next func() string) func() string {
 func (c *cluster) shareChanges() {
 	sub := c.t.hub.Subscribe("")
 	defer sub.Close()
-	const maxPayload = 7000 // NOTIFY payloads must stay under 8000 bytes
 	var last time.Time
 	for {
 		latest := map[string]uint64{}
@@ -1042,27 +1052,12 @@ func (c *cluster) shareChanges() {
 			}
 		}
 		last = time.Now()
-		var payloads []string // one NOTIFY transaction for the round
-		var b strings.Builder
-		flush := func() {
-			if b.Len() > 0 {
-				payloads = append(payloads, b.String())
-				b.Reset()
-			}
-		}
+		var p payloads // one NOTIFY transaction for the round
 		for id, seq := range latest {
-			item := id + ":" + strconv.FormatUint(seq, 10)
-			if b.Len()+len(item)+1 > maxPayload {
-				flush()
-			}
-			if b.Len() > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(item)
+			p.add(id+":"+strconv.FormatUint(seq, 10), ',')
 		}
-		flush()
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
-		if err := c.cfg.Notifier.Notify(ctx, changesChannel, payloads...); err != nil {
+		if err := c.cfg.Notifier.Notify(ctx, changesChannel, p.done()...); err != nil {
 			c.t.log.Warn("share changes", "err", err)
 		}
 		cancel()

@@ -167,3 +167,38 @@ func TestChangesShareNotifiesUnderLoad(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A round's items are packed into as few payloads as fit under
+// maxNotifyPayload, in order, none split.
+func TestPayloadsPackItemsWhole(t *testing.T) {
+	var p payloads
+	var items []string
+	for i := range 40 {
+		items = append(items, strconv.Itoa(i)+":"+strings.Repeat("x", 400+i))
+	}
+	for _, it := range items {
+		p.add(it, '\n')
+	}
+	out := p.done()
+	var back []string
+	for _, pl := range out {
+		if len(pl) > maxNotifyPayload {
+			t.Errorf("a payload of %d bytes", len(pl))
+		}
+		back = append(back, strings.Split(pl, "\n")...)
+	}
+	if strings.Join(back, "|") != strings.Join(items, "|") {
+		t.Fatalf("items came back changed or out of order: %d of %d", len(back), len(items))
+	}
+	total := 0
+	for _, it := range items {
+		total += len(it) + 1
+	}
+	if want := total/maxNotifyPayload + 1; len(out) > want {
+		t.Errorf("%d payloads for %d bytes of items, want at most %d", len(out), total, want)
+	}
+	var empty payloads
+	if got := empty.done(); len(got) != 0 {
+		t.Errorf("an empty round gave %d payloads", len(got))
+	}
+}
