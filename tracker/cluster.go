@@ -167,6 +167,11 @@ type cluster struct {
 	pokes    chan struct{}
 	renewNow atomic.Bool
 	resuming sync.WaitGroup // resumeShards of acquired shards
+	// handingOff: a hand-off to the others (handOff) is draining, off the
+	// keeper's loop, which goes on renewing; it balances nothing else
+	// meanwhile.
+	handingOff atomic.Bool
+	handoffs   sync.WaitGroup
 
 	stop chan struct{}
 	done chan struct{}
@@ -391,6 +396,7 @@ func (t *Tracker) StopCluster(ctx context.Context) error {
 	}
 	<-c.done
 	c.resuming.Wait()
+	c.handoffs.Wait() // drainAndRelease returns at c.stop
 	c.mu.Lock()
 	if c.watchdog != nil {
 		c.watchdog.Stop()
@@ -657,12 +663,25 @@ func (c *cluster) balance() {
 	if !fresh {
 		return // not renewed lately: take nothing new
 	}
+	if c.handingOff.Load() {
+		return // the shares are settled when that hand-off ends
+	}
 	want := c.target()
 	switch {
 	case have < want:
 		c.acquire(want - have)
 	case have > want:
-		c.handOff(have - want)
+		// Off the loop: a drain can outlast the lease's safe span (a send
+		// waiting for its provider), and the loop must go on renewing every
+		// lease, those draining included, or the node fences itself.
+		c.handingOff.Store(true)
+		c.handoffs.Add(1)
+		go func() {
+			defer c.handoffs.Done()
+			defer c.handingOff.Store(false)
+			c.handOff(have - want)
+			c.poke() // balance again now, rather than at the next tick
+		}()
 	}
 }
 

@@ -2,6 +2,7 @@ package tracker
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -115,4 +116,95 @@ func TestClusterCountsLostLeases(t *testing.T) {
 	if got := m.get(LeaseLostTakenOver); got < 1 {
 		t.Errorf("taken_over = %d, want at least 1 (a shard reported gone)", got)
 	}
+}
+
+// ghostly adds a live node that never takes anything to the members a
+// heartbeat returns, once joined is set: this node's share halves.
+type ghostly struct {
+	*partitionable
+	joined atomic.Bool
+	renews atomic.Int64
+}
+
+func (g *ghostly) Heartbeat(ctx context.Context, id, url string, ttl time.Duration) ([]store.Node, error) {
+	nodes, err := g.partitionable.Heartbeat(ctx, id, url, ttl)
+	if err == nil && g.joined.Load() {
+		nodes = append(nodes, store.Node{ID: "node-ghost", Alive: true})
+	}
+	return nodes, err
+}
+
+func (g *ghostly) RenewShards(ctx context.Context, owner string, ttl time.Duration) ([]store.Lease, error) {
+	g.renews.Add(1)
+	return g.partitionable.RenewShards(ctx, owner, ttl)
+}
+
+// A hand-off to a joining node drains each shard's sends off the keeper's
+// loop: the keeper goes on renewing meanwhile. It used to drain inside its
+// loop, so a drain longer than the lease's safe span (TTL less a fifth)
+// stopped the renewals and the node fenced itself, every shard it held
+// (the long T8 run: a 2.3 s drain at a 3 s TTL, then a 503 to the next
+// group creation).
+func TestClusterRenewsWhileHandingOff(t *testing.T) {
+	url := os.Getenv("CREWCAST_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("cluster tests need CREWCAST_TEST_POSTGRES (e.g. postgres://root@127.0.0.1:5432/test?sslmode=disable); CI sets it")
+	}
+	schema := itSchema(t, url)
+	h := newHarness(t, sim.DefaultFaults(), nil)
+	st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Schema: schema, Owner: "node-r", Leased: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	m := &leaseCounter{lost: map[string]int{}}
+	tr, err := New(Config{Store: st, Provider: h.provider, SweepInterval: 300 * time.Millisecond, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	link := &ghostly{partitionable: &partitionable{ExpiringLeases: st, Membership: st}}
+	if err := tr.StartCluster(ClusterConfig{Node: "node-r", TTL: clusterTTL, Leases: link, Members: link,
+		Tick: 50 * time.Millisecond, DrainTimeout: 3 * clusterTTL}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := tr.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+		_ = tr.StopCluster(ctx)
+	})
+	awaitShards(t, 10*time.Second, "every shard held", func() bool { return len(tr.ClusterShards()) == store.NumShards })
+	// A send in flight in the highest shard (handed off first) that never
+	// answers: that shard's drain lasts DrainTimeout.
+	key := ""
+	for i := 0; key == ""; i++ {
+		if k := fmt.Sprintf("grp_drain%d", i); store.ShardOf(k) == store.NumShards-1 {
+			key = k
+		}
+	}
+	tr.work.addInflight(key, []string{"stuck"})
+	link.joined.Store(true)
+	if c := tr.cluster.Load(); c != nil {
+		c.renewNow.Store(true) // read the members now, as after a join announcement
+		c.poke()
+	}
+	awaitShards(t, 5*time.Second, "the other shards handed off", func() bool { return len(tr.ClusterShards()) == store.NumShards/2+1 })
+	before := link.renews.Load()
+	time.Sleep(2 * clusterTTL) // the drain goes on; the safe span passes twice
+	if got := m.get(LeaseLostFenced); got != 0 {
+		t.Fatalf("the node fenced %d shards while a hand-off drained", got)
+	}
+	if n := len(tr.ClusterShards()); n != store.NumShards/2+1 {
+		t.Errorf("%d shards held during the drain, want %d", n, store.NumShards/2+1)
+	}
+	if n := link.renews.Load() - before; n < 3 {
+		t.Errorf("%d renewals in %s of drain, want one every TTL/3", n, 2*clusterTTL)
+	}
+	tr.work.dropInflight(key, []string{"stuck"})
+	awaitShards(t, 5*time.Second, "the drained shard handed off", func() bool { return len(tr.ClusterShards()) == store.NumShards/2 })
 }

@@ -502,6 +502,48 @@ func leasedBystander(t *testing.T, url, schema, node string) (store.Store, *acto
 	return st, sys, activated
 }
 
+// A send's outcome queued while this node held the group's shard, and
+// its actor woken only after the shard moved (the long T8 run: a node
+// SIGCONTed after a pause took a provider answer before it fenced
+// itself), cannot be committed here: the instance that wakes without the
+// shard drops it, as a fenced commit does (the owner counts the send
+// unconfirmed). It used to keep it queued: half an hour later the node
+// took the shard back, the stale outcome counted as a send to drain, and
+// its SIGTERM waited 7 s for it, then exited 1 ("1 groups still had
+// uncommitted work").
+func TestNodeWithoutTheShardDropsWorkQueuedBefore(t *testing.T) {
+	url, schema, h, _, id, _ := soloSendingGroup(t)
+	st, sys, activated := leasedBystander(t, url, schema, "node-f")
+	e, err := New(Config{Store: st, Provider: h.provider, System: sys, SweepInterval: time.Hour, SendRate: 40, SendBurst: 1, Clustered: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// As postResult did while the shard was this node's.
+	e.work.post(id, func(w *groupWork) {
+		w.inflight = map[string]struct{}{"s1": {}}
+		w.results = append(w.results, sendResult{send: group.Send{ID: "s1"}, at: time.Now()})
+	})
+	all := func(string) bool { return true }
+	deadline := time.Now().Add(5 * time.Second)
+	for len(e.work.sending(all, false)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if activated.Load() == 0 {
+		t.Fatal("the group was never activated on node-f: the test tests nothing")
+	}
+	if left := e.work.sending(all, false); len(left) > 0 {
+		t.Errorf("work queued before the shard moved is still held after %d activations: %v", activated.Load(), left)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Stop(ctx); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+}
+
 // A node starting up (Start, then StartCluster a moment later, as serve
 // does) holds no shard yet: it must not resume, route to or remind the
 // groups other nodes own. It once did: the sweeper's first ResumeGroups

@@ -217,7 +217,8 @@ func runT8(ctx context.Context, h *harness) (res scenarioResult) {
 		began := time.Now()
 		stopErr := make(chan error, 1)
 		go func() { stopErr <- owner.p.Stop(40 * time.Second) }()
-		if took, err := firstCommitBy(ctx, other, id, owner.name, head, began, 2*t8TTL+5*time.Second); err != nil {
+		var made time.Duration
+		if took, m, err := firstCommitSeen(ctx, other, id, owner.name, head, began, 2*t8TTL+5*time.Second); err != nil {
 			// Say where the group stood: a group that finished on the old
 			// owner before its shard's turn left nothing to hand off.
 			state := ""
@@ -227,6 +228,7 @@ func runT8(ctx context.Context, h *harness) (res scenarioResult) {
 			res.problems = append(res.problems, "hand-off: "+err.Error()+state)
 		} else {
 			handoffs = append(handoffs, took)
+			made = m
 		}
 		if err := <-stopErr; err != nil {
 			res.problems = append(res.problems, fmt.Sprintf("SIGTERM %s: %v", owner.name, err))
@@ -252,8 +254,8 @@ func runT8(ctx context.Context, h *harness) (res scenarioResult) {
 			}
 			_ = sleep(ctx, 100*time.Millisecond)
 		}
-		h.logf("T8 hand-off %d: SIGTERM %s (owner of %s) at %s; hand-off %v", it, owner.name, id,
-			began.UTC().Format("15:04:05.000"), handoffs)
+		h.logf("T8 hand-off %d: SIGTERM %s (owner of %s) at %s; its first event made after %v; hand-off %v", it, owner.name, id,
+			began.UTC().Format("15:04:05.000"), made.Round(time.Millisecond), handoffs)
 	}
 	reader := live(nil)
 	views, err := reader.drain(ctx, ids, 120*time.Second, false)
@@ -310,21 +312,29 @@ func headSeq(ctx context.Context, reader *server, id string) uint64 {
 // after committed by a node other than old, and returns how long after
 // since it saw it (polling every 20 ms).
 func firstCommitBy(ctx context.Context, reader *server, id, old string, after uint64, since time.Time, limit time.Duration) (time.Duration, error) {
+	seen, _, err := firstCommitSeen(ctx, reader, id, old, after, since, limit)
+	return seen, err
+}
+
+// firstCommitSeen is firstCommitBy that also returns how long after since
+// the event was made (its time, set by the new owner before its commit):
+// the rest of seen is that commit and the reader's polling.
+func firstCommitSeen(ctx context.Context, reader *server, id, old string, after uint64, since time.Time, limit time.Duration) (seen, made time.Duration, err error) {
 	end := time.Now().Add(limit)
 	for time.Now().Before(end) {
 		evs, err := reader.api.stamps(ctx, id)
 		if err == nil {
 			for _, e := range evs {
 				if e.Seq > after && e.Node != old && e.Node != "" {
-					return time.Since(since), nil
+					return time.Since(since), e.At.Sub(since), nil
 				}
 			}
 		}
 		if err := sleep(ctx, 20*time.Millisecond); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	return 0, fmt.Errorf("no commit by another node within %s", limit)
+	return 0, 0, fmt.Errorf("no commit by another node within %s", limit)
 }
 
 // testCluster is three nodes on a fresh PostgreSQL database.
