@@ -434,6 +434,10 @@ type ExpiringLeases interface {
 	// writing nothing (self-fencing when the database cannot be reached):
 	// commits on them fail from then on and the leases expire on their own.
 	DropShards(shards []int)
+	// KeeperLeases is ListLeases for the lease keeper, which reads them to
+	// choose what to acquire: on the lease writes' own connections where
+	// the engine has them, so that it does not wait behind commits.
+	KeeperLeases(ctx context.Context) ([]Lease, error)
 }
 
 // Leases are shard ownership records with an epoch (fencing token). A

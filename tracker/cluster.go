@@ -721,7 +721,7 @@ func (c *cluster) acquire(n int) {
 // acquireRound asks for up to n shards that look free and holds those the
 // database grants: it returns them and how many it asked for.
 func (c *cluster) acquireRound(ctx context.Context, n int) (got []int, asked int, err error) {
-	leases, err := c.t.st.ListLeases(ctx)
+	leases, err := c.cfg.Leases.KeeperLeases(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list leases: %w", err)
 	}

@@ -617,7 +617,7 @@ func TestOwnLeaseWritesDoNotDeadlock(t *testing.T) {
 
 // TestLeaseWritesDoNotQueueBehindThePool holds every connection of the
 // store's pool (as commits and webhook inserts do under load) while the
-// keeper heartbeats, renews, acquires and releases: each answers within
+// keeper heartbeats, renews, reads the leases, acquires and releases: each answers within
 // the keeper's TTL/3 bound. Failed while the lease writes shared the pool:
 // they waited for a free connection until their context ended, and a node
 // that cannot renew within TTL/3 fences itself (the long T8 run's 49th
@@ -658,6 +658,11 @@ func TestLeaseWritesDoNotQueueBehindThePool(t *testing.T) {
 	defer cancel()
 	if got, err := s.RenewShards(c2, "node-a", ttl); err != nil || len(got) != 2 {
 		t.Fatalf("renewal with the pool busy: %+v %v", got, err)
+	}
+	c6, cancel := bounded()
+	defer cancel()
+	if got, err := s.KeeperLeases(c6); err != nil || len(got) != 2 {
+		t.Fatalf("the keeper's lease read with the pool busy: %+v %v", got, err)
 	}
 	c3, cancel := bounded()
 	defer cancel()

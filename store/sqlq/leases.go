@@ -81,7 +81,17 @@ func (d DB) TakeShard(ctx context.Context, shard int, owner string) (uint64, err
 
 // ListLeases returns every shard lease, by shard.
 func (d DB) ListLeases(ctx context.Context) ([]store.Lease, error) {
-	out, err := queryAll(ctx, d.c.Read, scanLease,
+	return d.listLeases(ctx, d.c.Read)
+}
+
+// KeeperLeases is ListLeases on the lease connections (Conn.LeaseWrite).
+// See store.ExpiringLeases.
+func (d DB) KeeperLeases(ctx context.Context) ([]store.Lease, error) {
+	return d.listLeases(ctx, d.c.leaseWrite())
+}
+
+func (d DB) listLeases(ctx context.Context, q Querier) ([]store.Lease, error) {
+	out, err := queryAll(ctx, q, scanLease,
 		`SELECT shard, owner, epoch, COALESCE(expires_at, 0) FROM shard_leases ORDER BY shard`)
 	if err != nil {
 		return nil, d.errorf("list leases: %w", err)
