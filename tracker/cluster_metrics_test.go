@@ -54,17 +54,17 @@ func (s *stealable) RenewShards(ctx context.Context, owner string, ttl time.Dura
 	return ls, err
 }
 
-// The keeper counts lost leases for the lease-loss alert: a shard a
-// renewal no longer finds as taken_over, every held shard when the node
-// fences itself as fenced; a graceful stop counts nothing.
-func TestClusterCountsLostLeases(t *testing.T) {
+// meteredNode starts a tracker on a leased PostgreSQL store of its own
+// schema, counting lost leases; the caller starts its cluster.
+func meteredNode(t *testing.T, node string) (*postgres.Store, *Tracker, *leaseCounter) {
+	t.Helper()
 	url := os.Getenv("CREWCAST_TEST_POSTGRES")
 	if url == "" {
 		t.Skip("cluster tests need CREWCAST_TEST_POSTGRES (e.g. postgres://root@127.0.0.1:5432/test?sslmode=disable); CI sets it")
 	}
 	schema := itSchema(t, url)
 	h := newHarness(t, sim.DefaultFaults(), nil)
-	st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Schema: schema, Owner: "node-m", Leased: true})
+	st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Schema: schema, Owner: node, Leased: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +77,14 @@ func TestClusterCountsLostLeases(t *testing.T) {
 	if err := tr.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	return st, tr, m
+}
+
+// The keeper counts lost leases for the lease-loss alert: a shard a
+// renewal no longer finds as taken_over, every held shard when the node
+// fences itself as fenced; a graceful stop counts nothing.
+func TestClusterCountsLostLeases(t *testing.T) {
+	st, tr, m := meteredNode(t, "node-m")
 	link := &stealable{partitionable: &partitionable{ExpiringLeases: st, Membership: st}}
 	if err := tr.StartCluster(ClusterConfig{Node: "node-m", TTL: clusterTTL, Leases: link, Members: link, Tick: 50 * time.Millisecond}); err != nil {
 		t.Fatal(err)
@@ -146,25 +154,7 @@ func (g *ghostly) RenewShards(ctx context.Context, owner string, ttl time.Durati
 // (the long T8 run: a 2.3 s drain at a 3 s TTL, then a 503 to the next
 // group creation).
 func TestClusterRenewsWhileHandingOff(t *testing.T) {
-	url := os.Getenv("CREWCAST_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("cluster tests need CREWCAST_TEST_POSTGRES (e.g. postgres://root@127.0.0.1:5432/test?sslmode=disable); CI sets it")
-	}
-	schema := itSchema(t, url)
-	h := newHarness(t, sim.DefaultFaults(), nil)
-	st, err := postgres.Open(context.Background(), postgres.Config{URL: url, Schema: schema, Owner: "node-r", Leased: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	m := &leaseCounter{lost: map[string]int{}}
-	tr, err := New(Config{Store: st, Provider: h.provider, SweepInterval: 300 * time.Millisecond, Metrics: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	st, tr, m := meteredNode(t, "node-r")
 	link := &ghostly{partitionable: &partitionable{ExpiringLeases: st, Membership: st}}
 	if err := tr.StartCluster(ClusterConfig{Node: "node-r", TTL: clusterTTL, Leases: link, Members: link,
 		Tick: 50 * time.Millisecond, DrainTimeout: 3 * clusterTTL}); err != nil {

@@ -45,6 +45,28 @@ func (n *recordingNotifier) counts() (notifies, lines int, last time.Time) {
 	return len(n.at), n.lines, last
 }
 
+// afterQuietSpell waits 3 × notifyEvery with nothing sent, then calls
+// send, and checks that the next NOTIFY (after the n so far) goes within
+// notifyEvery/2: a round after a quiet spell is not held back.
+func (n *recordingNotifier) afterQuietSpell(t *testing.T, before int, what string, send func()) {
+	t.Helper()
+	time.Sleep(3 * notifyEvery)
+	sent := time.Now()
+	send()
+	for deadline := time.Now().Add(time.Second); ; {
+		if m, _, last := n.counts(); m > before {
+			if d := last.Sub(sent); d > notifyEvery/2 {
+				t.Errorf("a %s after a quiet spell waited %s", what, d)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the %s after a quiet spell was never sent", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // Under load a node's forwards share NOTIFYs (at most one round per
 // notifyEvery): each NOTIFY is a write transaction and wakes every
 // listening session. The forwards of 20 inbox batches 5 ms apart went out
@@ -82,21 +104,7 @@ func TestForwardsShareNotifiesUnderLoad(t *testing.T) {
 	if n > batches/2 {
 		t.Errorf("%d NOTIFYs for %d inbox batches 5 ms apart: forwards are not sharing them", n, batches)
 	}
-	time.Sleep(3 * notifyEvery)
-	sent := time.Now()
-	fwd(99)
-	for deadline := time.Now().Add(time.Second); ; {
-		if m, _, last := rec.counts(); m > n {
-			if d := last.Sub(sent); d > notifyEvery/2 {
-				t.Errorf("a forward after a quiet spell waited %s", d)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the forward after a quiet spell was never sent")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	rec.afterQuietSpell(t, n, "forward", func() { fwd(99) })
 }
 
 // Under load a node's commits share their changes NOTIFYs too (at most
@@ -151,21 +159,7 @@ func TestChangesShareNotifiesUnderLoad(t *testing.T) {
 	if n > batches/2 {
 		t.Errorf("%d NOTIFYs for %d commit batches 5 ms apart: changes are not sharing them", n, batches)
 	}
-	time.Sleep(3 * notifyEvery)
-	sent := time.Now()
-	publish("grp_late", 1)
-	for deadline := time.Now().Add(time.Second); ; {
-		if m, _, last := rec.counts(); m > n {
-			if d := last.Sub(sent); d > notifyEvery/2 {
-				t.Errorf("a change after a quiet spell waited %s", d)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the change after a quiet spell was never shared")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	rec.afterQuietSpell(t, n, "change", func() { publish("grp_late", 1) })
 }
 
 // A round's items are packed into as few payloads as fit under

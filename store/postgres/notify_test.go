@@ -30,20 +30,7 @@ func TestNotifyStaysInItsSchema(t *testing.T) {
 	go func() {
 		listening <- listener.Listen(ctx, []string{"crewcast_inbox"}, func(_, p string) { got <- p })
 	}()
-	// LISTEN runs asynchronously: repeat a probe from the same schema
-	// until it is heard.
-	for heard := false; !heard; {
-		if err := sameSchema.Notify(ctx, "crewcast_inbox", "probe"); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-got:
-			heard = true
-		case <-time.After(50 * time.Millisecond):
-		case <-ctx.Done():
-			t.Fatal("the listener never heard its own schema")
-		}
-	}
+	awaitListening(ctx, t, sameSchema, "crewcast_inbox", got)
 	if err := otherSchema.Notify(ctx, "crewcast_inbox", "other schema"); err != nil {
 		t.Fatal(err)
 	}
@@ -147,18 +134,7 @@ func TestNotifySeveralPayloadsInOneTransaction(t *testing.T) {
 	go func() {
 		listening <- listener.Listen(ctx, []string{"round"}, func(_, p string) { got <- p })
 	}()
-	for ready := false; !ready; {
-		if err := sender.Notify(ctx, "round", "probe"); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-got:
-			ready = true
-		case <-time.After(50 * time.Millisecond):
-		case <-ctx.Done():
-			t.Fatal("the listener never heard the probe")
-		}
-	}
+	awaitListening(ctx, t, sender, "round", got)
 	var want []string
 	for i := range 5 {
 		want = append(want, fmt.Sprintf("%d:%s", i, strings.Repeat("x", 7000)))
@@ -186,5 +162,23 @@ func TestNotifySeveralPayloadsInOneTransaction(t *testing.T) {
 	cancel()
 	if err := <-listening; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// awaitListening repeats a "probe" NOTIFY on channel from sender until the
+// listener's payloads (got) show it: LISTEN runs asynchronously.
+func awaitListening(ctx context.Context, t *testing.T, sender *Store, channel string, got <-chan string) {
+	t.Helper()
+	for {
+		if err := sender.Notify(ctx, channel, "probe"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-got:
+			return
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatalf("the listener never heard a probe on %s", channel)
+		}
 	}
 }
