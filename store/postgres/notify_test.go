@@ -119,9 +119,10 @@ func TestListenSeveralChannelsInOneSession(t *testing.T) {
 	}
 }
 
-// A round of payloads goes in one transaction (one wake-up of every
-// listening session), each heard in order, even when together they are
-// far over a single NOTIFY's 8,000-byte limit.
+// A round of payloads goes in one statement, hence one transaction (that
+// part is by construction, not asserted here): each payload is heard, in
+// order, even when together they are far over a single NOTIFY's
+// 8,000-byte limit, and an empty round sends nothing.
 func TestNotifySeveralPayloadsInOneTransaction(t *testing.T) {
 	url := serverURL(t)
 	schema := newSchema(t, url)
