@@ -150,10 +150,14 @@ type cluster struct {
 	cfg ClusterConfig
 	t   *Tracker
 
-	mu       sync.Mutex
-	held     map[int]bool // shards whose lease this node holds
-	draining map[int]bool // shards being handed off: no new claims
-	nodes    []store.Node
+	mu   sync.Mutex
+	held map[int]bool // shards whose lease this node holds
+	// heldSince is when each held shard was last acquired: a renewal
+	// judges only the shards held before it began (an acquisition runs
+	// at the same time, and its shards were not asked to renew).
+	heldSince map[int]time.Time
+	draining  map[int]bool // shards being handed off: no new claims
+	nodes     []store.Node
 	// validUntil is the local (monotonic) time before which every held
 	// lease is surely still live on the database clock: the start of the
 	// last successful renewal plus the TTL, less a safety margin.
@@ -162,11 +166,12 @@ type cluster struct {
 	// leaving: Leave began; the node takes nothing and no longer
 	// heartbeats (the others' shares already count it out).
 	leaving bool
-	// pokes asks the keeper to balance now: another node released shards
-	// or left (leaseChange); renewNow, to renew first (reading the members).
-	pokes    chan struct{}
-	renewNow atomic.Bool
-	resuming sync.WaitGroup // resumeShards of acquired shards
+	// pokes asks the keeper to balance now: a renewal read the members,
+	// another node released shards (leaseChange). renewPokes asks for a
+	// renewal now, which reads the members (a node left), then a balance.
+	pokes      chan struct{}
+	renewPokes chan struct{}
+	resuming   sync.WaitGroup // resumeShards of acquired shards
 	// handingOff: a hand-off to the others (handOff) is draining, off the
 	// keeper's loop, which goes on renewing; it balances nothing else
 	// meanwhile.
@@ -204,9 +209,9 @@ func (t *Tracker) StartCluster(cfg ClusterConfig) error {
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = t.cfg.SendTimeout + 5*time.Second
 	}
-	c := &cluster{cfg: cfg, t: t, held: map[int]bool{}, draining: map[int]bool{},
+	c := &cluster{cfg: cfg, t: t, held: map[int]bool{}, heldSince: map[int]time.Time{}, draining: map[int]bool{},
 		stop: make(chan struct{}), done: make(chan struct{}), wake: make(chan wakeUp, 4096), missed: map[int]bool{},
-		pokes: make(chan struct{}, 1)}
+		pokes: make(chan struct{}, 1), renewPokes: make(chan struct{}, 1)}
 	t.cluster.Store(c)
 	// Before any request is served (the server starts HTTP after this).
 	t.cfg.NewID = t.ownedID(t.cfg.NewID)
@@ -480,16 +485,17 @@ func (c *cluster) holds(shard int) bool {
 
 func (c *cluster) run() {
 	defer close(c.done)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() { defer wg.Done(); c.renewing() }()
 	if c.cfg.Notifier != nil {
-		var wg sync.WaitGroup
 		wg.Add(3)
 		go func() { defer wg.Done(); c.notify() }()
 		go func() { defer wg.Done(); c.listen() }() // both channels, one session
 		go func() { defer wg.Done(); c.shareChanges() }()
-		defer wg.Wait()
 	}
-	lastRenew := time.Time{}
-	timer := time.NewTimer(0)
+	timer := time.NewTimer(c.cfg.Tick)
 	defer timer.Stop()
 	for {
 		select {
@@ -499,16 +505,49 @@ func (c *cluster) run() {
 		case <-c.pokes:
 			timer.Stop()
 		}
-		if c.renewNow.Swap(false) || time.Since(lastRenew) >= c.cfg.TTL/3 {
-			if c.renew() {
-				lastRenew = time.Now()
-			}
-		}
-		c.fenceIfLate()
 		if !c.t.closing.Load() && !c.isLeaving() {
 			c.balance()
 		}
 		timer.Reset(c.cfg.Tick)
+	}
+}
+
+// renewing renews the held leases (and heartbeats) every TTL/3, counted
+// from the start of the last renewal that succeeded, at once when asked
+// (renewSoon), and again at every Tick after one that failed. It runs
+// apart from the keeper's loop: an acquisition (which can wait in the
+// database for up to TTL/3, under load for longer) never delays a
+// renewal, which would fence the node (the long T8 run did so nine times
+// with renewals that were fast but late). After each renewal the keeper
+// balances on the members it read.
+func (c *cluster) renewing() {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-timer.C:
+		case <-c.renewPokes:
+			timer.Stop()
+		}
+		began := time.Now()
+		wait := c.cfg.Tick
+		if c.renew() {
+			wait = c.cfg.TTL/3 - time.Since(began)
+			c.poke()
+		}
+		c.fenceIfLate()
+		timer.Reset(max(wait, 0))
+	}
+}
+
+// renewSoon asks for a renewal now (which reads the members), then a
+// balance.
+func (c *cluster) renewSoon() {
+	select {
+	case c.renewPokes <- struct{}{}:
+	default:
 	}
 }
 
@@ -518,8 +557,7 @@ func (c *cluster) isLeaving() bool {
 	return c.leaving
 }
 
-// poke asks the keeper to balance now (and to renew first when renewNow
-// is set).
+// poke asks the keeper to balance now.
 func (c *cluster) poke() {
 	select {
 	case c.pokes <- struct{}{}:
@@ -564,7 +602,7 @@ func (c *cluster) renew() bool {
 	}
 	lost := 0
 	for sh := range c.held {
-		if !kept[sh] {
+		if !kept[sh] && c.heldSince[sh].Before(began) {
 			c.t.log.Warn("lease lost", "shard", sh)
 			delete(c.held, sh)
 			lost++
@@ -758,6 +796,7 @@ func (c *cluster) acquireRound(ctx context.Context, n int) (got []int, asked int
 	c.mu.Lock()
 	for _, l := range leased {
 		c.held[l.Shard] = true
+		c.heldSince[l.Shard] = time.Now()
 		got = append(got, l.Shard)
 	}
 	c.mu.Unlock()
@@ -918,7 +957,8 @@ func (c *cluster) announce(ctx context.Context, item string) {
 // after its row was deleted, so the read no longer counts it).
 func (c *cluster) heard(item string) {
 	if left, ok := strings.CutPrefix(item, leaseChange+":"); ok && left != c.cfg.Node {
-		c.renewNow.Store(true)
+		c.renewSoon()
+		return
 	}
 	c.poke()
 }

@@ -180,8 +180,7 @@ func TestClusterRenewsWhileHandingOff(t *testing.T) {
 	tr.work.addInflight(key, []string{"stuck"})
 	link.joined.Store(true)
 	if c := tr.cluster.Load(); c != nil {
-		c.renewNow.Store(true) // read the members now, as after a join announcement
-		c.poke()
+		c.renewSoon() // read the members now, as after a join announcement
 	}
 	awaitShards(t, 5*time.Second, "the other shards handed off", func() bool { return len(tr.ClusterShards()) == store.NumShards/2+1 })
 	before := link.renews.Load()
@@ -197,4 +196,77 @@ func TestClusterRenewsWhileHandingOff(t *testing.T) {
 	}
 	tr.work.dropInflight(key, []string{"stuck"})
 	awaitShards(t, 5*time.Second, "the drained shard handed off", func() bool { return len(tr.ClusterShards()) == store.NumShards/2 })
+}
+
+// stuckAcquirer makes acquisitions hang, once stuck is set, until unstick
+// is closed (a statement waiting in the database past its context, as an
+// acquisition on an overloaded server did), and counts renewals.
+type stuckAcquirer struct {
+	*partitionable
+	stuck   atomic.Bool
+	unstick chan struct{}
+	renews  atomic.Int64
+}
+
+func (s *stuckAcquirer) AcquireShards(ctx context.Context, owner string, shards []int, ttl time.Duration) ([]store.Lease, error) {
+	if s.stuck.Load() {
+		<-s.unstick
+	}
+	return s.partitionable.AcquireShards(ctx, owner, shards, ttl)
+}
+
+func (s *stuckAcquirer) RenewShards(ctx context.Context, owner string, ttl time.Duration) ([]store.Lease, error) {
+	s.renews.Add(1)
+	return s.partitionable.RenewShards(ctx, owner, ttl)
+}
+
+// The keeper renews on time while an acquisition takes long: renewals do
+// not wait behind it. Failed while one loop renewed and then balanced: an
+// acquisition held the loop, the next renewal came late, and the node
+// fenced every shard it held (the long T8 run's hand-off phase: nine
+// self-fences, renewals fast but late, one right after a 1,142 ms
+// acquisition at a 3 s TTL).
+func TestClusterRenewsWhileAcquiring(t *testing.T) {
+	st, tr, m := meteredNode(t, "node-q")
+	link := &stuckAcquirer{partitionable: &partitionable{ExpiringLeases: st, Membership: st}, unstick: make(chan struct{})}
+	if err := tr.StartCluster(ClusterConfig{Node: "node-q", TTL: clusterTTL, Leases: link, Members: link,
+		Tick: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	unstuck := false
+	unstick := func() {
+		if !unstuck {
+			unstuck = true
+			close(link.unstick)
+		}
+	}
+	t.Cleanup(func() {
+		unstick()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := tr.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+		_ = tr.StopCluster(ctx)
+	})
+	awaitShards(t, 10*time.Second, "every shard held", func() bool { return len(tr.ClusterShards()) == store.NumShards })
+	// One shard's lease ends behind the keeper's back (released through
+	// the store): the node is under its share and acquires it again, and
+	// that acquisition hangs.
+	link.stuck.Store(true)
+	if err := st.ReleaseShards(context.Background(), "node-q", []int{7}); err != nil {
+		t.Fatal(err)
+	}
+	awaitShards(t, 2*clusterTTL, "the released shard to be dropped", func() bool { return len(tr.ClusterShards()) == store.NumShards-1 })
+	before := link.renews.Load()
+	time.Sleep(2 * clusterTTL) // the acquisition hangs; the safe span passes twice
+	if got := m.get(LeaseLostFenced); got != 0 {
+		t.Errorf("the node fenced %d shards while an acquisition hung", got)
+	}
+	if n := link.renews.Load() - before; n < 3 {
+		t.Errorf("%d renewals in %s of a hanging acquisition, want one every TTL/3", n, 2*clusterTTL)
+	}
+	link.stuck.Store(false)
+	unstick()
+	awaitShards(t, 2*clusterTTL, "every shard held again", func() bool { return len(tr.ClusterShards()) == store.NumShards })
 }

@@ -680,3 +680,75 @@ func TestLeaseWritesDoNotQueueBehindThePool(t *testing.T) {
 		t.Fatalf("leave with the pool busy: %v", err)
 	}
 }
+
+// A renewal never waits for an acquisition of the same store instance: an
+// acquisition can wait in the database (here on another session's
+// uncommitted insert of the shard it asks for; under load, on its
+// statements), and a renewal queued behind it for longer than the lease's
+// safe span makes the node fence itself. Failed while every lease write of
+// an instance took one lock (lockWrites): the renewal waited for the
+// acquisition to end (the long T8 run fenced nodes that way, renewals fast
+// but late).
+func TestRenewalDoesNotWaitForAnAcquisition(t *testing.T) {
+	url := serverURL(t)
+	schema := newSchema(t, url)
+	ctx := context.Background()
+	s := openIn(t, url, schema, storetest.Config{Owner: "node-a", Leased: true})
+	const ttl = 3 * time.Second
+	if got, err := s.AcquireShards(ctx, "node-a", []int{1, 2}, ttl); err != nil || len(got) != 2 {
+		t.Fatalf("acquire: %+v %v", got, err)
+	}
+	other, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Rollback(ctx) }()
+	if _, err := other.Exec(ctx, `INSERT INTO shard_leases (shard, owner, epoch, expires_at) VALUES (5, 'node-x', 1, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	acquired := make(chan []store.Lease, 1)
+	go func() {
+		actx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		got, err := s.AcquireShards(actx, "node-a", []int{5}, ttl)
+		if err != nil {
+			t.Errorf("acquire behind the insert: %v", err)
+		}
+		acquired <- got
+	}()
+	time.Sleep(200 * time.Millisecond) // the acquisition waits on the insert
+	select {
+	case got := <-acquired:
+		t.Fatalf("the acquisition did not wait for the other session: %+v", got)
+	default:
+	}
+	renewed := make(chan error, 1)
+	go func() {
+		rctx, cancel := context.WithTimeout(ctx, ttl/3)
+		defer cancel()
+		got, err := s.RenewShards(rctx, "node-a", ttl)
+		if err == nil && len(got) != 2 {
+			err = fmt.Errorf("renewed %+v, want shards 1 and 2", got)
+		}
+		renewed <- err
+	}()
+	waited := false
+	select {
+	case err := <-renewed:
+		if err != nil {
+			t.Errorf("renewal during an acquisition: %v", err)
+		}
+	case <-time.After(ttl):
+		t.Errorf("the renewal waited %s for an acquisition in progress", ttl)
+		waited = true
+	}
+	if err := other.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-acquired; len(got) != 1 || got[0].Shard != 5 || got[0].Owner != "node-a" {
+		t.Errorf("after the other session rolled back, acquired %+v; want shard 5", got)
+	}
+	if waited {
+		<-renewed
+	}
+}

@@ -2,13 +2,11 @@ package sqlq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/store"
 )
 
@@ -33,13 +31,10 @@ func LeaseLive(engine, prefix string) string {
 
 func (d DB) now() string { return DBNow(d.c.Engine) }
 
-// skipLocked is AcquireShards' PostgreSQL condition (one more argument:
-// the shard) that passes over a lease row another transaction has locked —
-// a commit of its holder, FOR KEY SHARE until it ends, which this FOR
-// UPDATE conflicts with (a renewal does not) — instead of waiting for
-// it: the other shards of the same acquisition are taken now, that one at
-// a later tick. (SQLite has one writer at a time: nothing to skip.)
-const skipLocked = ` AND shard IN (SELECT shard FROM shard_leases WHERE shard = ? FOR UPDATE SKIP LOCKED)`
+// inList is "(?, ?, …)" for n arguments.
+func inList(n int) string {
+	return "(" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")"
+}
 
 func checkShards(shards []int) error {
 	for _, sh := range shards {
@@ -53,6 +48,14 @@ func checkShards(shards []int) error {
 // AcquireShards takes each of shards that nobody holds, whose lease
 // expired, or that is held without expiry, for owner at the next epoch
 // until ttl from now on the database clock. See store.ExpiringLeases.
+//
+// Two statements whatever the number of shards (it was two per shard, and
+// an acquisition of 30 shards took over a second on a loaded server): one
+// inserts the rows nobody has, one takes the expired ones. It does not
+// take the instance's lease-write lock (lockWrites): it writes only rows
+// this instance does not hold, which a renewal or a release of it never
+// touches, and it never waits for a row lock (SKIP LOCKED), so a renewal
+// never queues behind it.
 func (d DB) AcquireShards(ctx context.Context, owner string, shards []int, ttl time.Duration) ([]store.Lease, error) {
 	if err := checkShards(shards); err != nil {
 		return nil, d.errorf("acquire shards: %w", err)
@@ -60,37 +63,64 @@ func (d DB) AcquireShards(ctx context.Context, owner string, shards []int, ttl t
 	if ttl <= 0 {
 		return nil, d.errorf("acquire shards: ttl %s must be positive", ttl)
 	}
+	if len(shards) == 0 {
+		return nil, nil
+	}
+	shards = slices.Sorted(slices.Values(shards))
+	shards = slices.Compact(shards)
 	var got []store.Lease
-	defer d.c.Epochs.lockWrites()()
+	scan := func(r Rows) (store.Lease, error) {
+		var shard, epoch, exp int64
+		err := r.Scan(&shard, &epoch, &exp)
+		return store.Lease{Shard: int(shard), Owner: owner, Epoch: uint64(epoch), ExpiresAt: time.Unix(0, exp)}, err
+	}
 	err := d.c.leaseTx(ctx, func(tx Querier) error {
-		got = got[:0]
+		// Rows in shard order: two acquisitions inserting the same new
+		// rows wait for each other in the same order, never in a cycle.
+		args := make([]any, 0, 3*len(shards))
 		for _, sh := range shards {
-			l := store.Lease{Shard: sh, Owner: owner}
-			var epoch, exp int64
-			err := tx.QueryRow(ctx, `INSERT INTO shard_leases (shard, owner, epoch, expires_at) VALUES (?, ?, 1, `+d.now()+` + ?)
-				ON CONFLICT (shard) DO NOTHING RETURNING epoch, expires_at`, sh, owner, int64(ttl)).Scan(&epoch, &exp)
-			if errors.Is(err, actor.ErrNotFound) {
-				q, args := `UPDATE shard_leases SET owner = ?, epoch = epoch + 1, expires_at = `+d.now()+` + ?
-					WHERE shard = ? AND (expires_at IS NULL OR expires_at <= `+d.now()+`)`, []any{owner, int64(ttl), sh}
-				if d.c.Engine == "postgres" {
-					q, args = q+skipLocked, append(args, sh)
-				}
-				err = tx.QueryRow(ctx, q+` RETURNING epoch, expires_at`, args...).Scan(&epoch, &exp)
-				if errors.Is(err, actor.ErrNotFound) {
-					continue // live: someone holds it
-				}
-			}
-			if err != nil {
-				return err
-			}
-			l.Epoch, l.ExpiresAt = uint64(epoch), time.Unix(0, exp)
-			got = append(got, l)
+			args = append(args, sh, owner, int64(ttl))
 		}
+		inserted, err := queryAll(ctx, tx, scan, `INSERT INTO shard_leases (shard, owner, epoch, expires_at) VALUES `+
+			strings.TrimSuffix(strings.Repeat(`(?, ?, 1, `+d.now()+` + ?), `, len(shards)), ", ")+`
+			ON CONFLICT (shard) DO NOTHING RETURNING shard, epoch, expires_at`, args...)
+		if err != nil {
+			return err
+		}
+		got = inserted
+		var rest []any
+		for _, sh := range shards {
+			if !slices.ContainsFunc(inserted, func(l store.Lease) bool { return l.Shard == sh }) {
+				rest = append(rest, sh)
+			}
+		}
+		if len(rest) == 0 {
+			return nil
+		}
+		q := `UPDATE shard_leases SET owner = ?, epoch = epoch + 1, expires_at = ` + d.now() + ` + ?
+			WHERE shard IN ` + inList(len(rest)) + ` AND (expires_at IS NULL OR expires_at <= ` + d.now() + `)`
+		args = append([]any{owner, int64(ttl)}, rest...)
+		if d.c.Engine == "postgres" {
+			// Pass over a row another transaction has locked — a commit of
+			// its holder, FOR KEY SHARE until it ends, which this FOR
+			// UPDATE conflicts with (a renewal does not) — instead of
+			// waiting for it: the other shards are taken now, that one at
+			// a later tick. (SQLite has one writer at a time.)
+			q += ` AND shard IN (SELECT shard FROM shard_leases WHERE shard IN ` + inList(len(rest)) +
+				` ORDER BY shard FOR UPDATE SKIP LOCKED)`
+			args = append(args, rest...)
+		}
+		taken, err := queryAll(ctx, tx, scan, q+` RETURNING shard, epoch, expires_at`, args...)
+		if err != nil {
+			return err
+		}
+		got = append(got, taken...)
 		return nil
 	})
 	if err != nil {
 		return nil, d.errorf("acquire shards: %w", err)
 	}
+	sortLeases(got)
 	for _, l := range got {
 		d.c.Epochs.Set(l.Shard, l.Epoch)
 	}
@@ -106,12 +136,13 @@ func (d DB) RenewShards(ctx context.Context, owner string, ttl time.Duration) ([
 	}
 	defer d.c.Epochs.lockWrites()()
 	var held []int
+	var epochs []uint64
 	var args []any
 	args = append(args, int64(ttl), owner)
 	var conds []string
 	for sh := range store.NumShards {
 		if e := d.c.Epochs.Of(sh); e != 0 {
-			held = append(held, sh)
+			held, epochs = append(held, sh), append(epochs, e)
 			conds = append(conds, `(shard = ? AND epoch = ?)`)
 			args = append(args, sh, int64(e))
 		}
@@ -130,9 +161,11 @@ func (d DB) RenewShards(ctx context.Context, owner string, ttl time.Duration) ([
 	for _, l := range renewed {
 		kept[l.Shard] = true
 	}
-	for _, sh := range held {
+	for i, sh := range held {
 		if !kept[sh] {
-			d.c.Epochs.Set(sh, 0)
+			// Unless held again at another epoch meanwhile (an
+			// acquisition does not wait for a renewal).
+			d.c.Epochs.clearIf(sh, epochs[i])
 		}
 	}
 	sortLeases(renewed)

@@ -109,12 +109,13 @@ type Epochs struct {
 	writes sync.Mutex
 }
 
-// lockWrites serializes this instance's own lease writes (acquire, renew,
-// release, take) and returns the unlock. Run at once, a release's
+// lockWrites serializes this instance's writes of the leases it holds
+// (renew, release, take) and returns the unlock. Run at once, a release's
 // per-shard updates and a renewal's one update of every held row lock the
 // same rows in different orders, and PostgreSQL aborts one of them as a
 // deadlock after deadlock_timeout (T8 saw a leaving node's release fail
-// that way). Each write is bounded by its own context, so the wait is too.
+// that way). Acquisitions do not take it (see AcquireShards). Each write
+// is bounded by its own context, so the wait is too.
 func (e *Epochs) lockWrites() func() {
 	e.writes.Lock()
 	return e.writes.Unlock
@@ -131,6 +132,15 @@ func (e *Epochs) Of(shard int) uint64 {
 func (e *Epochs) Set(shard int, epoch uint64) {
 	e.mu.Lock()
 	e.held[shard] = epoch
+	e.mu.Unlock()
+}
+
+// clearIf records shard as not held if it is held at epoch.
+func (e *Epochs) clearIf(shard int, epoch uint64) {
+	e.mu.Lock()
+	if e.held[shard] == epoch {
+		e.held[shard] = 0
+	}
 	e.mu.Unlock()
 }
 

@@ -128,6 +128,42 @@ func testLeaseExpiryTakeover(t *testing.T, o Options) {
 	}
 }
 
+// One acquisition of shards in every state: nobody's (inserted at epoch
+// 1), released (taken at the next epoch), live (left alone), asked twice
+// and out of order (taken once). It is two statements whatever the count.
+func testLeaseAcquireMixed(t *testing.T, o Options) {
+	db := o.NewDB(t)
+	a := db.Open(t, Config{Owner: "node-a", Leased: true})
+	b := db.Open(t, Config{Owner: "node-b", Leased: true})
+	if got := acquire(t, a, "node-a", []int{0, 1, 2}); len(got) != 3 {
+		t.Fatalf("a acquired %+v", got)
+	}
+	if err := expiring(t, a).ReleaseShards(context.Background(), "node-a", []int{1}); err != nil {
+		t.Fatal(err)
+	}
+	got := acquire(t, b, "node-b", []int{4, 2, 1, 3, 1})
+	want := []store.Lease{{Shard: 1, Owner: "node-b", Epoch: 2}, {Shard: 3, Owner: "node-b", Epoch: 1}, {Shard: 4, Owner: "node-b", Epoch: 1}}
+	if len(got) != len(want) {
+		t.Fatalf("b acquired %+v, want shards 1 (epoch 2), 3 and 4", got)
+	}
+	for i, l := range got {
+		if l.Shard != want[i].Shard || l.Owner != want[i].Owner || l.Epoch != want[i].Epoch || l.ExpiresAt.IsZero() {
+			t.Fatalf("b acquired %+v, want shards 1 (epoch 2), 3 and 4", got)
+		}
+	}
+	for _, key := range keysOnDistinctShards("m", 64) {
+		switch store.ShardOf(key) {
+		case 1, 3:
+			commitOK(t, b, actor.Unit{Key: key, Events: events("b", 1)})
+		case 2:
+			commitOK(t, a, actor.Unit{Key: key, Events: events("a", 1)})
+			if res := commit(t, b, actor.Unit{Key: key, ExpectSeq: 1, Events: events("b", 1)}); !errors.Is(res[0], actor.ErrFenced) {
+				t.Fatalf("b committed in a's live shard: %v", res[0])
+			}
+		}
+	}
+}
+
 func testLeaseRenewal(t *testing.T, o Options) {
 	db := o.NewDB(t)
 	a := db.Open(t, Config{Owner: "node-a", Leased: true, Now: skewed(-time.Hour)})

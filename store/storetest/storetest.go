@@ -100,6 +100,7 @@ func Run(t *testing.T, o Options) {
 		{"Leases", testLeases},
 		{"LeaseExpiryTakeover", testLeaseExpiryTakeover},
 		{"LeaseRenewal", testLeaseRenewal},
+		{"LeaseAcquireMixed", testLeaseAcquireMixed},
 		{"LeaseCommitVersusTakeover", testLeaseCommitVersusTakeover},
 		{"JournalStamps", testJournalStamps},
 		{"JournalStampsVersusRelease", testJournalStampsVersusRelease},
