@@ -156,11 +156,37 @@ func TestCrash(t *testing.T) {
 			url := serverURL(t)
 			return newSchema(t, url) + " " + url
 		},
+		// The application name (the schema) finds the child's backends.
 		Open: func(ctx context.Context, dsn string) (store.Store, error) {
 			schema, url, _ := strings.Cut(dsn, " ")
-			return Open(ctx, Config{URL: url, Schema: schema, MaxConns: 2})
+			return Open(ctx, Config{URL: withAppName(url, schema), Schema: schema, MaxConns: 2})
+		},
+		Settle: func(t *testing.T, dsn string) {
+			schema, url, _ := strings.Cut(dsn, " ")
+			for end := time.Now().Add(30 * time.Second); ; {
+				var n int
+				if err := adminExec(t, url, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, schema).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					return
+				}
+				if time.Now().After(end) {
+					t.Fatalf("%d sessions of the killed child still open after 30 s", n)
+				}
+				time.Sleep(20 * time.Millisecond) // the server ends them on its own
+			}
 		},
 	})
+}
+
+// withAppName adds application_name=name to a connection URL.
+func withAppName(url, name string) string {
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "application_name=" + name
 }
 
 func TestConfig(t *testing.T) {
@@ -193,11 +219,7 @@ func TestConnectionLoss(t *testing.T) {
 	url := serverURL(t)
 	schema := newSchema(t, url)
 	// The application name lets the test find this store's backends.
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	s := openIn(t, url+sep+"application_name="+schema, schema, storetest.Config{})
+	s := openIn(t, withAppName(url, schema), schema, storetest.Config{})
 	ctx := context.Background()
 	unit := func(seq uint64) actor.Unit {
 		return actor.Unit{Key: "g", ExpectSeq: seq, Events: []actor.Event{{Type: "t"}}}
