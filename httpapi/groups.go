@@ -364,7 +364,15 @@ func (a *api) createGroup(w http.ResponseWriter, r *http.Request) error {
 // groupView reads a group's projection, with its roster in the order the
 // client gave it (the group.created event's order) when withRecipients.
 func (a *api) groupView(ctx context.Context, id string, withRecipients bool) (groupJSON, error) {
-	row, err := a.store.GetGroup(ctx, id)
+	var row store.GroupRow
+	var rows []store.DeliveryRow
+	var err error
+	if withRecipients {
+		// One read: the status and counts agree with the recipients.
+		row, rows, err = a.store.GroupSnapshot(ctx, id)
+	} else {
+		row, err = a.store.GetGroup(ctx, id)
+	}
 	if err != nil {
 		return groupJSON{}, err
 	}
@@ -376,19 +384,6 @@ func (a *api) groupView(ctx context.Context, id string, withRecipients bool) (gr
 	g.policyJSON = pol.group()
 	if !withRecipients {
 		return g, nil
-	}
-	var rows []store.DeliveryRow
-	q := store.DeliveryQuery{GroupID: id, Limit: 10000}
-	for {
-		page, next, err := a.store.ListDeliveries(ctx, q)
-		if err != nil {
-			return groupJSON{}, err
-		}
-		rows = append(rows, page...)
-		if next == "" {
-			break
-		}
-		q.Cursor = next
 	}
 	roster, err := a.roster(ctx, id)
 	if err != nil {

@@ -287,6 +287,10 @@ type CodeCount struct {
 // Projections are the report read models; written only through Effects.
 type Projections interface {
 	GetGroup(ctx context.Context, id string) (GroupRow, error)
+	// GroupSnapshot returns the group's row and all its deliveries (by
+	// number) from one consistent read, so that the row's status and
+	// counts agree with the deliveries; actor.ErrNotFound when missing.
+	GroupSnapshot(ctx context.Context, id string) (GroupRow, []DeliveryRow, error)
 	ListGroups(ctx context.Context, q GroupQuery) (rows []GroupRow, next string, err error)
 	ListDeliveries(ctx context.Context, q DeliveryQuery) (rows []DeliveryRow, next string, err error)
 	Summarize(ctx context.Context, q DeliveryQuery) (Summary, error)

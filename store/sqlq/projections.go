@@ -38,6 +38,25 @@ func (d DB) GetGroup(ctx context.Context, id string) (store.GroupRow, error) {
 	return g, nil
 }
 
+// GroupSnapshot returns the group's row and its deliveries by number from
+// one read. See store.Projections.
+func (d DB) GroupSnapshot(ctx context.Context, id string) (store.GroupRow, []store.DeliveryRow, error) {
+	var g store.GroupRow
+	var rows []store.DeliveryRow
+	err := d.c.ReadTx(ctx, func(tx Querier) error {
+		var err error
+		if g, err = scanGroup(tx.QueryRow(ctx, `SELECT `+groupCols+` FROM groups WHERE id = ?`, id)); err != nil {
+			return err
+		}
+		rows, err = queryAll(ctx, tx, scanDelivery, `SELECT `+deliveryCols+` FROM deliveries WHERE group_id = ? ORDER BY number`, id)
+		return err
+	})
+	if err != nil {
+		return store.GroupRow{}, nil, d.errorf("group snapshot %q: %w", id, err)
+	}
+	return g, rows, nil
+}
+
 // ListGroups returns groups newest first, one page at a time.
 func (d DB) ListGroups(ctx context.Context, q store.GroupQuery) ([]store.GroupRow, string, error) {
 	limit := store.ClampLimit(q.Limit, 50, 1000)

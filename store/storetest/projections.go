@@ -13,6 +13,82 @@ import (
 	"github.com/crewcast/crewcast/store"
 )
 
+// GroupSnapshot's row agrees with its deliveries while commits land: each
+// commit marks one more recipient delivered and counts it in the row, and
+// every snapshot read meanwhile must count in the row exactly the
+// deliveries it returns. Two separate reads (the row, then the deliveries)
+// paired a row with the deliveries of a later commit: the group view said
+// "awaiting" with every recipient final (a chaos T5 failure).
+func testGroupSnapshot(t *testing.T, o Options) {
+	s, _, _ := open(t, o)
+	ctx := context.Background()
+	if _, _, err := s.GroupSnapshot(ctx, "none"); !errors.Is(err, actor.ErrNotFound) {
+		t.Fatalf("GroupSnapshot(missing) = %v", err)
+	}
+	const n = 150
+	row := func(done int) *store.GroupRow {
+		st := crewcast.GroupSending
+		if done == n {
+			st = crewcast.GroupComplete
+		}
+		return &store.GroupRow{ID: "g-snap", Status: st, From: "+15550100000", Mode: crewcast.ModeIndividual,
+			CreatedAt: t0, UpdatedAt: t0, Counts: map[string]int{"pending": n - done, "delivered": done}, Seq: uint64(done + 1)}
+	}
+	number := func(i int) string { return fmt.Sprintf("+1555030%04d", i) }
+	var ds []store.DeliveryRow
+	for i := range n {
+		ds = append(ds, store.DeliveryRow{GroupID: "g-snap", Number: number(i), Status: crewcast.StatusPending, UpdatedAt: t0})
+	}
+	commitOK(t, s, actor.Unit{Key: "g-snap", Events: events("c", 1), Effects: []any{store.Effects{Group: row(0), Deliveries: ds}}})
+	done := make(chan error, 1)
+	go func() {
+		for i := range n {
+			d := store.DeliveryRow{GroupID: "g-snap", Number: number(i), Status: crewcast.StatusDelivered, UpdatedAt: t0.Add(time.Duration(i+1) * time.Second)}
+			u := actor.Unit{Key: "g-snap", ExpectSeq: uint64(i + 1), Events: events("d", 1),
+				Effects: []any{store.Effects{Group: row(i + 1), Deliveries: []store.DeliveryRow{d}}}}
+			res, err := s.Commit(ctx, []actor.Unit{u})
+			if err == nil {
+				err = res[0]
+			}
+			if err != nil {
+				done <- fmt.Errorf("commit %d: %w", i, err)
+				return
+			}
+		}
+		done <- nil
+	}()
+	reads, writing := 0, true
+	for writing || reads == 0 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			writing = false
+		default:
+		}
+		g, rows, err := s.GroupSnapshot(ctx, "g-snap")
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads++
+		delivered := 0
+		for _, d := range rows {
+			if d.Status == crewcast.StatusDelivered {
+				delivered++
+			}
+		}
+		if len(rows) != n || g.Counts["delivered"] != delivered || g.Seq != uint64(delivered+1) {
+			t.Fatalf("read %d: the row counts %d delivered at seq %d; its %d deliveries have %d", reads, g.Counts["delivered"], g.Seq, len(rows), delivered)
+		}
+	}
+	g, rows, err := s.GroupSnapshot(ctx, "g-snap")
+	if err != nil || g.Status != crewcast.GroupComplete || len(rows) != n || rows[0].Number != number(0) || rows[n-1].Number != number(n-1) {
+		t.Fatalf("final snapshot: %s, %d rows, %v", g.Status, len(rows), err)
+	}
+	t.Logf("%d snapshots while %d commits landed", reads, n)
+}
+
 func testGroups(t *testing.T, o Options) {
 	s, _, _ := open(t, o)
 	ctx := context.Background()

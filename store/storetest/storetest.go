@@ -108,6 +108,7 @@ func Run(t *testing.T, o Options) {
 		{"Reminders", testReminders},
 		{"Routes", testRoutes},
 		{"Groups", testGroups},
+		{"GroupSnapshot", testGroupSnapshot},
 		{"Deliveries", testDeliveries},
 		{"DeliveriesMany", testDeliveriesMany},
 		{"Replies", testReplies},
