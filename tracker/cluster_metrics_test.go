@@ -270,3 +270,59 @@ func TestClusterRenewsWhileAcquiring(t *testing.T) {
 	unstick()
 	awaitShards(t, 2*clusterTTL, "every shard held again", func() bool { return len(tr.ClusterShards()) == store.NumShards })
 }
+
+// slowBeats makes heartbeats take until their context ends, once slow is
+// set (a membership write behind a loaded server), and counts renewals.
+type slowBeats struct {
+	*partitionable
+	slow   atomic.Bool
+	renews atomic.Int64
+}
+
+func (s *slowBeats) Heartbeat(ctx context.Context, id, url string, ttl time.Duration) ([]store.Node, error) {
+	if s.slow.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.partitionable.Heartbeat(ctx, id, url, ttl)
+}
+
+func (s *slowBeats) RenewShards(ctx context.Context, owner string, ttl time.Duration) ([]store.Lease, error) {
+	s.renews.Add(1)
+	return s.partitionable.RenewShards(ctx, owner, ttl)
+}
+
+// A slow heartbeat does not make the lease renewal fail: the node keeps
+// its leases while its membership write waits. Failed while the renewal
+// ran after the heartbeat under one TTL/3 deadline: the long T8 run's
+// restarted node fenced its 22 new shards after a renewal whose heartbeat
+// took 919 ms and its lease update 180 ms, over the 1 s it had.
+func TestClusterRenewsWhileHeartbeatsHang(t *testing.T) {
+	st, tr, m := meteredNode(t, "node-h")
+	link := &slowBeats{partitionable: &partitionable{ExpiringLeases: st, Membership: st}}
+	if err := tr.StartCluster(ClusterConfig{Node: "node-h", TTL: clusterTTL, Leases: link, Members: link,
+		Tick: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := tr.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+		_ = tr.StopCluster(ctx)
+	})
+	awaitShards(t, 10*time.Second, "every shard held", func() bool { return len(tr.ClusterShards()) == store.NumShards })
+	link.slow.Store(true)
+	before := link.renews.Load()
+	time.Sleep(2 * clusterTTL) // every heartbeat hangs; the safe span passes twice
+	if got := m.get(LeaseLostFenced); got != 0 {
+		t.Errorf("the node fenced %d shards while its heartbeats hung", got)
+	}
+	if n := len(tr.ClusterShards()); n != store.NumShards {
+		t.Errorf("%d shards held, want %d", n, store.NumShards)
+	}
+	if n := link.renews.Load() - before; n < 3 {
+		t.Errorf("%d lease renewals in %s of hanging heartbeats, want one every TTL/3", n, 2*clusterTTL)
+	}
+}

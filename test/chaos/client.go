@@ -111,6 +111,33 @@ func (a api) createGroup(ctx context.Context, from string, to []string, text, ch
 	return g, err
 }
 
+// sendingGroups returns the ids of the groups whose status is sending
+// (GET /v1/groups?status=sending: the list, without recipients).
+func (a api) sendingGroups(ctx context.Context) (map[string]bool, error) {
+	out := map[string]bool{}
+	cursor := ""
+	for range 100 {
+		var page struct {
+			Groups     []groupView `json:"groups"`
+			NextCursor string      `json:"next_cursor"`
+		}
+		u := a.base + "/v1/groups?status=sending&limit=500"
+		if cursor != "" {
+			u += "&cursor=" + url.QueryEscape(cursor)
+		}
+		if _, err := doJSON(ctx, http.MethodGet, u, a.key, nil, &page); err != nil {
+			return nil, err
+		}
+		for _, g := range page.Groups {
+			out[g.ID] = true
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			return out, nil
+		}
+	}
+	return out, nil
+}
+
 func (a api) group(ctx context.Context, id string) (groupView, error) {
 	var g groupView
 	_, err := doJSON(ctx, http.MethodGet, a.base+"/v1/groups/"+id, a.key, nil, &g)
