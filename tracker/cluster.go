@@ -496,20 +496,28 @@ func (c *cluster) run() {
 		go func() { defer wg.Done(); c.listen() }() // both channels, one session
 		go func() { defer wg.Done(); c.shareChanges() }()
 	}
-	timer := time.NewTimer(c.cfg.Tick)
+	c.every(c.cfg.Tick, c.pokes, func() time.Duration {
+		if !c.t.closing.Load() && !c.isLeaving() {
+			c.balance()
+		}
+		return c.cfg.Tick
+	})
+}
+
+// every runs step after first, then again after the wait step returns, or
+// at once when pokes delivers, until the keeper stops.
+func (c *cluster) every(first time.Duration, pokes <-chan struct{}, step func() time.Duration) {
+	timer := time.NewTimer(first)
 	defer timer.Stop()
 	for {
 		select {
 		case <-c.stop:
 			return
 		case <-timer.C:
-		case <-c.pokes:
+		case <-pokes:
 			timer.Stop()
 		}
-		if !c.t.closing.Load() && !c.isLeaving() {
-			c.balance()
-		}
-		timer.Reset(c.cfg.Tick)
+		timer.Reset(max(step(), 0))
 	}
 }
 
@@ -522,16 +530,7 @@ func (c *cluster) run() {
 // with renewals that were fast but late). After each renewal the keeper
 // balances on the members it read.
 func (c *cluster) renewing() {
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-timer.C:
-		case <-c.renewPokes:
-			timer.Stop()
-		}
+	c.every(0, c.renewPokes, func() time.Duration {
 		began := time.Now()
 		wait := c.cfg.Tick
 		if c.renew() {
@@ -539,8 +538,8 @@ func (c *cluster) renewing() {
 			c.poke()
 		}
 		c.fenceIfLate()
-		timer.Reset(max(wait, 0))
-	}
+		return wait
+	})
 }
 
 // renewSoon asks for a renewal now (which reads the members), then a
@@ -596,7 +595,7 @@ func (c *cluster) renew() bool {
 			// Half of the time a renewal has: the node is near fencing itself.
 			c.t.log.Warn("lease renewal slow", "took_ms", took.Milliseconds())
 		}
-		c.renewed(began, renewed)
+		c.recordRenewal(began, renewed)
 	}
 	if nodes := <-beat; nodes != nil {
 		c.mu.Lock()
@@ -606,10 +605,10 @@ func (c *cluster) renew() bool {
 	return err == nil
 }
 
-// renewed records a renewal that began at began: the shards held before
+// recordRenewal records a renewal that began at began: the shards held before
 // it that it did not renew are lost, and every held lease is valid until
 // began + TTL less the safety margin.
-func (c *cluster) renewed(began time.Time, renewed []store.Lease) {
+func (c *cluster) recordRenewal(began time.Time, renewed []store.Lease) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	kept := map[int]bool{}

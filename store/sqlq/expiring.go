@@ -88,9 +88,13 @@ func (d DB) AcquireShards(ctx context.Context, owner string, shards []int, ttl t
 			return err
 		}
 		got = inserted
+		isNew := map[int]bool{}
+		for _, l := range inserted {
+			isNew[l.Shard] = true
+		}
 		var rest []any
 		for _, sh := range shards {
-			if !slices.ContainsFunc(inserted, func(l store.Lease) bool { return l.Shard == sh }) {
+			if !isNew[sh] {
 				rest = append(rest, sh)
 			}
 		}
