@@ -126,38 +126,30 @@ func TestClusterCountsLostLeases(t *testing.T) {
 	}
 }
 
-// ghostly adds a live node that never takes anything to the members a
-// heartbeat returns, once joined is set: this node's share halves.
-type ghostly struct {
+// renewCounter counts lease renewals.
+type renewCounter struct {
 	*partitionable
-	joined atomic.Bool
 	renews atomic.Int64
 }
 
-func (g *ghostly) Heartbeat(ctx context.Context, id, url string, ttl time.Duration) ([]store.Node, error) {
-	nodes, err := g.partitionable.Heartbeat(ctx, id, url, ttl)
-	if err == nil && g.joined.Load() {
-		nodes = append(nodes, store.Node{ID: "node-ghost", Alive: true})
-	}
-	return nodes, err
+func (r *renewCounter) RenewShards(ctx context.Context, owner string, ttl time.Duration) ([]store.Lease, error) {
+	r.renews.Add(1)
+	return r.partitionable.RenewShards(ctx, owner, ttl)
 }
 
-func (g *ghostly) RenewShards(ctx context.Context, owner string, ttl time.Duration) ([]store.Lease, error) {
-	g.renews.Add(1)
-	return g.partitionable.RenewShards(ctx, owner, ttl)
+func countRenewals(st *postgres.Store) *renewCounter {
+	return &renewCounter{partitionable: &partitionable{ExpiringLeases: st, Membership: st}}
 }
 
-// A hand-off to a joining node drains each shard's sends off the keeper's
-// loop: the keeper goes on renewing meanwhile. It used to drain inside its
-// loop, so a drain longer than the lease's safe span (TTL less a fifth)
-// stopped the renewals and the node fenced itself, every shard it held
-// (the long T8 run: a 2.3 s drain at a 3 s TTL, then a 503 to the next
-// group creation).
-func TestClusterRenewsWhileHandingOff(t *testing.T) {
-	st, tr, m := meteredNode(t, "node-r")
-	link := &ghostly{partitionable: &partitionable{ExpiringLeases: st, Membership: st}}
-	if err := tr.StartCluster(ClusterConfig{Node: "node-r", TTL: clusterTTL, Leases: link, Members: link,
-		Tick: 50 * time.Millisecond, DrainTimeout: 3 * clusterTTL}); err != nil {
+// startKeeper starts tr's cluster (TTL clusterTTL, Tick 50 ms) on link,
+// stops it when the test ends, and waits until it holds every shard.
+func startKeeper(t *testing.T, tr *Tracker, node string, link interface {
+	store.ExpiringLeases
+	store.Membership
+}, drainTimeout time.Duration) {
+	t.Helper()
+	if err := tr.StartCluster(ClusterConfig{Node: node, TTL: clusterTTL, Leases: link, Members: link,
+		Tick: 50 * time.Millisecond, DrainTimeout: drainTimeout}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -169,6 +161,48 @@ func TestClusterRenewsWhileHandingOff(t *testing.T) {
 		_ = tr.StopCluster(ctx)
 	})
 	awaitShards(t, 10*time.Second, "every shard held", func() bool { return len(tr.ClusterShards()) == store.NumShards })
+}
+
+// renewsThrough waits twice the lease's safe span while what says what
+// happens, and fails unless the node fenced nothing and renewed at least
+// every TTL/3 meanwhile.
+func renewsThrough(t *testing.T, m *leaseCounter, renews *atomic.Int64, what string) {
+	t.Helper()
+	before := renews.Load()
+	time.Sleep(2 * clusterTTL)
+	if got := m.get(LeaseLostFenced); got != 0 {
+		t.Errorf("the node fenced %d shards while %s", got, what)
+	}
+	if n := renews.Load() - before; n < 3 {
+		t.Errorf("%d renewals in %s while %s, want one every TTL/3", n, 2*clusterTTL, what)
+	}
+}
+
+// ghostly adds a live node that never takes anything to the members a
+// heartbeat returns, once joined is set: this node's share halves.
+type ghostly struct {
+	*renewCounter
+	joined atomic.Bool
+}
+
+func (g *ghostly) Heartbeat(ctx context.Context, id, url string, ttl time.Duration) ([]store.Node, error) {
+	nodes, err := g.partitionable.Heartbeat(ctx, id, url, ttl)
+	if err == nil && g.joined.Load() {
+		nodes = append(nodes, store.Node{ID: "node-ghost", Alive: true})
+	}
+	return nodes, err
+}
+
+// A hand-off to a joining node drains each shard's sends off the keeper's
+// loop: the keeper goes on renewing meanwhile. It used to drain inside its
+// loop, so a drain longer than the lease's safe span (TTL less a fifth)
+// stopped the renewals and the node fenced itself, every shard it held
+// (the long T8 run: a 2.3 s drain at a 3 s TTL, then a 503 to the next
+// group creation).
+func TestClusterRenewsWhileHandingOff(t *testing.T) {
+	st, tr, m := meteredNode(t, "node-r")
+	link := &ghostly{renewCounter: countRenewals(st)}
+	startKeeper(t, tr, "node-r", link, 3*clusterTTL)
 	// A send in flight in the highest shard (handed off first) that never
 	// answers: that shard's drain lasts DrainTimeout.
 	key := ""
@@ -183,16 +217,9 @@ func TestClusterRenewsWhileHandingOff(t *testing.T) {
 		c.renewSoon() // read the members now, as after a join announcement
 	}
 	awaitShards(t, 5*time.Second, "the other shards handed off", func() bool { return len(tr.ClusterShards()) == store.NumShards/2+1 })
-	before := link.renews.Load()
-	time.Sleep(2 * clusterTTL) // the drain goes on; the safe span passes twice
-	if got := m.get(LeaseLostFenced); got != 0 {
-		t.Fatalf("the node fenced %d shards while a hand-off drained", got)
-	}
+	renewsThrough(t, m, &link.renews, "a hand-off drained")
 	if n := len(tr.ClusterShards()); n != store.NumShards/2+1 {
 		t.Errorf("%d shards held during the drain, want %d", n, store.NumShards/2+1)
-	}
-	if n := link.renews.Load() - before; n < 3 {
-		t.Errorf("%d renewals in %s of drain, want one every TTL/3", n, 2*clusterTTL)
 	}
 	tr.work.dropInflight(key, []string{"stuck"})
 	awaitShards(t, 5*time.Second, "the drained shard handed off", func() bool { return len(tr.ClusterShards()) == store.NumShards/2 })
@@ -202,10 +229,9 @@ func TestClusterRenewsWhileHandingOff(t *testing.T) {
 // is closed (a statement waiting in the database past its context, as an
 // acquisition on an overloaded server did), and counts renewals.
 type stuckAcquirer struct {
-	*partitionable
+	*renewCounter
 	stuck   atomic.Bool
 	unstick chan struct{}
-	renews  atomic.Int64
 }
 
 func (s *stuckAcquirer) AcquireShards(ctx context.Context, owner string, shards []int, ttl time.Duration) ([]store.Lease, error) {
@@ -213,11 +239,6 @@ func (s *stuckAcquirer) AcquireShards(ctx context.Context, owner string, shards 
 		<-s.unstick
 	}
 	return s.partitionable.AcquireShards(ctx, owner, shards, ttl)
-}
-
-func (s *stuckAcquirer) RenewShards(ctx context.Context, owner string, ttl time.Duration) ([]store.Lease, error) {
-	s.renews.Add(1)
-	return s.partitionable.RenewShards(ctx, owner, ttl)
 }
 
 // The keeper renews on time while an acquisition takes long: renewals do
@@ -228,11 +249,8 @@ func (s *stuckAcquirer) RenewShards(ctx context.Context, owner string, ttl time.
 // acquisition at a 3 s TTL).
 func TestClusterRenewsWhileAcquiring(t *testing.T) {
 	st, tr, m := meteredNode(t, "node-q")
-	link := &stuckAcquirer{partitionable: &partitionable{ExpiringLeases: st, Membership: st}, unstick: make(chan struct{})}
-	if err := tr.StartCluster(ClusterConfig{Node: "node-q", TTL: clusterTTL, Leases: link, Members: link,
-		Tick: 50 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
+	link := &stuckAcquirer{renewCounter: countRenewals(st), unstick: make(chan struct{})}
+	startKeeper(t, tr, "node-q", link, 0)
 	unstuck := false
 	unstick := func() {
 		if !unstuck {
@@ -240,16 +258,7 @@ func TestClusterRenewsWhileAcquiring(t *testing.T) {
 			close(link.unstick)
 		}
 	}
-	t.Cleanup(func() {
-		unstick()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := tr.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-		_ = tr.StopCluster(ctx)
-	})
-	awaitShards(t, 10*time.Second, "every shard held", func() bool { return len(tr.ClusterShards()) == store.NumShards })
+	t.Cleanup(unstick) // runs before startKeeper's: the hung acquisition ends first
 	// One shard's lease ends behind the keeper's back (released through
 	// the store): the node is under its share and acquires it again, and
 	// that acquisition hangs.
@@ -258,14 +267,7 @@ func TestClusterRenewsWhileAcquiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitShards(t, 2*clusterTTL, "the released shard to be dropped", func() bool { return len(tr.ClusterShards()) == store.NumShards-1 })
-	before := link.renews.Load()
-	time.Sleep(2 * clusterTTL) // the acquisition hangs; the safe span passes twice
-	if got := m.get(LeaseLostFenced); got != 0 {
-		t.Errorf("the node fenced %d shards while an acquisition hung", got)
-	}
-	if n := link.renews.Load() - before; n < 3 {
-		t.Errorf("%d renewals in %s of a hanging acquisition, want one every TTL/3", n, 2*clusterTTL)
-	}
+	renewsThrough(t, m, &link.renews, "an acquisition hung")
 	link.stuck.Store(false)
 	unstick()
 	awaitShards(t, 2*clusterTTL, "every shard held again", func() bool { return len(tr.ClusterShards()) == store.NumShards })
@@ -274,9 +276,8 @@ func TestClusterRenewsWhileAcquiring(t *testing.T) {
 // slowBeats makes heartbeats take until their context ends, once slow is
 // set (a membership write behind a loaded server), and counts renewals.
 type slowBeats struct {
-	*partitionable
-	slow   atomic.Bool
-	renews atomic.Int64
+	*renewCounter
+	slow atomic.Bool
 }
 
 func (s *slowBeats) Heartbeat(ctx context.Context, id, url string, ttl time.Duration) ([]store.Node, error) {
@@ -287,11 +288,6 @@ func (s *slowBeats) Heartbeat(ctx context.Context, id, url string, ttl time.Dura
 	return s.partitionable.Heartbeat(ctx, id, url, ttl)
 }
 
-func (s *slowBeats) RenewShards(ctx context.Context, owner string, ttl time.Duration) ([]store.Lease, error) {
-	s.renews.Add(1)
-	return s.partitionable.RenewShards(ctx, owner, ttl)
-}
-
 // A slow heartbeat does not make the lease renewal fail: the node keeps
 // its leases while its membership write waits. Failed while the renewal
 // ran after the heartbeat under one TTL/3 deadline: the long T8 run's
@@ -299,30 +295,11 @@ func (s *slowBeats) RenewShards(ctx context.Context, owner string, ttl time.Dura
 // took 919 ms and its lease update 180 ms, over the 1 s it had.
 func TestClusterRenewsWhileHeartbeatsHang(t *testing.T) {
 	st, tr, m := meteredNode(t, "node-h")
-	link := &slowBeats{partitionable: &partitionable{ExpiringLeases: st, Membership: st}}
-	if err := tr.StartCluster(ClusterConfig{Node: "node-h", TTL: clusterTTL, Leases: link, Members: link,
-		Tick: 50 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := tr.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-		_ = tr.StopCluster(ctx)
-	})
-	awaitShards(t, 10*time.Second, "every shard held", func() bool { return len(tr.ClusterShards()) == store.NumShards })
+	link := &slowBeats{renewCounter: countRenewals(st)}
+	startKeeper(t, tr, "node-h", link, 0)
 	link.slow.Store(true)
-	before := link.renews.Load()
-	time.Sleep(2 * clusterTTL) // every heartbeat hangs; the safe span passes twice
-	if got := m.get(LeaseLostFenced); got != 0 {
-		t.Errorf("the node fenced %d shards while its heartbeats hung", got)
-	}
+	renewsThrough(t, m, &link.renews, "its heartbeats hung")
 	if n := len(tr.ClusterShards()); n != store.NumShards {
 		t.Errorf("%d shards held, want %d", n, store.NumShards)
-	}
-	if n := link.renews.Load() - before; n < 3 {
-		t.Errorf("%d lease renewals in %s of hanging heartbeats, want one every TTL/3", n, 2*clusterTTL)
 	}
 }
