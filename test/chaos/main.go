@@ -43,7 +43,7 @@ type config struct {
 	race       bool
 	pgURL      string
 	timeout    time.Duration
-	strict     bool // a scenario that cannot run here is a failure (CI)
+	allowSkip  bool // a scenario that cannot run here is reported, not failed
 }
 
 // scenarios in the order they run.
@@ -79,7 +79,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.race, "race", envBool("CREWCAST_CHAOS_RACE"), "build crewcast with the race detector (CREWCAST_CHAOS_RACE)")
 	fs.StringVar(&c.pgURL, "postgres", envOr("CREWCAST_TEST_POSTGRES", "postgres://root@127.0.0.1:5432/test?sslmode=disable"), "PostgreSQL server for T7; a fresh database is created on it (CREWCAST_TEST_POSTGRES)")
 	fs.DurationVar(&c.timeout, "timeout", envDuration("CREWCAST_CHAOS_TIMEOUT", 0), "hard limit for the whole run (default: scaled to iterations and soak)")
-	fs.BoolVar(&c.strict, "strict", envBool("CI"), "fail when a scenario cannot run on this machine (default on when CI is set)")
+	fs.BoolVar(&c.allowSkip, "allow-skip", envBool("CREWCAST_CHAOS_ALLOW_SKIP"), "report a scenario this machine cannot run as NOT RUN and still exit 0 (default: it fails the run) (CREWCAST_CHAOS_ALLOW_SKIP)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -170,15 +170,12 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	line, problems := h.summary(sctx)
 	failed := len(problems) > 0
 	fmt.Fprintln(stdout, "\nscenario results:")
+	var notRun []string
 	for _, r := range h.results {
-		verdict := "PASS"
-		switch {
-		case !r.ran && cfg.strict:
-			verdict, failed = "NOT RUN (fails: -strict)", true
-		case !r.ran:
-			verdict = "NOT RUN"
-		case len(r.problems) > 0:
-			verdict, failed = "FAIL", true
+		verdict, bad := verdictOf(r, cfg.allowSkip)
+		failed = failed || bad
+		if !r.ran {
+			notRun = append(notRun, r.name)
 		}
 		fmt.Fprintf(stdout, "  %-4s %-8s %6.1fs\n", r.name, verdict, r.took.Seconds())
 		for _, n := range r.notes {
@@ -191,6 +188,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			}
 			fmt.Fprintf(stdout, "         ! %s\n", p)
 		}
+	}
+	if len(notRun) > 0 {
+		fmt.Fprintf(stdout, "NOT RUN on this machine: %s (%s)\n", strings.Join(notRun, ", "), skipPolicy(cfg.allowSkip))
 	}
 	for _, p := range problems {
 		fmt.Fprintf(stdout, "  ! %s\n", p)
@@ -208,6 +208,29 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return 1
 	}
 	return 0
+}
+
+// verdictOf is a scenario's line in the summary and whether it fails the
+// run. A scenario this machine could not run fails it unless skipping was
+// asked for (-allow-skip): a run by hand without PostgreSQL or root must not
+// read as a pass.
+func verdictOf(r scenarioResult, allowSkip bool) (string, bool) {
+	switch {
+	case !r.ran && allowSkip:
+		return "NOT RUN", false
+	case !r.ran:
+		return "NOT RUN (fails: no -allow-skip)", true
+	case len(r.problems) > 0:
+		return "FAIL", true
+	}
+	return "PASS", false
+}
+
+func skipPolicy(allowSkip bool) string {
+	if allowSkip {
+		return "allowed by -allow-skip"
+	}
+	return "this fails the run; pass -allow-skip or CREWCAST_CHAOS_ALLOW_SKIP=1 to skip knowingly"
 }
 
 // moduleRoot finds the directory holding crewcast's go.mod.
