@@ -10,17 +10,25 @@ demo:
 # short fuzz runs, and the short reliability harness.
 test: vet lint unit fuzz chaos
 
+# bench/peers is a module of its own (it follows crewcast's go.mod through a
+# replace, hence -mod=mod), so ./... does not reach it: vet, lint and test it
+# explicitly.
+PEERS = cd bench/peers && GOFLAGS=-mod=mod
+
 vet:
 	$(GO) vet ./...
+	$(PEERS) $(GO) vet ./...
 
 # staticcheck's default checks, pinned (fetched through the module proxy,
 # not a requirement of crewcast's go.mod).
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
 	$(GO) run $(STATICCHECK) ./...
+	$(PEERS) $(GO) run $(STATICCHECK) ./...
 
 unit:
 	$(GO) test -race -timeout 20m ./...
+	$(PEERS) $(GO) test -race -timeout 10m ./...
 
 # Each fuzz target briefly (FUZZTIME=60s for the long run).
 FUZZTIME ?= 10s
