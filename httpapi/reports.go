@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/csv"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,29 +10,6 @@ import (
 	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/store"
 )
-
-// ---- format negotiation ----
-
-// wantCSV decides between JSON and CSV: ?format= wins, then an Accept
-// header that names text/csv.
-func wantCSV(r *http.Request) (bool, error) {
-	switch f := r.URL.Query().Get("format"); f {
-	case "csv":
-		return true, nil
-	case "json":
-		return false, nil
-	case "":
-	default:
-		return false, invalid("format", `must be "json" or "csv"`)
-	}
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-		if err == nil && mt == "text/csv" {
-			return true, nil
-		}
-	}
-	return false, nil
-}
 
 // csvSafe keeps spreadsheet programs from running free text as a formula
 // (CSV injection): a cell starting with = + - @ or a control character is
