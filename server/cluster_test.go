@@ -222,8 +222,9 @@ func TestClusterStreamOnAnyNode(t *testing.T) {
 // An erasure asked on one node changes a group another node owns on that
 // owner (issue 20, design §9): the owner's actor commits the person's
 // pending send as opted_out and rewrites the group, every journal event
-// stays stamped by the owner, and the person's number is gone from the
-// group's recipients.
+// stays stamped by the owner, and the person's number, and everything a
+// template rendered from their contact, is gone from the group and from
+// every table.
 func TestClusterErasureRunsOnTheOwner(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng engine) {
 		if eng.name != "postgres" {
@@ -247,12 +248,33 @@ func TestClusterErasureRunsOnTheOwner(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		const who, other = "+15550100002", "+15550100001"
-		id := createGroup(t, b, []string{other, who})
+		const who, other = erasedNumber, "+15550100001"
+		// The person is a saved contact sent a template with their name
+		// and field: the owner's rewrite must take all of it.
+		code, body := apiDo(t, a, "POST", "/v1/contacts", map[string]any{"number": who, "name": erasedName,
+			"fields": map[string]string{"site": erasedSite}})
+		var ct struct {
+			ID string `json:"id"`
+		}
+		if code != http.StatusCreated || json.Unmarshal(body, &ct) != nil {
+			t.Fatalf("POST /v1/contacts: %d %s", code, body)
+		}
+		code, body = apiDo(t, b, "POST", "/v1/groups", map[string]any{"from": testFrom, "to": []string{other, who},
+			"text": erasedTmpl, "mode": "individual"})
+		var created struct {
+			ID string `json:"id"`
+		}
+		if code != http.StatusCreated || json.Unmarshal(body, &created) != nil {
+			t.Fatalf("POST /v1/groups: %d %s", code, body)
+		}
+		id := created.ID
+		if _, body := apiDo(t, a, "GET", "/v1/groups/"+id, nil); !strings.Contains(string(body), erasedText) {
+			t.Fatalf("the group does not show the person's rendered text before the erasure: %s", body)
+		}
 		if v := clusterView(t, a, "?group="+id); v.Group == nil || v.Group.Owner != "node-b" {
 			t.Fatalf("group %s is owned by %+v, want node-b", id, v.Group)
 		}
-		code, body := apiDo(t, a, "POST", "/v1/erasure", map[string]string{"number": who})
+		code, body = apiDo(t, a, "POST", "/v1/erasure", map[string]string{"number": who})
 		if code != http.StatusOK {
 			t.Fatalf("erasure on the node that does not own the group: %d %s", code, body)
 		}
@@ -301,6 +323,18 @@ func TestClusterErasureRunsOnTheOwner(t *testing.T) {
 		}
 		if !suppressed {
 			t.Fatalf("no recipient.suppressed in %s", body)
+		}
+		// Nothing derived from the person is left, on either node or in
+		// any table.
+		var hits []string
+		for _, n := range []*server.Server{a, b} {
+			for _, p := range []string{"/v1/groups/" + id, "/v1/groups/" + id + "/events", "/v1/groups/" + id + "/recipients?format=csv"} {
+				_, body := apiDo(t, n, "GET", p, nil)
+				hits = append(hits, findValues("GET "+p, body, erasedValues(ct.ID))...)
+			}
+		}
+		if hits = append(hits, postgresTraces(t, eng, erasedValues(ct.ID))...); len(hits) > 0 {
+			t.Fatalf("after the erasure the person's values are still kept:\n%s", strings.Join(hits, "\n"))
 		}
 		// The node-to-node route refuses a caller without the secret.
 		req, _ := http.NewRequest("POST", b.URL()+"/cluster/v1/groups/"+id+"/erasure", strings.NewReader(`{"number":"`+other+`","replacement":"x"}`))
