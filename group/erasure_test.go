@@ -131,3 +131,33 @@ func TestEraserErasesWholeNamesInTheEscalationText(t *testing.T) {
 		t.Fatalf("escalation text %q, want %q", got, want)
 	}
 }
+
+// A template group sent only to the person has their rendered text as its
+// own text (every recipient got the same): it goes with them even while
+// the group is not finished.
+func TestEraserEmptiesTheTextOfAGroupOnlyToThem(t *testing.T) {
+	p := erasedPerson
+	req := Request{From: "+15550100000", To: []string{p.number}, Text: `Hi {{first_name}}, gate code 7741 at {{fields.site}}`,
+		Known: map[string]RecipientInput{p.number: {Number: p.number, Name: p.name, ContactID: p.contactID,
+			Fields: map[string]string{"site": p.site}}}}
+	c, errs := Plan("g1", req, Settings{}, nil, time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	if errs != nil {
+		t.Fatalf("plan: %v", errs)
+	}
+	if c.Text != "Hi Bartholomew, gate code 7741 at Kestrelmoor" {
+		t.Fatalf("group text %q: want the person's rendered text", c.Text)
+	}
+	typ, data, err := Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := EraserWith(p.number, "h:1", EraseTexts{})(typ, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range erasedValues() {
+		if strings.Contains(string(out), v) {
+			t.Errorf("the rewritten creation still holds %q: %s", v, out)
+		}
+	}
+}
