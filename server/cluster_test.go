@@ -237,44 +237,19 @@ func TestClusterErasureRunsOnTheOwner(t *testing.T) {
 			})
 		}
 		a, b := node("node-a"), node("node-b")
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			v := clusterView(t, a, "")
-			if len(v.Nodes) == 2 && v.Nodes[0].Shards == 32 && v.Nodes[1].Shards == 32 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no even split: %+v", v.Nodes)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		awaitEvenSplit(t, a)
 		const who, other = erasedNumber, "+15550100001"
 		// The person is a saved contact sent a template with their name
 		// and field: the owner's rewrite must take all of it.
-		code, body := apiDo(t, a, "POST", "/v1/contacts", map[string]any{"number": who, "name": erasedName,
-			"fields": map[string]string{"site": erasedSite}})
-		var ct struct {
-			ID string `json:"id"`
-		}
-		if code != http.StatusCreated || json.Unmarshal(body, &ct) != nil {
-			t.Fatalf("POST /v1/contacts: %d %s", code, body)
-		}
-		code, body = apiDo(t, b, "POST", "/v1/groups", map[string]any{"from": testFrom, "to": []string{other, who},
-			"text": erasedTmpl, "mode": "individual"})
-		var created struct {
-			ID string `json:"id"`
-		}
-		if code != http.StatusCreated || json.Unmarshal(body, &created) != nil {
-			t.Fatalf("POST /v1/groups: %d %s", code, body)
-		}
-		id := created.ID
+		contactID := saveErasedPerson(t, a)
+		id := createTemplateGroup(t, b, []string{other, who}, nil)
 		if _, body := apiDo(t, a, "GET", "/v1/groups/"+id, nil); !strings.Contains(string(body), erasedText) {
 			t.Fatalf("the group does not show the person's rendered text before the erasure: %s", body)
 		}
 		if v := clusterView(t, a, "?group="+id); v.Group == nil || v.Group.Owner != "node-b" {
 			t.Fatalf("group %s is owned by %+v, want node-b", id, v.Group)
 		}
-		code, body = apiDo(t, a, "POST", "/v1/erasure", map[string]string{"number": who})
+		code, body := apiDo(t, a, "POST", "/v1/erasure", map[string]string{"number": who})
 		if code != http.StatusOK {
 			t.Fatalf("erasure on the node that does not own the group: %d %s", code, body)
 		}
@@ -326,14 +301,8 @@ func TestClusterErasureRunsOnTheOwner(t *testing.T) {
 		}
 		// Nothing derived from the person is left, on either node or in
 		// any table.
-		var hits []string
-		for _, n := range []*server.Server{a, b} {
-			for _, p := range []string{"/v1/groups/" + id, "/v1/groups/" + id + "/events", "/v1/groups/" + id + "/recipients?format=csv"} {
-				_, body := apiDo(t, n, "GET", p, nil)
-				hits = append(hits, findValues("GET "+p, body, erasedValues(ct.ID))...)
-			}
-		}
-		if hits = append(hits, postgresTraces(t, eng, erasedValues(ct.ID))...); len(hits) > 0 {
+		hits := append(apiTraces(t, a, []string{id}, erasedValues(contactID)), apiTraces(t, b, []string{id}, erasedValues(contactID))...)
+		if hits = append(hits, postgresTraces(t, eng, erasedValues(contactID))...); len(hits) > 0 {
 			t.Fatalf("after the erasure the person's values are still kept:\n%s", strings.Join(hits, "\n"))
 		}
 		// The node-to-node route refuses a caller without the secret.

@@ -149,24 +149,9 @@ func seedErasedPerson(t *testing.T, srv *server.Server, hookURL string) (string,
 	if code != http.StatusCreated {
 		t.Fatalf("POST /v1/webhook-endpoints: %d %s", code, b)
 	}
-	code, b = apiDo(t, srv, http.MethodPost, "/v1/contacts", map[string]any{"number": erasedNumber, "name": erasedName,
-		"fields": map[string]string{"site": erasedSite}})
-	var ct struct {
-		ID string `json:"id"`
-	}
-	if code != http.StatusCreated || json.Unmarshal(b, &ct) != nil || ct.ID == "" {
-		t.Fatalf("POST /v1/contacts: %d %s", code, b)
-	}
-	mk := func(body map[string]any) string {
-		body["from"], body["to"], body["text"], body["mode"] = testFrom, []string{erasedNumber, erasedOther}, erasedTmpl, "individual"
-		code, b := apiDo(t, srv, http.MethodPost, "/v1/groups", body)
-		var g struct {
-			ID string `json:"id"`
-		}
-		if code != http.StatusCreated || json.Unmarshal(b, &g) != nil || g.ID == "" {
-			t.Fatalf("POST /v1/groups: %d %s", code, b)
-		}
-		return g.ID
+	contactID := saveErasedPerson(t, srv)
+	mk := func(extra map[string]any) string {
+		return createTemplateGroup(t, srv, []string{erasedNumber, erasedOther}, extra)
 	}
 	first := mk(map[string]any{})
 	await(t, srv, first, 20*time.Second, "complete", complete)
@@ -187,7 +172,41 @@ func seedErasedPerson(t *testing.T, srv *server.Server, hookURL string) (string,
 	}
 	await(t, srv, second, 20*time.Second, "complete", complete)
 	drained(t, srv, 20*time.Second)
-	return ct.ID, []string{first, second}
+	return contactID, []string{first, second}
+}
+
+// saveErasedPerson saves the person as a contact through srv and returns
+// its id.
+func saveErasedPerson(t *testing.T, srv *server.Server) string {
+	t.Helper()
+	code, b := apiDo(t, srv, http.MethodPost, "/v1/contacts", map[string]any{"number": erasedNumber, "name": erasedName,
+		"fields": map[string]string{"site": erasedSite}})
+	var ct struct {
+		ID string `json:"id"`
+	}
+	if code != http.StatusCreated || json.Unmarshal(b, &ct) != nil || ct.ID == "" {
+		t.Fatalf("POST /v1/contacts: %d %s", code, b)
+	}
+	return ct.ID
+}
+
+// createTemplateGroup creates a group of the person's template to `to`
+// through srv, with the extra fields of the request (a policy), and
+// returns its id.
+func createTemplateGroup(t *testing.T, srv *server.Server, to []string, extra map[string]any) string {
+	t.Helper()
+	body := map[string]any{"from": testFrom, "to": to, "text": erasedTmpl, "mode": "individual"}
+	for k, v := range extra {
+		body[k] = v
+	}
+	code, b := apiDo(t, srv, http.MethodPost, "/v1/groups", body)
+	var g struct {
+		ID string `json:"id"`
+	}
+	if code != http.StatusCreated || json.Unmarshal(b, &g) != nil || g.ID == "" {
+		t.Fatalf("POST /v1/groups: %d %s", code, b)
+	}
+	return g.ID
 }
 
 // apiTraces reads what the API shows of the groups, the person's reports
@@ -267,4 +286,19 @@ func postgresTraces(t *testing.T, eng engine, values []string) []string {
 		hits = append(hits, findValues(tb, []byte(strings.Join(texts, "\n")), values)...)
 	}
 	return hits
+}
+
+// awaitEvenSplit waits until the two nodes of a's cluster hold 32 shards
+// each.
+func awaitEvenSplit(t *testing.T, a *server.Server) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		v := clusterView(t, a, "")
+		if len(v.Nodes) == 2 && v.Nodes[0].Shards == 32 && v.Nodes[1].Shards == 32 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no even split: %+v", v.Nodes)
+		}
+	}
 }
