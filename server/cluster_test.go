@@ -222,8 +222,9 @@ func TestClusterStreamOnAnyNode(t *testing.T) {
 // An erasure asked on one node changes a group another node owns on that
 // owner (issue 20, design §9): the owner's actor commits the person's
 // pending send as opted_out and rewrites the group, every journal event
-// stays stamped by the owner, and the person's number is gone from the
-// group's recipients.
+// stays stamped by the owner, and the person's number, and everything a
+// template rendered from their contact, is gone from the group and from
+// every table.
 func TestClusterErasureRunsOnTheOwner(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng engine) {
 		if eng.name != "postgres" {
@@ -236,19 +237,15 @@ func TestClusterErasureRunsOnTheOwner(t *testing.T) {
 			})
 		}
 		a, b := node("node-a"), node("node-b")
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			v := clusterView(t, a, "")
-			if len(v.Nodes) == 2 && v.Nodes[0].Shards == 32 && v.Nodes[1].Shards == 32 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no even split: %+v", v.Nodes)
-			}
-			time.Sleep(50 * time.Millisecond)
+		awaitEvenSplit(t, a)
+		const who, other = erasedNumber, "+15550100001"
+		// The person is a saved contact sent a template with their name
+		// and field: the owner's rewrite must take all of it.
+		contactID := saveErasedPerson(t, a)
+		id := createTemplateGroup(t, b, []string{other, who}, nil)
+		if _, body := apiDo(t, a, "GET", "/v1/groups/"+id, nil); !strings.Contains(string(body), erasedText) {
+			t.Fatalf("the group does not show the person's rendered text before the erasure: %s", body)
 		}
-		const who, other = "+15550100002", "+15550100001"
-		id := createGroup(t, b, []string{other, who})
 		if v := clusterView(t, a, "?group="+id); v.Group == nil || v.Group.Owner != "node-b" {
 			t.Fatalf("group %s is owned by %+v, want node-b", id, v.Group)
 		}
@@ -301,6 +298,12 @@ func TestClusterErasureRunsOnTheOwner(t *testing.T) {
 		}
 		if !suppressed {
 			t.Fatalf("no recipient.suppressed in %s", body)
+		}
+		// Nothing derived from the person is left, on either node or in
+		// any table.
+		hits := append(apiTraces(t, a, []string{id}, erasedValues(contactID)), apiTraces(t, b, []string{id}, erasedValues(contactID))...)
+		if hits = append(hits, postgresTraces(t, eng, erasedValues(contactID))...); len(hits) > 0 {
+			t.Fatalf("after the erasure the person's values are still kept:\n%s", strings.Join(hits, "\n"))
 		}
 		// The node-to-node route refuses a caller without the secret.
 		req, _ := http.NewRequest("POST", b.URL()+"/cluster/v1/groups/"+id+"/erasure", strings.NewReader(`{"number":"`+other+`","replacement":"x"}`))

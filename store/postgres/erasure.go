@@ -15,13 +15,21 @@ import (
 // memberships, outbound webhook payloads, ...).
 var erasers = []sqlq.Eraser{
 	// Outbound webhook payloads naming them (migration 00007), delivered
-	// or not: their queue entries first, then the events.
+	// or not: their attempts (an attempt names its event by a hash of the
+	// number, and keeps the receiver's answer, which may echo the payload)
+	// and queue entries first, then the events.
+	{Place: "webhook_attempts", SQL: `DELETE FROM webhook_attempts WHERE outbox_id IN
+		(SELECT id FROM webhook_outbox WHERE position(?::bytea in payload) > 0) OR strpos(response, ?) > 0`, Args: attemptArgs},
 	{Place: "webhook_deliveries", SQL: `DELETE FROM webhook_deliveries WHERE outbox_id IN
 		(SELECT id FROM webhook_outbox WHERE position(?::bytea in payload) > 0)`, Args: outboxArgs},
 	{Place: "webhook_outbox", SQL: `DELETE FROM webhook_outbox WHERE position(?::bytea in payload) > 0`, Args: outboxArgs},
 }
 
 func outboxArgs(n, _ string) []any { return []any{sqlq.OutboxNeedle(n)} }
+
+// attemptArgs are the payload needle (a BLOB) and the number as text, for
+// the receiver's answer.
+func attemptArgs(n, _ string) []any { return []any{sqlq.OutboxNeedle(n), n} }
 
 // EraseNumber implements store.Erasure. The suppression rewrite takes the
 // suppression lock, as AddSuppression does, so it is ordered with claims.

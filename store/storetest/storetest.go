@@ -123,6 +123,7 @@ func Run(t *testing.T, o Options) {
 		{"RetentionDropsOutbox", testRetentionDropsOutbox},
 		{"RedactUnmatchedReplies", testRedactUnmatched},
 		{"Erasure", testErasure},
+		{"ErasureWebhookAttempts", testErasureWebhookAttempts},
 		{"TrimJournal", testTrimJournal},
 		{"DeleteUnmatchedReplies", testDeleteUnmatchedReplies},
 		{"InvalidCursor", testInvalidCursor},
