@@ -115,8 +115,11 @@ func benchIngest(ctx context.Context, c config, rep harness.Reporter) error {
 	if err := waitInboxDrained(ctx, cc.Store(), 2*time.Minute); err != nil {
 		return err
 	}
-	drain := time.Since(drainStart)
+	return reportIngest(rep, dur, ceil, vceil, time.Since(drainStart))
+}
 
+// reportIngest prints the ingest scenario's figures.
+func reportIngest(rep harness.Reporter, dur, ceil, vceil harness.ClosedResult, drain time.Duration) error {
 	rep.Result("ingest_durable", dur.Rate(), "req/s")
 	rep.Result("ingest_ceiling", ceil.Rate(), "req/s")
 	rep.Result("ingest_ratio", dur.Rate()/ceil.Rate(), "ratio")

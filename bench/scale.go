@@ -359,6 +359,15 @@ type runReport struct {
 	RSSEndMB   float64 `json:"rss_end_mb"`
 }
 
+// nanos is s in nanoseconds, for runReport.LatencyNS.
+func nanos(s harness.Samples) []int64 {
+	ns := make([]int64, len(s))
+	for i, d := range s {
+		ns[i] = int64(d)
+	}
+	return ns
+}
+
 // latencies are the run's samples.
 func (r runReport) latencies() harness.Samples {
 	s := make(harness.Samples, len(r.LatencyNS))
@@ -498,12 +507,8 @@ func scaleRunWorker(ctx context.Context, c config, rep harness.Reporter) error {
 	mu.Lock()
 	defer mu.Unlock()
 	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
-	ns := make([]int64, len(lat))
-	for i, d := range lat {
-		ns[i] = int64(d)
-	}
 	return json.NewEncoder(os.Stdout).Encode(runReport{
-		OpenSeconds: open.Seconds(), LatencyNS: ns,
+		OpenSeconds: open.Seconds(), LatencyNS: nanos(lat),
 		RSSStartMB: mb(rssStart), RSSMaxMB: mb(rssMax), RSSEndMB: mb(rssEnd),
 	})
 }
