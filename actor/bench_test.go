@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
-	"sort"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/crewcast/crewcast/internal/stats"
 )
 
 func benchShutdown(b *testing.B, sys *System) {
@@ -211,8 +212,11 @@ func BenchmarkActivationFromSnapshot(b *testing.B) {
 		lat[i] = time.Since(start)
 	}
 	b.StopTimer()
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	p50 := float64(lat[len(lat)/2].Nanoseconds()) / 1000
+	med, err := stats.Quantile(lat, 0.5)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p50 := float64(med.Nanoseconds()) / 1000
 	b.ReportMetric(p50, "p50-us")
 	recordResult("actor_activation_p50", p50, "us")
 }

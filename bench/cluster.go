@@ -35,7 +35,7 @@ const clusterRounds = 4
 // group) before the other side's turn, and each side's rate is its OK
 // requests over its measured time. (cluster_failover_p99 and
 // cluster_handoff_p99 come from the chaos scenario T8, which needs real
-// processes to SIGSTOP.)
+// processes to SIGSTOP; with fewer than 100 samples it names them _max.)
 func benchCluster(ctx context.Context, c config, rep harness.Reporter) error {
 	url := os.Getenv("CREWCAST_TEST_POSTGRES")
 	if url == "" {

@@ -130,10 +130,8 @@ func benchE2E(ctx context.Context, c config, rep harness.Reporter) error {
 	if len(lat) < len(targets) {
 		return fmt.Errorf("only %d of %d changes reached the stream (%v)", len(lat), len(targets), readErr)
 	}
-	rep.Result("e2e_p50", harness.Ms(lat.Percentile(50)), "ms")
-	rep.Result("e2e_p99", harness.Ms(lat.Percentile(99)), "ms")
-	rep.Result("e2e_max", harness.Ms(lat.Percentile(100)), "ms")
-	return nil
+	_, err = rep.Latency("e2e", "", lat, 0.5, 0.99, 1)
+	return err
 }
 
 // postPaced posts hooks to cc's webhook endpoint at rate (harness.Paced),

@@ -115,14 +115,20 @@ func benchIngest(ctx context.Context, c config, rep harness.Reporter) error {
 	if err := waitInboxDrained(ctx, cc.Store(), 2*time.Minute); err != nil {
 		return err
 	}
-	drain := time.Since(drainStart)
+	return reportIngest(rep, dur, ceil, vceil, time.Since(drainStart))
+}
 
+// reportIngest prints the ingest scenario's figures.
+func reportIngest(rep harness.Reporter, dur, ceil, vceil harness.ClosedResult, drain time.Duration) error {
 	rep.Result("ingest_durable", dur.Rate(), "req/s")
 	rep.Result("ingest_ceiling", ceil.Rate(), "req/s")
 	rep.Result("ingest_ratio", dur.Rate()/ceil.Rate(), "ratio")
-	rep.Result("ingest_p50", harness.Ms(dur.Latency.Percentile(50)), "ms")
-	rep.Result("ingest_p99", harness.Ms(dur.Latency.Percentile(99)), "ms")
-	rep.Result("ingest_ceiling_p99", harness.Ms(ceil.Latency.Percentile(99)), "ms")
+	if _, err := rep.Latency("ingest", "", dur.Latency, 0.5, 0.99); err != nil {
+		return err
+	}
+	if _, err := rep.Latency("ingest_ceiling", "", ceil.Latency, 0.99); err != nil {
+		return err
+	}
 	rep.Result("ingest_verified_ceiling", vceil.Rate(), "req/s")
 	rep.Result("ingest_verified_ratio", vceil.Rate()/ceil.Rate(), "ratio")
 	rep.Result("ingest_route_backlog_drain", drain.Seconds(), "s")

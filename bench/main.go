@@ -53,6 +53,7 @@ type config struct {
 
 	fanoutN        int
 	fanoutReceipts bool
+	fanoutStops    int
 
 	crewsImportN int
 	crewsGroupN  int
@@ -98,6 +99,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.e2eCount, "e2e-count", 2000, "webhooks (and recipients) in the end-to-end run")
 	fs.IntVar(&c.fanoutN, "fanout-n", 10000, "recipients of the fan-out group")
 	fs.BoolVar(&c.fanoutReceipts, "fanout-receipts", false, "also wait for every delivery receipt of the fan-out group")
+	fs.IntVar(&c.fanoutStops, "fanout-stops", 0, "fan-out recipients who text STOP first (never sent: counted apart, not in the rate)")
 	fs.IntVar(&c.crewsImportN, "crews-import-n", 50000, "CSV rows of the measured contacts import")
 	fs.IntVar(&c.crewsGroupN, "crews-group-n", 100000, "people in the crew of the measured group creation")
 	fs.IntVar(&c.scaleSmall, "scale-small", 10000, "hibernated groups in the small scale run")

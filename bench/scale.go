@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,9 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,18 +73,25 @@ func benchScale(ctx context.Context, c config, rep harness.Reporter) error {
 		_ = os.Remove(db + "-wal")
 		_ = os.Remove(db + "-shm")
 	}
-	small, large := results[0], results[1]
-	for _, r := range results {
+	route := make([][]time.Duration, len(results))
+	for i, r := range results {
+		if got := len(r.run.LatencyNS); got != c.scaleWebhooks {
+			return fmt.Errorf("run %s: %d latencies for %d webhooks", r.label, got, c.scaleWebhooks)
+		}
 		rep.Result("scale_seed_"+r.label, r.seed.Seconds, "s")
 		rep.Result("scale_db_"+r.label, r.seed.DBMB, "MB")
 		rep.Result("scale_open_"+r.label, r.run.OpenSeconds, "s")
-		rep.Result("scale_route_p50_"+r.label, r.run.P50Ms, "ms")
-		rep.Result("scale_route_p99_"+r.label, r.run.P99Ms, "ms")
+		vs, err := rep.Latency("scale_route", "_"+r.label, r.run.latencies(), 0.5, 0.99)
+		if err != nil {
+			return err
+		}
+		route[i] = vs
 		rep.Result("scale_rss_start_"+r.label, r.run.RSSStartMB, "MB")
 		rep.Result("scale_rss_"+r.label, r.run.RSSMaxMB, "MB")
 	}
-	rep.Result("scale_route_ratio_"+large.label+"_"+small.label, large.run.P50Ms/small.run.P50Ms, "ratio")
-	rep.Result("scale_route_p99_ratio_"+large.label+"_"+small.label, large.run.P99Ms/small.run.P99Ms, "ratio")
+	small, large := results[0].label, results[1].label
+	rep.Result("scale_route_ratio_"+large+"_"+small, float64(route[1][0])/float64(route[0][0]), "ratio")
+	rep.Result("scale_route_p99_ratio_"+large+"_"+small, float64(route[1][1])/float64(route[0][1]), "ratio")
 	return nil
 }
 
@@ -125,10 +135,30 @@ func child(ctx context.Context, c config, rep harness.Reporter, args []string, v
 	if err := cmd.Wait(); err != nil {
 		return err
 	}
-	if err := json.Unmarshal(last, v); err != nil {
+	if err := decodeChild(last, v); err != nil {
 		return fmt.Errorf("child output %q: %w", last, err)
 	}
 	return nil
+}
+
+// decodeChild decodes a child's report b, a JSON object, into the struct
+// v points to. Every field of v must be in b and not null, and b may hold
+// no other: a figure the child did not report is an error, never a 0.
+func decodeChild(b []byte, v any) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return err
+	}
+	t := reflect.TypeOf(v).Elem()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if raw, ok := fields[name]; !ok || string(raw) == "null" {
+			return fmt.Errorf("no %q", name)
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // seedReport is what the seed step prints.
@@ -320,12 +350,31 @@ func seedUnit(i int, settings group.Settings, at time.Time) (actor.Unit, error) 
 // runReport is what the run step prints.
 type runReport struct {
 	OpenSeconds float64 `json:"open_seconds"`
-	Webhooks    int     `json:"webhooks"`
-	P50Ms       float64 `json:"p50_ms"`
-	P99Ms       float64 `json:"p99_ms"`
-	RSSStartMB  float64 `json:"rss_start_mb"`
-	RSSMaxMB    float64 `json:"rss_max_mb"`
-	RSSEndMB    float64 `json:"rss_end_mb"`
+	// LatencyNS has one routing latency per webhook, in nanoseconds: the
+	// parent computes the quantiles, under the same rules as every
+	// scenario's.
+	LatencyNS  []int64 `json:"latency_ns"`
+	RSSStartMB float64 `json:"rss_start_mb"`
+	RSSMaxMB   float64 `json:"rss_max_mb"`
+	RSSEndMB   float64 `json:"rss_end_mb"`
+}
+
+// nanos is s in nanoseconds, for runReport.LatencyNS.
+func nanos(s harness.Samples) []int64 {
+	ns := make([]int64, len(s))
+	for i, d := range s {
+		ns[i] = int64(d)
+	}
+	return ns
+}
+
+// latencies are the run's samples.
+func (r runReport) latencies() harness.Samples {
+	s := make(harness.Samples, len(r.LatencyNS))
+	for i, ns := range r.LatencyNS {
+		s[i] = time.Duration(ns)
+	}
+	return s
 }
 
 // scaleRunWorker starts crewcast on the seeded database c.db and posts
@@ -459,8 +508,7 @@ func scaleRunWorker(ctx context.Context, c config, rep harness.Reporter) error {
 	defer mu.Unlock()
 	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
 	return json.NewEncoder(os.Stdout).Encode(runReport{
-		OpenSeconds: open.Seconds(), Webhooks: len(hooks),
-		P50Ms: harness.Ms(lat.Percentile(50)), P99Ms: harness.Ms(lat.Percentile(99)),
+		OpenSeconds: open.Seconds(), LatencyNS: nanos(lat),
 		RSSStartMB: mb(rssStart), RSSMaxMB: mb(rssMax), RSSEndMB: mb(rssEnd),
 	})
 }

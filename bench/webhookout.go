@@ -23,7 +23,7 @@ import (
 //   - webhook_out_rate: webhookN events already in the outbox, delivered
 //     (signed, sent, answered and recorded) from the worker's start until
 //     the endpoint has them all;
-//   - webhook_out_lag_p99: events committed one per store commit (the
+//   - webhook_out_lag_p50, _p99, _max: events committed one per store commit (the
 //     commit path the group actor uses, Effects.Outbox) at webhookRate per
 //     second, from the commit's return to the endpoint's receipt.
 func benchWebhookOut(ctx context.Context, c config, rep harness.Reporter) error {
@@ -111,8 +111,8 @@ func benchWebhookOut(ctx context.Context, c config, rep harness.Reporter) error 
 		lags = append(lags, max(recv.at[id].Sub(at), 0))
 	}
 	recv.mu.Unlock()
-	rep.Result("webhook_out_lag_p99", harness.Ms(lags.Percentile(0.99)), "ms")
-	return nil
+	_, err = rep.Latency("webhook_out_lag", "", lags, 0.5, 0.99, 1)
+	return err
 }
 
 func benchRow(id string, at time.Time) store.OutboxRow {

@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/internal/stats"
 )
 
 // Helpers shared by the engines, so that cursors, time encoding and summary
@@ -83,18 +83,6 @@ func ClampLimit(limit, def, max int) int {
 	return limit
 }
 
-// Percentile returns the nearest-rank p-th percentile (0 < p <= 1) of
-// sorted durations, 0 for none.
-func Percentile(sorted []time.Duration, p float64) time.Duration {
-	n := len(sorted)
-	if n == 0 {
-		return 0
-	}
-	rank := int(p*float64(n)+0.999999999) - 1 // ceil(p*n) - 1
-	rank = max(0, min(rank, n-1))
-	return sorted[rank]
-}
-
 // FinishSummary fills the derived figures of s (DeliveryRate, median and
 // p95) from the counts already in s and the SentAt→DeliveredAt durations of
 // the delivered rows. TopErrorCodes is left as the engine read it: most
@@ -110,10 +98,12 @@ func FinishSummary(s *Summary, toDelivered []time.Duration) {
 	} else {
 		s.DeliveryRate = 0
 	}
-	d := slices.Clone(toDelivered)
-	slices.Sort(d)
-	s.MedianToDelivered = Percentile(d, 0.5)
-	s.P95ToDelivered = Percentile(d, 0.95)
+	// Nearest-rank quantiles; with none delivered (stats.ErrNoSamples,
+	// the only error for these qs) both stay 0.
+	s.MedianToDelivered, s.P95ToDelivered = 0, 0
+	if q, err := stats.Quantiles(toDelivered, 0.5, 0.95); err == nil {
+		s.MedianToDelivered, s.P95ToDelivered = q[0], q[1]
+	}
 }
 
 // EffectsOf returns the store.Effects carried by a unit's effect value (a

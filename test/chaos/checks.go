@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/crewcast/crewcast/internal/stats"
 )
 
 // registry remembers every group the harness created: which group each
@@ -267,17 +268,22 @@ func findRecipient(g groupView, number string) (recipientView, bool) {
 	return recipientView{}, false
 }
 
-// percentileMS returns the p-th percentile (0–100) of ds in whole
-// milliseconds, rounded up; 0 for none.
-func percentileMS(ds []time.Duration, p float64) int64 {
-	if len(ds) == 0 {
-		return 0
+// quantileMS returns the q-quantile (0–1, stats.Quantile) of ds in whole
+// milliseconds, rounded up, and the name it has (stats.Label: "p99", or
+// "max" when ds are too few to tell a p99 from their maximum); 0 for none.
+func quantileMS(ds []time.Duration, q float64) (int64, string) {
+	label := stats.Label(q, len(ds))
+	v, err := stats.Quantile(ds, q)
+	if err != nil {
+		return 0, label
 	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := int(math.Ceil(p/100*float64(len(s)))) - 1
-	i = max(0, min(i, len(s)-1))
-	return int64(math.Ceil(float64(s[i]) / float64(time.Millisecond)))
+	return int64(math.Ceil(float64(v) / float64(time.Millisecond))), label
+}
+
+// p99MS is the 0.99-quantile of ds in whole milliseconds (quantileMS).
+func p99MS(ds []time.Duration) int64 {
+	v, _ := quantileMS(ds, 0.99)
+	return v
 }
 
 // ackLatencies returns the latencies of acknowledged records.

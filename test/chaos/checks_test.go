@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -192,21 +193,21 @@ func TestStatusRankIsForwardOnly(t *testing.T) {
 	}
 }
 
-func TestPercentileMS(t *testing.T) {
+func TestQuantileMS(t *testing.T) {
 	var ds []time.Duration
 	for i := 1; i <= 100; i++ {
 		ds = append(ds, time.Duration(i)*time.Millisecond)
 	}
-	if got := percentileMS(ds, 99); got != 99 {
-		t.Errorf("p99 of 1..100 ms = %d; want 99", got)
+	if got, name := quantileMS(ds, 0.99); got != 99 || name != "p99" {
+		t.Errorf("0.99-quantile of 1..100 ms = %d (%s); want 99 (p99)", got, name)
 	}
-	if got := percentileMS(ds, 100); got != 100 {
-		t.Errorf("p100 = %d; want 100", got)
+	if got, name := quantileMS(ds, 1); got != 100 || name != "max" {
+		t.Errorf("1-quantile = %d (%s); want 100 (max)", got, name)
 	}
-	if got := percentileMS([]time.Duration{1500 * time.Microsecond}, 99); got != 2 {
-		t.Errorf("p99 of 1.5 ms = %d; want 2 (rounded up)", got)
+	if got, name := quantileMS([]time.Duration{1500 * time.Microsecond}, 0.99); got != 2 || name != "max" {
+		t.Errorf("0.99-quantile of 1.5 ms = %d (%s); want 2 (rounded up), max", got, name)
 	}
-	if got := percentileMS(nil, 99); got != 0 {
+	if got := p99MS(nil); got != 0 {
 		t.Errorf("p99 of nothing = %d; want 0", got)
 	}
 }
@@ -316,5 +317,31 @@ func TestStaleWrites(t *testing.T) {
 		if got := staleWrites(st(c.epochs...)); got != c.want {
 			t.Errorf("staleWrites(%v) = %d, want %d (%s)", c.epochs, got, c.want, staleDetail(st(c.epochs...)))
 		}
+	}
+}
+
+// T8's figures are named for what they are: the largest of ten samples
+// is a max, not a p99; from 100 samples on it is a p99.
+func TestClusterLinesNameTheQuantile(t *testing.T) {
+	ms := func(n int) []time.Duration {
+		var ds []time.Duration
+		for i := 1; i <= n; i++ {
+			ds = append(ds, time.Duration(i)*time.Millisecond)
+		}
+		return ds
+	}
+	line, results := clusterLines(10, 0, 0, 0, ms(10), ms(10))
+	if want := "CLUSTER iterations=10 pauses=10 stale_writes=0 duplicate_sends=0 lost=0 failover_max_ms=10 handoff_max_ms=10"; line != want {
+		t.Errorf("10 samples:\n got %s\nwant %s", line, want)
+	}
+	if want := []string{"RESULT cluster_failover_max 10 ms", "RESULT cluster_handoff_max 10 ms"}; !slices.Equal(results, want) {
+		t.Errorf("10 samples: %q, want %q", results, want)
+	}
+	line, results = clusterLines(200, 0, 0, 0, ms(200), ms(100))
+	if want := "CLUSTER iterations=200 pauses=200 stale_writes=0 duplicate_sends=0 lost=0 failover_p99_ms=198 handoff_p99_ms=99"; line != want {
+		t.Errorf("200 and 100 samples:\n got %s\nwant %s", line, want)
+	}
+	if want := []string{"RESULT cluster_failover_p99 198 ms", "RESULT cluster_handoff_p99 99 ms"}; !slices.Equal(results, want) {
+		t.Errorf("200 and 100 samples: %q, want %q", results, want)
 	}
 }

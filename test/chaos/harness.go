@@ -481,7 +481,7 @@ func (h *harness) summary(ctx context.Context) (string, []string) {
 	defer h.mu.Unlock()
 	lat := append(ackLatencies(recs), h.crafted...)
 	return fmt.Sprintf("CHAOS iterations=%d acked_webhooks=%d lost=%d duplicate_sends=%d unconfirmed=%d p99_ack_ms=%d",
-		h.iterations, acked+len(h.crafted), h.lost, dups, h.unconfirmed, percentileMS(lat, 99)), problems
+		h.iterations, acked+len(h.crafted), h.lost, dups, h.unconfirmed, p99MS(lat)), problems
 }
 
 // noteCrafted records the latency of a crafted webhook the server acked.

@@ -125,7 +125,7 @@ loop:
 					lat = append(lat, r.Latency)
 				}
 			}
-			s.acked, s.p99MS = len(lat), percentileMS(lat, 99)
+			s.acked, s.p99MS = len(lat), p99MS(lat)
 			soakLat = append(soakLat, lat...)
 			lastSample = now
 			samples = append(samples, s)
@@ -135,7 +135,7 @@ loop:
 	}
 	res.notes = append(res.notes, soakTable(samples)...)
 	res.problems = append(res.problems, judgeSoak(samples)...)
-	p99 := percentileMS(soakLat, 99)
+	p99 := p99MS(soakLat)
 	res.notes = append(res.notes, fmt.Sprintf("soak p99 acknowledgement latency %d ms over %d webhooks", p99, len(soakLat)))
 	if p99 >= soakBounds.p99MS {
 		res.problems = append(res.problems, fmt.Sprintf("soak p99 acknowledgement latency %d ms (bound < %d ms)", p99, soakBounds.p99MS))

@@ -189,19 +189,30 @@ type Target struct {
 
 // Targets lists a group's recipients with their provider message ids.
 func (c *Crewcast) Targets(ctx context.Context, id string) ([]Target, error) {
-	var out []Target
+	rows, err := c.Deliveries(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Target, 0, len(rows))
+	for _, r := range rows {
+		if r.ProviderMessageID == "" {
+			return nil, fmt.Errorf("group %s: recipient %d has no message id (status %s)", id, len(out), r.Status)
+		}
+		out = append(out, Target{GroupID: id, Number: r.Number, MessageID: r.ProviderMessageID})
+	}
+	return out, nil
+}
+
+// Deliveries lists a group's committed delivery rows, every page.
+func (c *Crewcast) Deliveries(ctx context.Context, id string) ([]store.DeliveryRow, error) {
+	var out []store.DeliveryRow
 	q := store.DeliveryQuery{GroupID: id, Limit: 10000}
 	for {
 		rows, next, err := c.Store().ListDeliveries(ctx, q)
 		if err != nil {
 			return nil, fmt.Errorf("list deliveries: %w", err)
 		}
-		for _, r := range rows {
-			if r.ProviderMessageID == "" {
-				return nil, fmt.Errorf("group %s: recipient %d has no message id (status %s)", id, len(out), r.Status)
-			}
-			out = append(out, Target{GroupID: id, Number: r.Number, MessageID: r.ProviderMessageID})
-		}
+		out = append(out, rows...)
 		if next == "" {
 			return out, nil
 		}

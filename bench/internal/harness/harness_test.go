@@ -21,27 +21,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func TestPercentileIsNearestRank(t *testing.T) {
-	var s Samples
-	for i := 100; i >= 1; i-- {
-		s = append(s, time.Duration(i)*time.Millisecond)
-	}
-	for _, tc := range []struct {
-		p    float64
-		want time.Duration
-	}{{50, 50 * time.Millisecond}, {99, 99 * time.Millisecond}, {100, 100 * time.Millisecond}, {0.1, time.Millisecond}} {
-		if got := s.Percentile(tc.p); got != tc.want {
-			t.Errorf("Percentile(%v) = %v, want %v", tc.p, got, tc.want)
-		}
-	}
-	if s[0] != 100*time.Millisecond {
-		t.Errorf("Percentile sorted the samples in place")
-	}
-	if got := (Samples{}).Percentile(99); got != 0 {
-		t.Errorf("empty Percentile = %v, want 0", got)
-	}
-}
-
 // The webhooks the benchmarks post must be ones crewcast accepts: signed
 // for the configured key and parsed into the status event they describe.
 func TestStatusWebhookVerifiesAndParses(t *testing.T) {

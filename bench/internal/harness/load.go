@@ -5,30 +5,15 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// Samples are latencies.
+// Samples are latencies; Reporter.Latency prints their quantiles.
 type Samples []time.Duration
-
-// Percentile returns the nearest-rank p-th percentile (0 < p ≤ 100), or 0
-// when there are no samples.
-func (s Samples) Percentile(p float64) time.Duration {
-	if len(s) == 0 {
-		return 0
-	}
-	c := slices.Clone(s)
-	slices.Sort(c)
-	rank := int(math.Ceil(p / 100 * float64(len(c))))
-	rank = min(max(rank, 1), len(c))
-	return c[rank-1]
-}
 
 // Ms is d in milliseconds.
 func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

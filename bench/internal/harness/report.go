@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/crewcast/crewcast/internal/stats"
 )
 
 // Reporter prints a benchmark program's "RESULT <name> <value> <unit>"
@@ -22,6 +24,42 @@ type Reporter struct {
 // Result prints one RESULT line.
 func (r Reporter) Result(name string, value float64, unit string) {
 	fmt.Fprintf(r.Out, "RESULT %s %s %s\n", name, strconv.FormatFloat(value, 'f', resultPrec(value), 64), unit)
+}
+
+// Count prints one RESULT line whose value is a count, as an integer.
+func (r Reporter) Count(name string, n int, unit string) {
+	fmt.Fprintf(r.Out, "RESULT %s %d %s\n", name, n, unit)
+}
+
+// Latency prints one RESULT line per quantile q of s (0–1), in
+// milliseconds, named prefix_<label>suffix with the label of
+// stats.Label: e2e_p50, e2e_p99, e2e_max. It refuses, printing nothing,
+// when s has fewer than stats.MinSamples(q) samples for any q (a p99 needs
+// at least 100), so that no figure is named for a quantile its samples
+// cannot tell from their maximum; ask for q = 1 (max) instead. It logs
+// "samples <figures> <n>": the names printed and how many samples they
+// come from. It returns the values, in the order of qs.
+func (r Reporter) Latency(prefix, suffix string, s Samples, qs ...float64) ([]time.Duration, error) {
+	names := make([]string, len(qs))
+	for i, q := range qs {
+		if q < 0 || q > 1 {
+			return nil, fmt.Errorf("%s%s: quantile %v outside [0, 1]", prefix, suffix, q)
+		}
+		if need := stats.MinSamples(q); len(s) < need {
+			return nil, fmt.Errorf("%s%s: %d samples cannot give a quantile %v (it needs at least %d; with fewer it is the maximum)",
+				prefix, suffix, len(s), q, need)
+		}
+		names[i] = prefix + "_" + stats.Label(q, len(s)) + suffix
+	}
+	vs, err := stats.Quantiles(s, qs...)
+	if err != nil {
+		return nil, fmt.Errorf("%s%s: %w", prefix, suffix, err)
+	}
+	r.Progress("samples %s %d", strings.Join(names, ","), len(s))
+	for i, v := range vs {
+		r.Result(names[i], Ms(v), "ms")
+	}
+	return vs, nil
 }
 
 // resultPrec keeps about three significant digits below 100 and none

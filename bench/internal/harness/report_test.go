@@ -3,11 +3,14 @@ package harness
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestResultKeepsAboutThreeSignificantDigits(t *testing.T) {
@@ -90,5 +93,54 @@ func TestRunEachStopsAtTheFirstFailure(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("RunEach wrote results: %q", out.String())
+	}
+}
+
+func millis(n int) Samples {
+	s := make(Samples, n)
+	for i := range s {
+		s[i] = time.Duration(n-i) * time.Millisecond
+	}
+	return s
+}
+
+// A quantile is printed only from enough samples to tell it from the
+// maximum, and the figures are ordered.
+func TestLatencyRefusesAQuantileFromTooFewSamples(t *testing.T) {
+	var out, log bytes.Buffer
+	r := Reporter{Out: &out, Log: &log}
+	if _, err := r.Latency("lag", "", millis(99), 0.5, 0.99, 1); err == nil {
+		t.Error("a p99 of 99 samples was accepted")
+	}
+	if _, err := r.Latency("lag", "", nil, 1); err == nil {
+		t.Error("a max of no samples was accepted")
+	}
+	if _, err := r.Latency("lag", "", millis(5), 99); err == nil {
+		t.Error("a quantile of 99 (percent, not a fraction) was accepted")
+	}
+	if out.Len() != 0 {
+		t.Errorf("refused figures were printed: %q", out.String())
+	}
+	vs, err := r.Latency("lag", "_10k", millis(100), 0.5, 0.99, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "RESULT lag_p50_10k 50.0 ms\nRESULT lag_p99_10k 99.0 ms\nRESULT lag_max_10k 100 ms\n"
+	if out.String() != want {
+		t.Errorf("printed %q, want %q", out.String(), want)
+	}
+	if vs[0] > vs[1] || vs[1] > vs[2] {
+		t.Errorf("values %v not ordered", vs)
+	}
+	if !strings.Contains(log.String(), "samples lag_p50_10k,lag_p99_10k,lag_max_10k 100\n") {
+		t.Errorf("log %q does not say how many samples", log.String())
+	}
+}
+
+func TestCountPrintsAnInteger(t *testing.T) {
+	var out bytes.Buffer
+	Reporter{Out: &out, Log: io.Discard}.Count("fanout_failed", 3, "recipients")
+	if out.String() != "RESULT fanout_failed 3 recipients\n" {
+		t.Errorf("printed %q", out.String())
 	}
 }
