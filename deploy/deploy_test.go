@@ -361,7 +361,7 @@ func scrape(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
 	faults := sim.Faults{DelayMS: [2]int{5, 20}, ReplyRate: 1, ReplyTexts: []string{"YES"}}
 	seed := int64(3)
-	key := "deploy-test-admin-key-0123456789abcdef"
+	key := "deploy-admin-5a2eba3abe5b22a83f3a45ee870a84f4465189123d963487"
 	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "m.db"), Provider: server.ProviderDemo,
 		DemoFaults: &faults, DemoSeed: &seed, AdminKey: key, SendRate: 0, RetentionInterval: -1})
 	if err != nil {

@@ -71,7 +71,7 @@ func (a *api) authorize(r *http.Request, rt route) (*http.Request, error) {
 	if u != nil {
 		ctx = context.WithValue(ctx, userKey{}, *u)
 	}
-	return r.WithContext(store.WithAuditActor(ctx, actorOf(p, u, a.requestIP(r)))), nil
+	return r.WithContext(store.WithAuditActor(ctx, actorOf(p, u, a.clientAddr(r)))), nil
 }
 
 // authenticate finds the caller: an Authorization: Bearer key wins over a
@@ -82,8 +82,7 @@ func (a *api) authenticate(r *http.Request) (apikey.Principal, *store.User, erro
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
 			return apikey.Principal{}, nil, unauthorized("Authorization must be \"Bearer <key>\"")
 		}
-		p, touchErr, err := a.auth.Authenticate(r.Context(), strings.TrimSpace(key))
-		a.touchFailed(r, touchErr)
+		p, err := a.checkKey(r, strings.TrimSpace(key)) // throttled per client (throttle.go)
 		return p, nil, err
 	}
 	c, err := r.Cookie(sessionCookie)
@@ -323,15 +322,11 @@ func (a *api) createSession(w http.ResponseWriter, r *http.Request) error {
 	if body.Key == "" {
 		return invalid("key", "required (or email and password)")
 	}
-	if err := a.throttle.allow(a.now(), "", clientIP(r)); err != nil {
-		return err
-	}
-	p, touchErr, err := a.auth.Authenticate(r.Context(), body.Key)
-	a.touchFailed(r, touchErr)
+	p, err := a.checkKey(r, body.Key) // throttled per client (throttle.go)
 	if err != nil {
 		if errors.Is(err, apikey.ErrInvalidKey) {
 			a.metrics.AuthFailure("unauthenticated")
-			a.audit(r, store.AuditActor{Type: store.ActorKey, IP: clientIP(r)}, auditSignInFailed, "")
+			a.audit(r, store.AuditActor{Type: store.ActorKey, IP: a.clientAddr(r)}, auditSignInFailed, "")
 		}
 		return err
 	}
@@ -345,7 +340,7 @@ func (a *api) createSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a.setSessionCookie(w, r, id, expires)
-	a.audit(r, actorOf(p, nil, clientIP(r)), auditSignedIn, "")
+	a.audit(r, actorOf(p, nil, a.clientAddr(r)), auditSignedIn, "")
 	exp := expires.UTC()
 	writeJSON(w, http.StatusOK, sessionJSON{KeyID: p.KeyID, Name: p.Name, Scopes: scopeNames(p), ExpiresAt: &exp})
 	return nil
@@ -376,7 +371,7 @@ func (a *api) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	if c, err := r.Cookie(sessionCookie); err == nil {
 		if s, ok := a.sessions.get(c.Value); ok {
-			a.audit(r, sessionActor(r, s), auditSignedOut, "")
+			a.audit(r, a.sessionActor(r, s), auditSignedOut, "")
 		}
 		a.sessions.delete(c.Value)
 	}

@@ -211,7 +211,7 @@ func (a *api) forwardToOwner(w http.ResponseWriter, r *http.Request) (bool, erro
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host
 			pr.Out.Header.Set(forwardedHeader, a.cfg.ClusterSecret)
-			pr.Out.Header.Set(clientAddrHeader, clientIP(pr.In)) // never what the client claimed
+			pr.Out.Header.Set(clientAddrHeader, a.clientAddr(pr.In)) // never what the client claimed
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) { proxyErr = err },
 	}
@@ -221,16 +221,6 @@ func (a *api) forwardToOwner(w http.ResponseWriter, r *http.Request) (bool, erro
 		return true, moving()
 	}
 	return true, nil
-}
-
-// requestIP is the address a request came from for the audit trail: the
-// client's as the forwarding node saw it on a command forwarded by a node
-// of this cluster, else the TCP peer's (clientIP).
-func (a *api) requestIP(r *http.Request) string {
-	if ip := r.Header.Get(clientAddrHeader); ip != "" && a.trustedForward(r) {
-		return ip
-	}
-	return clientIP(r)
 }
 
 // trustedForward reports whether r was forwarded by a node of this

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -140,8 +141,13 @@ type Config struct {
 	SessionTTL time.Duration
 	// SessionIdle ends a board session unused for this long. Default 1 h.
 	SessionIdle time.Duration
-	// Throttle slows repeated sign-ins per account and per address.
+	// Throttle slows repeated failed sign-ins (per account and client,
+	// and per client) and repeated bad API keys (per client).
 	Throttle ThrottleConfig
+	// TrustedProxies are the proxies whose X-Forwarded-For or Forwarded
+	// header names the client (clientaddr.go). Default none: the client is
+	// the TCP peer.
+	TrustedProxies []netip.Prefix
 	// PasswordParams are argon2id's costs for users' passwords. Default
 	// password.DefaultParams; tests lower them.
 	PasswordParams password.Params

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"errors"
-	"net"
 	"net/http"
 	"net/mail"
 	"strings"
@@ -115,16 +114,6 @@ func (a *api) userPrincipal(ctx context.Context, s session) (apikey.Principal, *
 	return p, &u, nil
 }
 
-// clientIP is the address a request came from: the peer's, since
-// forwarding headers can be forged by anyone.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
 // actorOf names who acts for the audit trail.
 func actorOf(p apikey.Principal, u *store.User, ip string) store.AuditActor {
 	if u != nil {
@@ -134,11 +123,11 @@ func actorOf(p apikey.Principal, u *store.User, ip string) store.AuditActor {
 }
 
 // sessionActor names the owner of a session.
-func sessionActor(r *http.Request, s session) store.AuditActor {
+func (a *api) sessionActor(r *http.Request, s session) store.AuditActor {
 	if s.userID != "" {
-		return store.AuditActor{Type: store.ActorUser, ID: s.userID, Name: s.name, IP: clientIP(r)}
+		return store.AuditActor{Type: store.ActorUser, ID: s.userID, Name: s.name, IP: a.clientAddr(r)}
 	}
-	return store.AuditActor{Type: store.ActorKey, ID: s.keyID, Name: s.name, IP: clientIP(r)}
+	return store.AuditActor{Type: store.ActorKey, ID: s.keyID, Name: s.name, IP: a.clientAddr(r)}
 }
 
 // requestActor is the audit actor of an authorized request.
@@ -185,11 +174,14 @@ func (a *api) signInUser(w http.ResponseWriter, r *http.Request, email, pw strin
 	if pw == "" {
 		return invalid("password", "required")
 	}
-	ip := clientIP(r)
-	if err := a.throttle.allow(a.now(), email, ip); err != nil {
+	ip := a.clientAddr(r)
+	done, err := a.throttle.signIn(a.now(), email, ip)
+	if err != nil {
 		a.metrics.AuthFailure("throttled")
 		return err
 	}
+	failed := false // only a wrong email or password counts, not a store error
+	defer func() { done(a.now(), failed) }()
 	u, err := a.store.UserByEmail(r.Context(), email)
 	found := err == nil
 	if err != nil && !errors.Is(err, actor.ErrNotFound) {
@@ -202,11 +194,11 @@ func (a *api) signInUser(w http.ResponseWriter, r *http.Request, email, pw strin
 		return verr
 	}
 	if verr != nil || !found || !u.DisabledAt.IsZero() {
+		failed = true
 		a.metrics.AuthFailure("unauthenticated")
 		a.audit(r, store.AuditActor{Type: store.ActorUser, ID: u.ID, Name: u.Name, IP: ip}, auditSignInFailed, email)
 		return wrongCredentials()
 	}
-	a.throttle.succeeded(email)
 	id, expires, err := a.sessions.open(session{userID: u.ID, epoch: u.SessionEpoch, name: u.Name})
 	if errors.Is(err, errTooManySessions) {
 		e := newError(http.StatusServiceUnavailable, codeUnavailable, "too many open sessions; try again later")

@@ -204,8 +204,10 @@ func TestSignInThrottle(t *testing.T) {
 			t.Fatalf("attempt %d: %d", i, r.StatusCode)
 		}
 	}
-	// Per account: the right password is refused too while throttled,
-	// and an unknown email is throttled exactly the same way.
+	// Per account from this client: the right password is refused too
+	// while throttled (from another client it is not:
+	// TestSignInAttackerCannotLockOutVictim), and an unknown email is
+	// throttled exactly the same way.
 	_, r, b := e.signIn("tess@example.com", pw, nil)
 	if r.StatusCode != 429 || errorOf(t, b).Code != "too_many_attempts" || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("4th attempt: %d %s", r.StatusCode, b)
@@ -218,9 +220,9 @@ func TestSignInThrottle(t *testing.T) {
 	if _, r, _ := e.signIn("ghost@example.com", "wrong password", nil); r.StatusCode != 429 {
 		t.Fatalf("unknown email not throttled alike: %d", r.StatusCode)
 	}
-	// Per address: refused attempts spend nothing, so 6 of the address's
-	// 7 are used; one more account goes through once, then the address
-	// is throttled for every account.
+	// Per client: only failures count (refused attempts spend nothing),
+	// so 6 of the client's 7 are used; one more account goes through
+	// once, then the client is throttled for every account.
 	if _, r, _ := e.signIn("other@example.com", "wrong password", nil); r.StatusCode != 401 {
 		t.Fatalf("7th attempt from the address: %d", r.StatusCode)
 	}

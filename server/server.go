@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -71,8 +72,13 @@ type Config struct {
 	TwilioAPIBase    string // default https://api.twilio.com
 
 	// AdminKey, when set, is registered as an admin API key at start, so a
-	// fresh server can be driven by scripts.
+	// fresh server can be driven by scripts. It must be estimated at
+	// apikey.MinAdminKeyBits (128) bits or more, or New refuses it.
 	AdminKey string
+	// TrustedProxies are the proxies (--trusted-proxies) whose
+	// X-Forwarded-For or Forwarded header names the client, for sign-in
+	// throttling and the audit trail. Default none: the TCP peer.
+	TrustedProxies []netip.Prefix
 	// SendRate is messages per second per sender number; 0 = no pacing.
 	SendRate float64
 	// SendRates overrides SendRate per sender number (E.164).
@@ -175,6 +181,11 @@ func (c Config) validate() error {
 	}
 	if _, err := c.policyDefaults(); err != nil {
 		return err
+	}
+	if c.AdminKey != "" {
+		if err := apikey.CheckAdminKeyStrength(c.AdminKey); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -348,6 +359,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		// Several nodes (cluster.go); empty for a single node.
 		Node: s.cfg.Cluster.NodeID, AdvertiseURL: s.cfg.Cluster.AdvertiseURL,
 		Router: s.groupRouter(), ClusterSecret: s.cfg.Cluster.Secret, ClusterNodes: s.clusterNodes(),
+		TrustedProxies: cfg.TrustedProxies,
 	})
 	if err != nil {
 		return err

@@ -49,7 +49,7 @@ const testFrom = "+15550100000"
 const testText = "Crew call: site B, 7:00. Reply YES or NO."
 
 // adminKey is the bootstrap admin key the test servers register.
-const adminKey = "integration-test-admin-key-0123456789"
+const adminKey = "it-admin-130d2c5ed110ad53e2727320739614b0cc260756d5e42d8f"
 
 // numbers returns n distinct fictional recipient numbers.
 func numbers(n int) []string {

@@ -24,7 +24,7 @@ import (
 	"github.com/crewcast/crewcast/store/sqlite"
 )
 
-const testAdminKey = "ops-test-admin-key-0123456789abcdef"
+const testAdminKey = "ops-admin-6a1d027ead41b2f03db2f3a275a0148f936fb4361216a2b5"
 
 // ackRecorder stands between the simulator and the server, as a reverse
 // proxy would: it forwards webhooks and records the event id of every one

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/crewcast/crewcast/group"
+	"github.com/crewcast/crewcast/httpapi"
 	"github.com/crewcast/crewcast/server"
 	"github.com/crewcast/crewcast/store"
 	"github.com/crewcast/crewcast/tracker"
@@ -46,6 +47,7 @@ type serverFlags struct {
 	parkedTTL                                       time.Duration
 	nodeID, advertiseURL                            string // several nodes (server/cluster.go)
 	leaseTTL                                        time.Duration
+	trustedProxies                                  string
 }
 
 // serverFlagDocs lists serve's flags by section for -h, each with the
@@ -55,6 +57,7 @@ var serverFlagDocs = []flagSection{
 	{"Server", []envBinding{
 		{"addr", "CREWCAST_ADDR"}, {"public-url", "CREWCAST_PUBLIC_URL"}, {"admin-key", "CREWCAST_ADMIN_KEY"},
 		{"log-level", "CREWCAST_LOG_LEVEL"}, {"log-format", "CREWCAST_LOG_FORMAT"},
+		{"trusted-proxies", "CREWCAST_TRUSTED_PROXIES"},
 	}},
 	{"Storage", []envBinding{{"db", "CREWCAST_DB"}}},
 	{"Several nodes (PostgreSQL)", []envBinding{
@@ -100,7 +103,8 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.StringVar(&f.twilioSID, "twilio-account-sid", "", "Twilio account SID")
 	fs.StringVar(&f.twilioToken, "twilio-auth-token", "", "Twilio auth token")
 	fs.StringVar(&f.twilioBase, "twilio-api-base", "", "Twilio API origin (default https://api.twilio.com)")
-	fs.StringVar(&f.adminKey, "admin-key", "", "register this admin API key at start (the first key of a fresh server)")
+	fs.StringVar(&f.adminKey, "admin-key", "", "register this admin API key at start (the first key of a fresh server; at least 128 bits, e.g. openssl rand -base64 32)")
+	fs.StringVar(&f.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of the proxies whose X-Forwarded-For/Forwarded names the client (default none: the TCP peer)")
 	fs.Float64Var(&f.sendRate, "send-rate", 10, "messages per second per sender number; 0 = no pacing")
 	fs.StringVar(&f.sendRates, "send-rates", "", "per-sender overrides, e.g. +18005550100=20,+15550100000=0.5")
 	fs.IntVar(&f.sendWorkers, "send-workers", 64, "concurrent provider calls")
@@ -140,9 +144,14 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 	if err != nil {
 		return server.Config{}, usagef("--send-rates: %v", err)
 	}
+	proxies, err := httpapi.ParseTrustedProxies(f.trustedProxies)
+	if err != nil {
+		return server.Config{}, usagef("--trusted-proxies (CREWCAST_TRUSTED_PROXIES) %q: %v", f.trustedProxies, err)
+	}
 	return server.Config{
-		SendRates: rates,
-		Addr:      f.addr, DB: f.db, Provider: f.provider, PublicURL: f.publicURL,
+		TrustedProxies: proxies,
+		SendRates:      rates,
+		Addr:           f.addr, DB: f.db, Provider: f.provider, PublicURL: f.publicURL,
 		TelnyxAPIKey: f.telnyxKey, TelnyxPublicKey: f.telnyxPub, TelnyxAPIBase: f.telnyxBase,
 		TelnyxMessagingProfileID: f.telnyxProfile, TelnyxIdempotencyKeys: f.telnyxIdem,
 		TwilioAccountSID: f.twilioSID, TwilioAuthToken: f.twilioToken, TwilioAPIBase: f.twilioBase,
@@ -295,7 +304,7 @@ func printSignIn(ctx context.Context, w io.Writer, st store.Store, cfg server.Co
 		fmt.Fprintln(w, "  Sign in with an API key. A new admin key, straight into the database:")
 	}
 	fmt.Fprintf(w, "    crewcast keys create --db %s --scope admin --name me\n", db)
-	fmt.Fprintln(w, "  or restart with CREWCAST_ADMIN_KEY set to a secret of your choice.")
+	fmt.Fprintln(w, "  or restart with CREWCAST_ADMIN_KEY set to a random secret (openssl rand -base64 32).")
 }
 
 // parseSendRates reads "NUMBER=RATE,NUMBER=RATE" (numbers normalized to

@@ -117,3 +117,55 @@ func TestRetentionIntervalFlagAndEnv(t *testing.T) {
 		t.Fatalf("bad env: %v", err)
 	}
 }
+
+// A weak CREWCAST_ADMIN_KEY stops start-up with a message saying how to
+// make a good one; the key itself is never printed. A strong one (made by
+// `openssl rand -base64 32`, or a crewcast key) starts.
+func TestServeRefusesWeakAdminKey(t *testing.T) {
+	for _, weak := range []string{"admin_secret_from_env", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "e2e-admin-key-0123456789abcdef"} {
+		t.Setenv("CREWCAST_ADMIN_KEY", weak)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		code, _, stderr := runCLI(ctx, "serve", "--addr", "127.0.0.1:0", "--db", t.TempDir()+"/c.db")
+		cancel()
+		if code == 0 || !strings.Contains(stderr, "openssl rand -base64 32") || !strings.Contains(stderr, "CREWCAST_ADMIN_KEY") {
+			t.Fatalf("serve with a weak admin key: exit %d, stderr %q", code, stderr)
+		}
+		if strings.Contains(stderr, weak) {
+			t.Fatalf("the weak key is printed: %q", stderr)
+		}
+	}
+}
+
+// --trusted-proxies / CREWCAST_TRUSTED_PROXIES: comma-separated CIDRs (a
+// bare address is its own /32 or /128); one that does not parse stops
+// start-up naming it.
+func TestTrustedProxiesFlagAndEnv(t *testing.T) {
+	parse := func(args ...string) ([]string, error) {
+		t.Helper()
+		fs := newFlagSet("serve", io.Discard)
+		f := bindServerFlags(fs, "")
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := f.config(io.Discard)
+		var out []string
+		for _, p := range cfg.TrustedProxies {
+			out = append(out, p.String())
+		}
+		return out, err
+	}
+	if got, err := parse(); err != nil || len(got) != 0 {
+		t.Fatalf("default = %v, %v; want none", got, err)
+	}
+	t.Setenv("CREWCAST_TRUSTED_PROXIES", "10.0.0.0/8, 192.0.2.7,fd00::/8")
+	if got, err := parse(); err != nil || strings.Join(got, " ") != "10.0.0.0/8 192.0.2.7/32 fd00::/8" {
+		t.Fatalf("env = %v, %v", got, err)
+	}
+	if got, err := parse("--trusted-proxies", "127.0.0.1"); err != nil || strings.Join(got, " ") != "127.0.0.1/32" {
+		t.Fatalf("flag over env = %v, %v", got, err)
+	}
+	t.Setenv("CREWCAST_TRUSTED_PROXIES", "10.0.0.0/33")
+	if _, err := parse(); err == nil || !strings.Contains(err.Error(), "10.0.0.0/33") {
+		t.Fatalf("bad env: %v", err)
+	}
+}

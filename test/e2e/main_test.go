@@ -67,7 +67,7 @@ func TestMain(m *testing.M) {
 }
 
 // adminKey is the bootstrap admin key given to every crewcast serve.
-const adminKey = "e2e-admin-key-0123456789abcdef"
+const adminKey = "e2e-admin-12c425f679a56a201e0fd1f0fbd13c87e8a55d88ec0d441e"
 
 // from is the sender number of the test groups.
 const from = "+15550100000"

@@ -19,7 +19,7 @@ import (
 )
 
 // AdminKey is the bootstrap admin key of every benchmark server.
-const AdminKey = "bench-admin-key-0123456789"
+const AdminKey = "bench-admin-22e99a906494c3eda53551d6878f5a63a313774992678005"
 
 // Options configure Start.
 type Options struct {
