@@ -81,6 +81,9 @@ type FieldError struct {
 	// field is one value (a number): the board and the CLI show it as it
 	// was typed, not as it was cleaned.
 	Input string `json:"input,omitempty"`
+	// Position is the 1-based character (code point) index of the first
+	// character a text may not hold (CheckText); 0 otherwise.
+	Position int `json:"position,omitempty"`
 }
 
 func (e FieldError) Error() string { return e.Field + ": " + e.Message }
@@ -205,6 +208,9 @@ func PlanWith(id string, req Request, settings Settings, suppressed map[string]b
 		tmpl = t
 	}
 	for _, e := range CheckOptions("responses", req.Responses, req.Quorum) {
+		errs.add(e)
+	}
+	for _, e := range CheckTexts(req) {
 		errs.add(e)
 	}
 	hint := ""

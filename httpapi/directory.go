@@ -832,6 +832,9 @@ func checkTemplateText(field, text string) (*group.Template, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, invalid(field, "required")
 	}
+	if e := group.CheckText(field, text); e != nil {
+		return nil, textErrors([]group.FieldError{*e})
+	}
 	t, err := group.ParseTemplate(text)
 	var te *group.TemplateError
 	if errors.As(err, &te) {
@@ -856,6 +859,9 @@ func (a *api) saveTemplate(r *http.Request, t store.Template, in templateInput, 
 	}
 	if in.Responses != nil {
 		if err := fieldErrors(group.CheckOptions("responses", *in.Responses, nil)); err != nil {
+			return t, err
+		}
+		if err := textErrors(group.CheckOptionTexts("responses", *in.Responses)); err != nil {
 			return t, err
 		}
 		b, err := json.Marshal(*in.Responses)

@@ -23,6 +23,7 @@ import (
 const (
 	codeInvalidJSON      = "invalid_json"
 	codeInvalidRequest   = "invalid_request"
+	codeInvalidText      = "invalid_text"
 	codeUnauthorized     = "unauthorized"
 	codeForbidden        = "forbidden"
 	codeCrossOrigin      = "cross_origin"
@@ -62,6 +63,19 @@ func newError(status int, code, msg string) *apiError {
 func invalid(field, msg string) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Code: codeInvalidRequest, Message: field + ": " + msg,
 		Fields: []group.FieldError{{Field: field, Message: msg}}}
+}
+
+// textErrors is the 422 of message texts holding characters they may not
+// (group.CheckText): each field names the character's 1-based position.
+func textErrors(errs []group.FieldError) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return &apiError{Status: http.StatusUnprocessableEntity, Code: codeInvalidText, Message: strings.Join(msgs, "; "), Fields: errs}
 }
 
 func notFound(what string) *apiError {

@@ -212,6 +212,11 @@ func (a *api) request(ctx context.Context, body createRequest) (group.Request, e
 	if err := a.resolveAudience(ctx, &req); err != nil {
 		return group.Request{}, err
 	}
+	// Plan refuses these too (a 400 among the other problems); checked
+	// first, they are the 422 invalid_text the API documents.
+	if err := textErrors(group.CheckTexts(req)); err != nil {
+		return group.Request{}, err
+	}
 	if group.HasVariables(req.Text) {
 		if _, err := checkTemplateText("text", req.Text); err != nil {
 			return group.Request{}, err // an unknown variable is a 422 naming it

@@ -305,6 +305,12 @@ func New(cfg Config) (http.Handler, error) {
 	return a.mux, nil
 }
 
+// setNosniff marks an answer X-Content-Type-Options: nosniff, so that no
+// browser reads an answer holding a message text or a name as a page or a
+// script. Every handler on the mux sets it (wrapAs for the route table,
+// its 404s and 405s; the board sets its own).
+func setNosniff(w http.ResponseWriter) { w.Header().Set("X-Content-Type-Options", "nosniff") }
+
 // register mounts the route table, JSON 405s for known paths with other
 // methods, JSON 404s under the API prefixes, and the board at "/".
 func (a *api) register() error {
@@ -340,7 +346,10 @@ func (a *api) register() error {
 		}
 	}
 	if a.cfg.Router != nil {
-		a.mux.HandleFunc("POST "+ClusterErasurePath, a.clusterErase)
+		a.mux.HandleFunc("POST "+ClusterErasurePath, func(w http.ResponseWriter, r *http.Request) {
+			setNosniff(w)
+			a.clusterErase(w, r)
+		})
 	}
 	notFoundRoute := route{Access: public, Handler: func(*api, http.ResponseWriter, *http.Request) error {
 		return newError(http.StatusNotFound, codeNotFound, "no such endpoint")
@@ -404,6 +413,7 @@ func (a *api) wrap(rt route) http.Handler { return a.wrapAs(rt, rt.Pattern) }
 func (a *api) wrapAs(rt route, label string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		setNosniff(w)
 		sw := &statusWriter{ResponseWriter: w}
 		r, err := a.authorize(r, rt)
 		if err == nil && a.cfg.Router != nil && isGroupCommand(rt) {

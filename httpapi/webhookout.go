@@ -315,8 +315,12 @@ type attemptJSON struct {
 	StatusCode int        `json:"status_code"`
 	Result     string     `json:"result"`
 	LatencyMS  int64      `json:"latency_ms"`
-	Response   string     `json:"response"`
-	Error      string     `json:"error"`
+	// Response stays in the answer for older clients and is always
+	// empty: answers' bodies are neither kept nor shown.
+	Response string `json:"response"`
+	// Error is a short class (webhookout.ErrClass…), never the
+	// transport's text, which names addresses and ports.
+	Error string `json:"error"`
 }
 
 func (a *api) listWebhookAttempts(w http.ResponseWriter, r *http.Request) error {
@@ -336,7 +340,7 @@ func (a *api) listWebhookAttempts(w http.ResponseWriter, r *http.Request) error 
 	}{Attempts: make([]attemptJSON, len(as))}
 	for i, x := range as {
 		out.Attempts[i] = attemptJSON{ID: x.ID, MsgID: x.MsgID, Type: x.Type, At: tsOrNil(x.At), StatusCode: x.StatusCode,
-			Result: x.Result, LatencyMS: x.Latency.Milliseconds(), Response: x.Response, Error: x.Error}
+			Result: x.Result, LatencyMS: x.Latency.Milliseconds(), Error: webhookout.ShownError(x.Result, x.Error)}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -45,12 +45,13 @@ secret=$(rand)
 
 # The simulator posts every webhook to the first node; the others' groups
 # are reached through the shared inbox (LISTEN/NOTIFY).
-bin/crewcast sim --addr "127.0.0.1:${sim_port}" --telnyx-webhook-url "http://127.0.0.1:${port}/webhooks/telnyx" \
+sim_token=$(rand) # the simulator's /sim/* routes need it
+CREWCAST_SIM_TOKEN="$sim_token" bin/crewcast sim --addr "127.0.0.1:${sim_port}" --telnyx-webhook-url "http://127.0.0.1:${port}/webhooks/telnyx" \
 	>"$run/sim.log" 2>&1 &
 pids+=($!)
 keys=""
 for _ in $(seq 50); do
-	keys=$(curl -fsS "http://127.0.0.1:${sim_port}/sim/keys" 2>/dev/null) && break
+	keys=$(curl -fsS -H "Authorization: Bearer $sim_token" "http://127.0.0.1:${sim_port}/sim/keys" 2>/dev/null) && break
 	sleep 0.1
 done
 [ -n "$keys" ] || { echo "the simulator did not start; see $run/sim.log" >&2; exit 1; }
@@ -79,7 +80,7 @@ for url in "${urls[@]}"; do
 done
 
 cat <<EOT
-crewcast cluster: 3 nodes on ${db_url%%\?*} (lease TTL ${ttl}), simulator on http://127.0.0.1:${sim_port}
+crewcast cluster: 3 nodes on ${db_url%%\?*} (lease TTL ${ttl}), simulator on http://127.0.0.1:${sim_port} (control token ${sim_token})
   node-1  ${urls[0]}   (the simulator posts webhooks here)
   node-2  ${urls[1]}
   node-3  ${urls[2]}

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -371,12 +370,8 @@ func (w *Worker) serve(ctx context.Context, id string, l *lane) {
 	}
 }
 
-// maxAnswer is how much of an answer is read; the attempts log keeps
-// its first keptAnswer bytes.
-const (
-	maxAnswer  = 4 << 10
-	keptAnswer = 256
-)
+// maxAnswer is how much of an answer is read (and thrown away).
+const maxAnswer = 4 << 10
 
 func (w *Worker) keys(ep store.WebhookEndpoint, now time.Time) ([]string, error) {
 	cur, err := w.cfg.Sealer.Open(ep.ID, ep.Secret)
@@ -407,11 +402,11 @@ func (w *Worker) Attempt(ctx context.Context, ep store.WebhookEndpoint, d store.
 		sig, err = Sign(d.Row.MsgID, start, d.Row.Payload, keys...)
 	}
 	if err != nil {
-		a.Result, a.Error = store.AttemptInternal, err.Error()
+		a.Result, a.Error = store.AttemptInternal, ErrClassInternal
 	} else {
 		req, rerr := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(d.Row.Payload))
 		if rerr != nil {
-			a.Result, a.Error = store.AttemptInternal, rerr.Error()
+			a.Result, a.Error = store.AttemptInternal, ErrClassInternal
 		} else {
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("User-Agent", "crewcast-webhooks/1")
@@ -422,20 +417,21 @@ func (w *Worker) Attempt(ctx context.Context, ep store.WebhookEndpoint, d store.
 			resp, derr := w.cfg.Client.Do(req)
 			if derr != nil {
 				a.Latency = time.Since(t0)
-				a.Result, a.Error = store.AttemptNetwork, derr.Error()
+				a.Result, a.Error = store.AttemptNetwork, errorClass(derr)
 				if errors.Is(derr, ErrRefused) {
 					a.Result = store.AttemptRefused
 				}
 			} else {
-				body, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+				// Read (a little of) the answer so the connection can be
+				// reused; its body is never kept.
+				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))
 				_ = resp.Body.Close()
 				a.Latency = time.Since(t0)
 				a.StatusCode = resp.StatusCode
-				a.Response = firstBytes(body, keptAnswer)
 				if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 					a.Result = store.AttemptOK
 				} else {
-					a.Result = store.AttemptHTTP
+					a.Result, a.Error = store.AttemptHTTP, ErrClassHTTPStatus
 					gone = resp.StatusCode == http.StatusGone
 					retryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), start)
 				}
@@ -532,15 +528,4 @@ func (w *Worker) recorded(batch []store.WebhookOutcome, disabled []bool) {
 	if kick {
 		w.Kick()
 	}
-}
-
-// firstBytes returns at most n bytes of b as valid UTF-8 text.
-func firstBytes(b []byte, n int) string {
-	if len(b) > n {
-		b = b[:n]
-	}
-	for len(b) > 0 && !utf8.Valid(b) {
-		b = b[:len(b)-1]
-	}
-	return string(b)
 }

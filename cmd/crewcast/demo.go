@@ -105,6 +105,11 @@ terminal so that client commands (send, status, ...) talk to it:
   export CREWCAST_URL=http://127.0.0.1:8080
   export CREWCAST_KEY=cc_...
 
+It also prints the simulator's address and control token: its /sim/...
+routes (GET /sim/ledger, POST /sim/inbound to text a reply as a recipient,
+/sim/faults) answer only with "Authorization: Bearer <token>", only JSON
+bodies, and no requests from web pages of other origins.
+
 Without --data the database lives in a temporary directory that is removed
 when the demo stops. With --data DIR the database and the admin key stay in
 DIR and the next run with the same DIR starts where this one stopped.
@@ -187,6 +192,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintln(stdout, "crewcast demo is running. DEMO PROVIDER: nothing real is sent; a built-in simulator answers.")
 	fmt.Fprintf(stdout, "\n  board:     %s/\n  admin key: %s\n  database:  %s\n             %s\n", srv.URL(), key, dbLabel(cfg.DB), where)
+	if sm := srv.Sim(); sm != nil {
+		fmt.Fprintf(stdout, "  simulator: %s (control token %s)\n", sm.URL(), sm.ControlToken())
+	}
 	if !*noExample && fresh {
 		req := group.Request{From: demoFrom, Mode: crewcast.ModeIndividual,
 			Text: "Crew call: site B, 7:00 tomorrow. Reply YES if you can make it, NO if not."}

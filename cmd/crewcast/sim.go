@@ -34,6 +34,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	acceptHold := fs.Duration("accept-timeout-hold", 30*time.Second, "how long an accept-timeout send holds the request before closing the connection (0: close at once; keep it above the client's timeout)")
 	demo := fs.Bool("demo", false, "start from the lifelike demo preset instead of 'deliver everything' (fault flags still win)")
 	verbose := fs.Bool("verbose", false, "log every webhook attempt")
+	token := fs.String("token", "", fmt.Sprintf("bearer token the /sim/* control routes require, at least %d characters (env CREWCAST_SIM_TOKEN; default: a random one, printed)", sim.MinControlToken))
 
 	def := sim.DefaultFaults()
 	failRate := fs.Float64("fail-rate", 0, "probability a recipient's delivery fails with a code from --fail-codes")
@@ -52,8 +53,11 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := applyEnv(fs, []envBinding{{"addr", "CREWCAST_SIM_ADDR"}}); err != nil {
+	if err := applyEnv(fs, []envBinding{{"addr", "CREWCAST_SIM_ADDR"}, {"token", "CREWCAST_SIM_TOKEN"}}); err != nil {
 		return err
+	}
+	if *token != "" && len(*token) < sim.MinControlToken {
+		return usagef("--token (CREWCAST_SIM_TOKEN): at least %d characters", sim.MinControlToken)
 	}
 
 	faults := def
@@ -70,6 +74,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		WebhookTimeout:    *webhookTimeout,
 		RetryBackoff:      *retryBackoff,
 		AcceptTimeoutHold: *acceptHold,
+		ControlToken:      *token,
 	}
 	var flagErr error
 	fs.Visit(func(f *flag.Flag) {
@@ -143,6 +148,11 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprintf(stdout, "crewcast sim listening on %s (ledger: %s/sim/ledger, faults: %s/sim/faults)\n", url, url, url)
 	fmt.Fprintf(stdout, "CREWCAST_TELNYX_API_BASE=%s\nCREWCAST_TELNYX_API_KEY=%s\nCREWCAST_TELNYX_PUBLIC_KEY=%s\n", url, k.TelnyxAPIKey, k.TelnyxPublicKey)
 	fmt.Fprintf(stdout, "CREWCAST_TWILIO_API_BASE=%s\nCREWCAST_TWILIO_ACCOUNT_SID=%s\nCREWCAST_TWILIO_AUTH_TOKEN=%s\n", url, k.TwilioAccountSID, k.TwilioAuthToken)
+	if *token == "" {
+		// The /sim/* routes need it (Authorization: Bearer); one given by
+		// flag or environment is known to its owner and not repeated.
+		fmt.Fprintf(stdout, "CREWCAST_SIM_TOKEN=%s\n", s.ControlToken())
+	}
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -217,6 +217,11 @@ type Config struct {
 	TwilioAccountSID string
 	TwilioAuthToken  string
 
+	// ControlToken is the bearer token every /sim/* control route
+	// requires (at least 16 characters); empty: a random one, see
+	// Sim.ControlToken. It is never derived from Seed.
+	ControlToken string
+
 	// Now stamps payloads and the ledger; default time.Now.
 	Now func() time.Time
 	// Logger receives operational messages (never numbers, texts or keys);
@@ -249,6 +254,9 @@ type Config struct {
 	// MaxPending caps the outstanding recipient event chains; default 10000.
 	MaxPending int
 }
+
+// MinControlToken is the shortest control token Config accepts.
+const MinControlToken = 16
 
 // NoTwilioRetries as Config.TwilioRetries turns Twilio webhook retries off.
 const NoTwilioRetries = -1
@@ -290,6 +298,9 @@ func (c Config) validate() error {
 	}
 	if c.TelnyxSigningKey != nil && len(c.TelnyxSigningKey) != ed25519.PrivateKeySize {
 		return errors.New("telnyx signing key must be a 64-byte Ed25519 private key")
+	}
+	if c.ControlToken != "" && len(c.ControlToken) < MinControlToken {
+		return fmt.Errorf("control token must be at least %d characters", MinControlToken)
 	}
 	if c.TwilioRetries > 5 {
 		return fmt.Errorf("twilio retries must be at most 5, got %d", c.TwilioRetries)

@@ -2,9 +2,13 @@ package sim
 
 import (
 	"bytes"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"mime"
 	"net/http"
+	"net/url"
+	"strings"
 )
 
 // routes wires the provider APIs and the control plane.
@@ -17,29 +21,75 @@ func (s *Sim) routes() *http.ServeMux {
 	mux.HandleFunc("POST /2010-04-01/Accounts/{sid}/Messages.json", s.twilioAuth(s.twilioSend))
 	mux.HandleFunc("GET /2010-04-01/Accounts/{sid}/Messages/{file}", s.twilioAuth(s.twilioGet))
 
-	mux.HandleFunc("GET /sim/keys", func(w http.ResponseWriter, r *http.Request) {
+	control := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.control(h)) }
+	control("GET /sim/keys", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Keys())
 	})
-	mux.HandleFunc("GET /sim/ledger", func(w http.ResponseWriter, r *http.Request) {
+	control("GET /sim/ledger", func(w http.ResponseWriter, r *http.Request) {
 		sends := s.Ledger()
 		if sends == nil {
 			sends = []Send{}
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"sends": sends})
 	})
-	mux.HandleFunc("GET /sim/ledger/duplicates", func(w http.ResponseWriter, r *http.Request) {
+	control("GET /sim/ledger/duplicates", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"duplicates": s.Duplicates()})
 	})
-	mux.HandleFunc("POST /sim/inbound", s.handleInbound)
-	mux.HandleFunc("GET /sim/faults", func(w http.ResponseWriter, r *http.Request) {
+	control("POST /sim/inbound", s.handleInbound)
+	control("GET /sim/faults", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Faults())
 	})
-	mux.HandleFunc("POST /sim/faults", s.handleSetFaults)
-	mux.HandleFunc("POST /sim/reset", func(w http.ResponseWriter, r *http.Request) {
+	control("POST /sim/faults", s.handleSetFaults)
+	control("POST /sim/reset", func(w http.ResponseWriter, r *http.Request) {
 		s.Reset()
 		w.WriteHeader(http.StatusNoContent)
 	})
 	return mux
+}
+
+// control guards a control-plane route. Binding to loopback is not
+// enough: any web page the simulator's user opens can send simple
+// requests (text/plain POSTs, GETs) to a loopback port. So a request needs
+// the control token (Authorization: Bearer, compared in constant time),
+// must not come from another origin (Origin, Sec-Fetch-Site), and a POST
+// must be JSON, which a page cannot send cross-origin without a preflight
+// the simulator never answers.
+func (s *Sim) control(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if crossOrigin(r) {
+			writeSimError(w, http.StatusForbidden, "cross_origin", "cross-origin requests are refused")
+			return
+		}
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="crewcast sim"`)
+			writeSimError(w, http.StatusUnauthorized, "unauthorized", "the /sim routes need Authorization: Bearer <control token>")
+			return
+		}
+		if r.Method == http.MethodPost {
+			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+				writeSimError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "send Content-Type: application/json")
+				return
+			}
+		}
+		h(w, r)
+	})
+}
+
+// crossOrigin reports a browser request from another origin: an Origin
+// header that is not this host's, or Sec-Fetch-Site other than
+// same-origin or none (typed by the user).
+func crossOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return true
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return false
+	}
+	u, err := url.Parse(origin)
+	return err != nil || u.Host != r.Host || (u.Scheme != "http" && u.Scheme != "https")
 }
 
 func writeSimError(w http.ResponseWriter, status int, code, msg string) {

@@ -20,7 +20,10 @@
 // POST /2010-04-01/Accounts/{sid}/Messages.json (201 + JSON Message),
 // GET /2010-04-01/Accounts/{sid}/Messages/{sid}.json.
 //
-// Control plane (no auth; bind the simulator to loopback):
+// Control plane, each route behind Authorization: Bearer <control token>
+// (Config.ControlToken, else random: Sim.ControlToken), refusing requests
+// from another origin (403) and POSTs that are not JSON (415), so that a
+// web page cannot reach it through the browser even on loopback:
 // GET /sim/keys, GET /sim/ledger, GET /sim/ledger/duplicates,
 // POST /sim/inbound, GET and POST /sim/faults, POST /sim/reset.
 //

@@ -150,15 +150,16 @@ func newSim(t *testing.T, cfg Config) (*Sim, *client) {
 		}
 		srv.Close()
 	})
-	return s, &client{t: t, base: srv.URL, http: srv.Client(), keys: s.Keys()}
+	return s, &client{t: t, base: srv.URL, http: srv.Client(), keys: s.Keys(), token: s.ControlToken()}
 }
 
 // client speaks to the simulator the way the provider SDKs would.
 type client struct {
-	t    *testing.T
-	base string
-	http *http.Client
-	keys Keys
+	t     *testing.T
+	base  string
+	http  *http.Client
+	keys  Keys
+	token string // the control plane's
 }
 
 // resp is an answered request.
@@ -268,10 +269,15 @@ func (c *client) twilioGet(sid string) resp {
 	return c.mustDo(req)
 }
 
-// simJSON calls a /sim endpoint.
+// simJSON calls a /sim endpoint with the control token (a POST as JSON).
 func (c *client) simJSON(method, path string, body any) resp {
 	c.t.Helper()
-	return c.mustDo(c.jsonReq(method, path, body))
+	req := c.jsonReq(method, path, body)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return c.mustDo(req)
 }
 
 func (c *client) ledger() []Send {

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +45,7 @@ type Duplicate struct {
 type Sim struct {
 	cfg    Config
 	keys   secrets
+	token  string // the control plane's bearer token
 	dec    *decider
 	disp   *dispatcher
 	client *http.Client
@@ -117,6 +119,10 @@ func New(cfg Config) (*Sim, error) {
 		lastSender: map[string]string{},
 		threads:    map[string]*message{},
 		quit:       make(chan struct{}),
+	}
+	s.token = cfg.ControlToken
+	if s.token == "" {
+		s.token = rand.Text()
 	}
 	s.client = cfg.HTTPClient
 	if s.client == nil {
@@ -220,6 +226,9 @@ func (s *Sim) Stop(ctx context.Context) error {
 	})
 	return s.stopResult
 }
+
+// ControlToken is the bearer token of the /sim/* control routes.
+func (s *Sim) ControlToken() string { return s.token }
 
 // Keys returns the credentials clients need.
 func (s *Sim) Keys() Keys { return s.keys.public() }

@@ -234,11 +234,11 @@ type simKeys struct {
 }
 
 // simAPI is the simulator's control plane.
-type simAPI struct{ base string }
+type simAPI struct{ base, token string } // token: the control token of its /sim/* routes
 
 func (s simAPI) keys(ctx context.Context) (simKeys, error) {
 	var k simKeys
-	_, err := doJSON(ctx, http.MethodGet, s.base+"/sim/keys", "", nil, &k)
+	_, err := doJSON(ctx, http.MethodGet, s.base+"/sim/keys", s.token, nil, &k)
 	return k, err
 }
 
@@ -246,12 +246,12 @@ func (s simAPI) ledger(ctx context.Context) ([]ledgerSend, error) {
 	var l struct {
 		Sends []ledgerSend `json:"sends"`
 	}
-	_, err := doJSON(ctx, http.MethodGet, s.base+"/sim/ledger", "", nil, &l)
+	_, err := doJSON(ctx, http.MethodGet, s.base+"/sim/ledger", s.token, nil, &l)
 	return l.Sends, err
 }
 
 // setFaults applies the given knobs over the current ones.
 func (s simAPI) setFaults(ctx context.Context, knobs map[string]any) error {
-	_, err := doJSON(ctx, http.MethodPost, s.base+"/sim/faults", "", knobs, nil)
+	_, err := doJSON(ctx, http.MethodPost, s.base+"/sim/faults", s.token, knobs, nil)
 	return err
 }

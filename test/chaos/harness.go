@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -136,11 +137,13 @@ func (h *harness) startSim(ctx context.Context) error {
 		// is a timeout at the client (design.md §4 "uncertain").
 		"--accept-timeout-hold", "10s",
 	}
-	h.sim, err = h.ps.start(ctx, "sim", h.cfg.bin, args, nil, filepath.Join(h.dir, "sim.log"), "crewcast sim listening on ", 20*time.Second)
+	token := crand.Text()
+	h.sim, err = h.ps.start(ctx, "sim", h.cfg.bin, args, []string{"CREWCAST_SIM_TOKEN=" + token}, filepath.Join(h.dir, "sim.log"),
+		"crewcast sim listening on ", 20*time.Second)
 	if err != nil {
 		return err
 	}
-	h.simAPI = simAPI{base: h.sim.url}
+	h.simAPI = simAPI{base: h.sim.url, token: token}
 	if h.keys, err = h.simAPI.keys(ctx); err != nil {
 		return err
 	}

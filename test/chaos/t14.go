@@ -67,7 +67,7 @@ func runT14(ctx context.Context, h *harness) (res scenarioResult) {
 				if sleep(ctx, d) != nil {
 					return
 				}
-				_, _ = doJSON(ctx, http.MethodPost, h.simAPI.base+"/sim/inbound", "", map[string]string{"from": num, "to": from, "text": "on my way"}, nil)
+				_, _ = doJSON(ctx, http.MethodPost, h.simAPI.base+"/sim/inbound", h.simAPI.token, map[string]string{"from": num, "to": from, "text": "on my way"}, nil)
 			}(num, h.randDur(200*time.Millisecond, 2500*time.Millisecond))
 		}
 		if err := sleep(ctx, h.randDur(100*time.Millisecond, 3*time.Second)); err != nil {

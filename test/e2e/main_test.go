@@ -14,6 +14,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -218,11 +219,15 @@ var finalStatuses = map[string]bool{
 	"delivered": true, "failed": true, "unknown": true, "opted_out": true, "canceled": true, "unconfirmed": true,
 }
 
+// simToken is the control token of every simulator the tests start
+// (its /sim/* routes need it).
+var simToken = rand.Text()
+
 // startSim runs `crewcast sim` on a free loopback port with extra flags
 // and returns the process and its base URL.
 func startSim(t *testing.T, flags ...string) (*testproc.Proc, string) {
 	t.Helper()
-	p := startProc(t, "sim", nil, append([]string{"sim", "--addr", "127.0.0.1:0"}, flags...)...)
+	p := startProc(t, "sim", []string{"CREWCAST_SIM_TOKEN=" + simToken}, append([]string{"sim", "--addr", "127.0.0.1:0"}, flags...)...)
 	return p, announcedURL(t, p, "crewcast sim listening on ")
 }
 
@@ -231,7 +236,7 @@ func startSim(t *testing.T, flags ...string) (*testproc.Proc, string) {
 func serveEnv(t *testing.T, simURL, apiBase string) []string {
 	t.Helper()
 	var k simKeys
-	if _, err := call(http.MethodGet, simURL+"/sim/keys", "", nil, &k, http.StatusOK); err != nil {
+	if _, err := call(http.MethodGet, simURL+"/sim/keys", simToken, nil, &k, http.StatusOK); err != nil {
 		t.Fatal(err)
 	}
 	if k.TelnyxAPIKey == "" || k.TelnyxPublicKey == "" {
@@ -302,13 +307,13 @@ func ledger(t *testing.T, simURL string) ([]ledgerRow, []duplicate) {
 	var l struct {
 		Sends []ledgerRow `json:"sends"`
 	}
-	if _, err := call(http.MethodGet, simURL+"/sim/ledger", "", nil, &l, http.StatusOK); err != nil {
+	if _, err := call(http.MethodGet, simURL+"/sim/ledger", simToken, nil, &l, http.StatusOK); err != nil {
 		t.Fatal(err)
 	}
 	var d struct {
 		Duplicates []duplicate `json:"duplicates"`
 	}
-	if _, err := call(http.MethodGet, simURL+"/sim/ledger/duplicates", "", nil, &d, http.StatusOK); err != nil {
+	if _, err := call(http.MethodGet, simURL+"/sim/ledger/duplicates", simToken, nil, &d, http.StatusOK); err != nil {
 		t.Fatal(err)
 	}
 	return l.Sends, d.Duplicates

@@ -32,7 +32,7 @@ function attemptRow(a) {
     h("td", { class: "num" }, a.status_code ? String(a.status_code) : "—"),
     h("td", null, flagChip(ok ? "ok" : a.result, ok ? "good" : "bad", a.result)),
     h("td", { class: "num" }, `${a.latency_ms} ms`),
-    h("td", { class: "attempt-answer" }, a.error || a.response || ""),
+    h("td", { class: "attempt-answer" }, a.error || ""),
   );
 }
 
@@ -112,7 +112,7 @@ function card(ep, onChange) {
         h(
           "thead",
           null,
-          h("tr", null, ...["When", "Event", "HTTP", "Result", "Time", "Answer"].map((c) => h("th", { scope: "col" }, c))),
+          h("tr", null, ...["When", "Event", "HTTP", "Result", "Time", "Error"].map((c) => h("th", { scope: "col" }, c))),
         ),
         body,
       ),
