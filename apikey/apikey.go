@@ -194,9 +194,33 @@ func Create(ctx context.Context, keys store.Keys, name string, scopes []Scope, n
 // built by audit from the new key (nil: none) and committed in the same
 // store transaction as the key.
 func CreateAudited(ctx context.Context, keys store.Keys, name string, scopes []Scope, now time.Time, audit func(store.APIKey) store.AuditEntry) (string, store.APIKey, error) {
+	return CreateWith(ctx, keys, name, scopes, Options{}, now, audit)
+}
+
+// Options are a new key's optional properties.
+type Options struct {
+	// CreatedBy is the user the key belongs to ("" for none).
+	CreatedBy string
+	// ExpiresAt is when the key stops working (zero: never); it must be
+	// after now.
+	ExpiresAt time.Time
+}
+
+// ErrExpiresInPast refuses a key that would expire before it is made.
+var ErrExpiresInPast = errors.New("apikey: the expiry time has passed")
+
+// CreateWith is CreateAudited for a key with opts.
+func CreateWith(ctx context.Context, keys store.Keys, name string, scopes []Scope, opts Options, now time.Time, audit func(store.APIKey) store.AuditEntry) (string, store.APIKey, error) {
+	if !opts.ExpiresAt.IsZero() && !opts.ExpiresAt.After(now) {
+		return "", store.APIKey{}, ErrExpiresInPast
+	}
 	plaintext, rec, err := Generate(nil, name, scopes, now)
 	if err != nil {
 		return "", store.APIKey{}, err
+	}
+	rec.CreatedBy = opts.CreatedBy
+	if !opts.ExpiresAt.IsZero() {
+		rec.ExpiresAt = opts.ExpiresAt.UTC()
 	}
 	var entries []store.AuditEntry
 	if audit != nil {
@@ -259,6 +283,10 @@ type Principal struct {
 	Name   string
 	Prefix string
 	Scopes []Scope
+	// Owner is the user the key belongs to ("" for none); ExpiresAt when
+	// it stops working (zero: never).
+	Owner     string
+	ExpiresAt time.Time
 }
 
 // Has reports whether any of the principal's scopes includes need.
@@ -275,7 +303,7 @@ func (p Principal) Has(need Scope) bool {
 // does not know (a key created by a newer version keeps working with the
 // scopes this version understands).
 func PrincipalOf(k store.APIKey) Principal {
-	p := Principal{KeyID: k.ID, Name: k.Name, Prefix: k.Prefix}
+	p := Principal{KeyID: k.ID, Name: k.Name, Prefix: k.Prefix, Owner: k.CreatedBy, ExpiresAt: k.ExpiresAt}
 	for _, s := range k.Scopes {
 		if Scope(s).Valid() {
 			p.Scopes = append(p.Scopes, Scope(s))
@@ -313,7 +341,8 @@ func NewAuthenticator(keys store.Keys, now func() time.Time, touchEvery time.Dur
 }
 
 // Authenticate returns the principal of a presented key. It returns
-// ErrInvalidKey for a malformed, unknown or revoked key, and a wrapped
+// ErrInvalidKey for a malformed, unknown, revoked or expired key and for
+// the key of a disabled user, and a wrapped
 // store error when the store cannot answer (the caller answers 503, not
 // 401, so clients retry instead of discarding a good key).
 //
@@ -329,24 +358,30 @@ func (a *Authenticator) Authenticate(ctx context.Context, key string) (p Princip
 	if err != nil {
 		return Principal{}, nil, err
 	}
-	if subtle.ConstantTimeCompare(k.Hash, Hash(key)) != 1 || !k.RevokedAt.IsZero() {
+	if subtle.ConstantTimeCompare(k.Hash, Hash(key)) != 1 || !a.usable(k) {
 		return Principal{}, nil, ErrInvalidKey
 	}
 	return PrincipalOf(k), a.touch(ctx, k.ID), nil
 }
 
 // Check returns the principal of a stored key found by prefix if it still
-// has the given id and is not revoked (sessions re-check their key on every
-// request, so revoking a key ends its sessions).
+// has the given id and may be used as Authenticate judges it (sessions
+// and open event streams re-check their key, so revoking a key ends them).
 func (a *Authenticator) Check(ctx context.Context, prefix, id string) (p Principal, touchErr error, err error) {
 	k, err := a.lookup(ctx, prefix)
 	if err != nil {
 		return Principal{}, nil, err
 	}
-	if k.ID != id || !k.RevokedAt.IsZero() {
+	if k.ID != id || !a.usable(k) {
 		return Principal{}, nil, ErrInvalidKey
 	}
 	return PrincipalOf(k), a.touch(ctx, k.ID), nil
+}
+
+// usable reports whether a stored key may be used now: not revoked, not
+// expired, and not suspended (its owner disabled).
+func (a *Authenticator) usable(k store.APIKey) bool {
+	return k.RevokedAt.IsZero() && !k.Suspended && (k.ExpiresAt.IsZero() || a.now().Before(k.ExpiresAt))
 }
 
 // lookup finds a stored key by prefix: ErrInvalidKey when there is none,

@@ -305,3 +305,58 @@ func TestEnsureBootstrapPrefixConflict(t *testing.T) {
 		t.Errorf("got %v, want ErrBootstrapConflict", err)
 	}
 }
+
+// A key made for a user keeps its owner and expiry, is refused once it
+// expires and while its owner is disabled, and works again when the owner
+// is enabled.
+func TestKeyExpiryAndOwner(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	u := store.User{ID: "usr_a", Email: "a@example.com", Name: "A", Role: store.RoleAdmin, PasswordHash: "h", CreatedAt: t0, UpdatedAt: t0}
+	if err := st.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	exp := t0.Add(time.Hour)
+	plain, rec, err := CreateWith(ctx, st, "ci", []Scope{ScopeSend}, Options{CreatedBy: u.ID, ExpiresAt: exp}, t0, nil)
+	if err != nil || rec.CreatedBy != u.ID || !rec.ExpiresAt.Equal(exp) {
+		t.Fatalf("CreateWith = %+v, %v", rec, err)
+	}
+	now := t0
+	a := NewAuthenticator(st, func() time.Time { return now }, time.Minute)
+	accepted := func() error {
+		_, _, err1 := a.Authenticate(ctx, plain)
+		_, _, err2 := a.Check(ctx, rec.Prefix, rec.ID)
+		if (err1 == nil) != (err2 == nil) {
+			t.Fatalf("Authenticate %v but Check %v", err1, err2)
+		}
+		return err1
+	}
+	if p, _, err := a.Authenticate(ctx, plain); err != nil || p.Owner != u.ID || !p.ExpiresAt.Equal(exp) {
+		t.Fatalf("Authenticate = %+v, %v", p, err)
+	}
+	u.DisabledAt = t0.Add(time.Minute)
+	if err := st.UpdateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if err := accepted(); !errors.Is(err, ErrInvalidKey) {
+		t.Fatalf("key of a disabled user: %v, want ErrInvalidKey", err)
+	}
+	u.DisabledAt = time.Time{}
+	if err := st.UpdateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if err := accepted(); err != nil {
+		t.Fatalf("key of a re-enabled user: %v", err)
+	}
+	now = exp.Add(-time.Nanosecond)
+	if err := accepted(); err != nil {
+		t.Fatalf("just before expiry: %v", err)
+	}
+	now = exp
+	if err := accepted(); !errors.Is(err, ErrInvalidKey) {
+		t.Fatalf("at expiry: %v, want ErrInvalidKey", err)
+	}
+	if _, _, err := CreateWith(ctx, st, "old", []Scope{ScopeRead}, Options{ExpiresAt: t0.Add(-time.Second)}, t0, nil); err == nil {
+		t.Fatal("a key that expires before it is made was created")
+	}
+}

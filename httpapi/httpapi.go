@@ -130,6 +130,16 @@ type Config struct {
 	// these per-write deadlines, so a stuck client is cut off while a slow
 	// but steady one is not. Default 30 s.
 	StreamWriteTimeout time.Duration
+	// StreamRecheck is how often an open event stream checks again that
+	// its key or session still allows it (not revoked, expired, disabled,
+	// signed out or lowered below the stream's scope); a stream that lost
+	// its access ends. Default 2 s.
+	StreamRecheck time.Duration
+	// StreamMaxLifetime ends an event stream after this long (less up to a
+	// tenth, so streams opened together do not all reconnect together),
+	// with a retry hint: the client reconnects with Last-Event-ID, loses
+	// nothing and is authenticated again. Default 15 min.
+	StreamMaxLifetime time.Duration
 	// MaxStreams caps open event streams in all; one more is answered 503
 	// with Retry-After. Default 1000.
 	MaxStreams int
@@ -189,6 +199,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StreamWriteTimeout <= 0 {
 		c.StreamWriteTimeout = 30 * time.Second
+	}
+	if c.StreamRecheck <= 0 {
+		c.StreamRecheck = 2 * time.Second
+	}
+	if c.StreamMaxLifetime <= 0 {
+		c.StreamMaxLifetime = 15 * time.Minute
 	}
 	if c.MaxStreams <= 0 {
 		c.MaxStreams = 1000

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/apikey"
 	"github.com/crewcast/crewcast/store"
 	"github.com/crewcast/crewcast/tracker"
 )
@@ -120,8 +121,13 @@ func (a *api) streamGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return nil // the client is gone
 	}
+	watch := a.watchStream(r, apikey.ScopeRead)
+	defer watch.stop()
 
 	send := func(e actor.Event) error {
+		if err := watch.halted(); err != nil {
+			return err
+		}
 		if err := s.event(e.Seq, changeJSON{GroupID: id, Seq: e.Seq, Type: e.Type, Time: e.Time.UTC(), Data: rawJSON(e.Data)}); err != nil {
 			return errClientGone{err}
 		}
@@ -129,7 +135,7 @@ func (a *api) streamGroup(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	replay := func() error { return a.store.Load(ctx, id, last, send) }
-	return a.streamLoop(r, s, sub, replay, func(c tracker.Change) (bool, error) {
+	return a.streamLoop(r, s, watch, sub, replay, func(c tracker.Change) (bool, error) {
 		if len(c.Events) == 0 {
 			return c.Seq > last, nil // committed on another node: only its seq is known, read the journal
 		}
@@ -178,8 +184,13 @@ func (a *api) streamAll(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return nil
 	}
+	watch := a.watchStream(r, apikey.ScopeRead)
+	defer watch.stop()
 
 	send := func(e store.PositionedEvent) error {
+		if err := watch.halted(); err != nil {
+			return err
+		}
 		if err := s.event(uint64(e.Pos), changeJSON{GroupID: e.Key, Seq: e.Seq, Type: e.Type, Time: e.Time.UTC(), Data: rawJSON(e.Data)}); err != nil {
 			return errClientGone{err}
 		}
@@ -205,20 +216,30 @@ func (a *api) streamAll(w http.ResponseWriter, r *http.Request) error {
 	if err := catchUp(); err != nil {
 		return a.endStream(r, s, err)
 	}
+	return a.allLoop(r, s, watch, sub, &last, send, catchUp)
+}
+
+// allLoop serves the all-groups stream's live batches from the feed until
+// the client leaves, the watcher ends the stream or the server shuts
+// down; it reads the journal (catchUp) when it fell behind the feed.
+func (a *api) allLoop(r *http.Request, s *sse, watch *streamWatch, sub *feedSub, last *int64,
+	send func(store.PositionedEvent) error, catchUp func() error) error {
 	heartbeat := time.NewTicker(a.cfg.Heartbeat)
 	defer heartbeat.Stop()
 	for {
 		select {
-		case <-ctx.Done():
+		case <-r.Context().Done():
 			return nil
 		case <-a.done:
 			return nil
+		case <-watch.ended:
+			return a.endStream(r, s, watch.reason)
 		case <-heartbeat.C:
 			if err := s.write(": ping\n\n"); err != nil {
 				return nil
 			}
 		case b := <-sub.C:
-			if lagged := sub.Lagged(); lagged || b.resync || b.from > last {
+			if lagged := sub.Lagged(); lagged || b.resync || b.from > *last {
 				// A batch was dropped, the feed started after this
 				// stream's catch-up, or it could not read: the journal has
 				// everything after last.
@@ -232,11 +253,11 @@ func (a *api) streamAll(w http.ResponseWriter, r *http.Request) error {
 				continue
 			}
 			for _, e := range b.events {
-				if e.Pos <= last {
+				if e.Pos <= *last {
 					continue // already sent by a catch-up
 				}
 				if err := send(e); err != nil {
-					return nil
+					return a.endStream(r, s, err)
 				}
 			}
 		}
@@ -263,7 +284,7 @@ func (e errClientGone) Error() string { return "stream write: " + e.err.Error() 
 // streamLoop replays, then serves a group's live changes until the client
 // leaves or the server shuts down. apply handles one change and reports
 // whether the journal must be re-read instead (a gap).
-func (a *api) streamLoop(r *http.Request, s *sse, sub *tracker.Subscription, replay func() error, apply func(tracker.Change) (bool, error)) error {
+func (a *api) streamLoop(r *http.Request, s *sse, watch *streamWatch, sub *tracker.Subscription, replay func() error, apply func(tracker.Change) (bool, error)) error {
 	ctx := r.Context()
 	ended := func(err error) error { return a.endStream(r, s, err) }
 	if err := replay(); err != nil {
@@ -277,6 +298,8 @@ func (a *api) streamLoop(r *http.Request, s *sse, sub *tracker.Subscription, rep
 			return nil
 		case <-a.done:
 			return nil
+		case <-watch.ended:
+			return ended(watch.reason)
 		case <-heartbeat.C:
 			if err := s.write(": ping\n\n"); err != nil {
 				return nil
@@ -300,12 +323,13 @@ func (a *api) streamLoop(r *http.Request, s *sse, sub *tracker.Subscription, rep
 	}
 }
 
-// endStream ends a stream after err: silently when the client left,
-// otherwise logged and told to the client, which reconnects with
-// Last-Event-ID and loses nothing.
+// endStream ends a stream after err: silently when the client left, with
+// the watcher's word when it ended the stream (streamguard.go), otherwise
+// logged and told to the client, which reconnects with Last-Event-ID and
+// loses nothing.
 func (a *api) endStream(r *http.Request, s *sse, err error) error {
 	var gone errClientGone
-	if errors.As(err, &gone) || r.Context().Err() != nil {
+	if errors.As(err, &gone) || r.Context().Err() != nil || s.endWatched(err) {
 		return nil
 	}
 	a.log.ErrorContext(r.Context(), "event stream failed", "route", r.Pattern, "err", err.Error())

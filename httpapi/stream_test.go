@@ -25,6 +25,7 @@ import (
 type sseEvent struct {
 	ID, Event, Data string
 	Comment         string
+	Retry           string
 }
 
 type sseClient struct {
@@ -39,12 +40,22 @@ type sseClient struct {
 // broken test fails instead of hanging.
 func (e *env) openStream(path, lastID, key string) *sseClient {
 	e.t.Helper()
+	if k, ok := e.keys[key]; ok {
+		key = k
+	}
+	return e.openStreamAs(path, lastID, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+key) })
+}
+
+// openStreamAs is openStream with the request's credential set by auth
+// (a key, or a session cookie).
+func (e *env) openStreamAs(path, lastID string, auth func(*http.Request)) *sseClient {
+	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	req, err := http.NewRequestWithContext(ctx, "GET", e.srv.URL+path, nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+e.keys[key])
+	auth(req)
 	req.Header.Set("Accept", "text/event-stream")
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
@@ -100,6 +111,8 @@ func (c *sseClient) next() (sseEvent, error) {
 			ev.Event = value
 		case "data":
 			ev.Data = value
+		case "retry":
+			ev.Retry = value
 		}
 	}
 }

@@ -487,8 +487,8 @@ func (a *api) refuseSelf(r *http.Request, u store.User) error {
 	return nil
 }
 
-// deleteUser disables the user: a user is never removed, so that the
-// audit trail keeps naming who did what.
+// deleteUser disables the user and revokes the keys they made: a user is
+// never removed, so that the audit trail keeps naming who did what.
 func (a *api) deleteUser(w http.ResponseWriter, r *http.Request) error {
 	u, err := a.store.UserByID(r.Context(), r.PathValue("id"))
 	if errors.Is(err, actor.ErrNotFound) {
@@ -500,14 +500,26 @@ func (a *api) deleteUser(w http.ResponseWriter, r *http.Request) error {
 	if err := a.refuseSelf(r, u); err != nil {
 		return err
 	}
+	// Disabled (if it is not yet) and its keys revoked, in one
+	// transaction: a deleted user's keys end with them, for good.
+	now := a.now().UTC()
+	var audit []store.AuditEntry
 	if u.DisabledAt.IsZero() {
-		now := a.now().UTC()
 		u.DisabledAt, u.UpdatedAt = now, now
 		u.SessionEpoch++
-		err := a.store.UpdateUser(r.Context(), u, store.AuditEntry{At: now, Actor: requestActor(r), Action: auditUserDisabled, Target: u.ID})
-		if err != nil {
-			return err
-		}
+		audit = append(audit, store.AuditEntry{At: now, Actor: requestActor(r), Action: auditUserDisabled, Target: u.ID})
+	} else {
+		u.UpdatedAt = now
+	}
+	revoked, err := a.store.DeleteUser(r.Context(), u, store.AuditEntry{At: now, Actor: requestActor(r), Action: auditKeyRevoked}, audit...)
+	if errors.Is(err, actor.ErrNotFound) {
+		return notFound("user")
+	}
+	if err != nil {
+		return err
+	}
+	for _, id := range revoked {
+		a.auth.Forget(id)
 	}
 	a.sessions.deleteOwner(u.ID)
 	w.WriteHeader(http.StatusNoContent)

@@ -116,6 +116,9 @@ type Config struct {
 	ParkedTTL time.Duration
 	// Heartbeat is the SSE keep-alive interval (httpapi default).
 	Heartbeat time.Duration
+	// StreamMaxLifetime ends each event stream after this long; the client
+	// reconnects and is authenticated again (httpapi default, 15 min).
+	StreamMaxLifetime time.Duration
 	// WriteTimeout bounds the time to write one response, so a client that
 	// never reads cannot hold a connection and its buffers for long; event
 	// streams extend it write by write. Default 60 s.
@@ -351,7 +354,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	}
 	handler, err := httpapi.New(httpapi.Config{
 		Store: s.st, Service: s.tr, Providers: providers, PublicURL: cfg.PublicURL, Logger: cfg.Logger,
-		Metrics: s.reg, Board: web.Handler(), Done: s.done, Heartbeat: cfg.Heartbeat,
+		Metrics: s.reg, Board: web.Handler(), Done: s.done, Heartbeat: cfg.Heartbeat, StreamMaxLifetime: cfg.StreamMaxLifetime,
 		WebhookWorker: s.hooks, WebhookSealer: sealer, WebhookAllowPrivate: cfg.WebhookAllowPrivate,
 		DebugActors:      func() any { return s.tr.System().Actors() },
 		DebugDeadLetters: func() any { return s.tr.System().DeadLetters() },

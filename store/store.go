@@ -368,6 +368,17 @@ type APIKey struct {
 	CreatedAt  time.Time
 	LastUsedAt time.Time
 	RevokedAt  time.Time
+	// CreatedBy is the user the key belongs to: the signed-in user who
+	// made it, or the owner of the key it was made with; "" for none (the
+	// bootstrap key, keys made with it or with `crewcast keys create
+	// --db`). DeleteUser revokes the owner's keys.
+	CreatedBy string
+	// ExpiresAt is when the key stops working; zero for never.
+	ExpiresAt time.Time
+	// Suspended is read, not stored: CreatedBy names a user who is
+	// disabled (or no user at all). Such a key is refused until the user
+	// is enabled again. CreateKey ignores it.
+	Suspended bool
 }
 
 // Keys stores API keys. CreateKey and RevokeKey commit the audit entries

@@ -51,6 +51,13 @@ type Users interface {
 	// role, hash, disabled time, epoch; CreatedAt is kept);
 	// actor.ErrNotFound for an unknown id.
 	UpdateUser(ctx context.Context, u User, audit ...AuditEntry) error
+	// DeleteUser stores u as UpdateUser does (the caller has disabled it:
+	// a user is never removed) and revokes, at u.UpdatedAt, every key
+	// whose CreatedBy is u.ID and that is not revoked yet, in one
+	// transaction with audit and, per key it revokes, a copy of keyAudit
+	// whose Target is the key's id. It returns the revoked keys' ids;
+	// actor.ErrNotFound for an unknown user.
+	DeleteUser(ctx context.Context, u User, keyAudit AuditEntry, audit ...AuditEntry) ([]string, error)
 }
 
 // ---- Audit log ----

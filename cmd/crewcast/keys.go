@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/user"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -30,7 +31,7 @@ func init() {
 func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	usage := func() {
 		fmt.Fprint(stderr, `Usage:
-  crewcast keys create --scope admin|send|read [--name NAME]
+  crewcast keys create --scope admin|send|read [--name NAME] [--expires 30d|12h|90m|RFC3339]
   crewcast keys list
   crewcast keys revoke ID
 
@@ -38,6 +39,10 @@ Through the server's API at CREWCAST_URL (--url) with an admin key in
 CREWCAST_KEY (--key). With --db PATH|URL instead, the key is written straight
 into that database (to make the first admin key before the server has one);
 it says which database it wrote.
+
+--expires ends the key at that time (refused with 401 after it). A key made
+through the API belongs to the user behind the admin key or session that made
+it (CREATED BY): refused while that user is disabled, revoked when deleted.
 
 Flags (every subcommand):
   --url URL    crewcast server URL (env CREWCAST_URL; default http://127.0.0.1:8080)
@@ -74,6 +79,8 @@ type keyRow struct {
 	CreatedAt  *time.Time `json:"created_at"`
 	LastUsedAt *time.Time `json:"last_used_at"`
 	RevokedAt  *time.Time `json:"revoked_at"`
+	CreatedBy  *string    `json:"created_by"`
+	ExpiresAt  *time.Time `json:"expires_at"`
 }
 
 // openKeyStore opens the database for --db, saying whether the SQLite
@@ -99,12 +106,19 @@ func keysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	kf := bindKeyFlags(fs)
 	scope := fs.String("scope", "", "admin, send or read (required; each includes the ones after it)")
 	name := fs.String("name", "", "a label to recognise the key by")
+	expiresFlag := fs.String("expires", "", "when the key stops working: 30d, 12h, 90m from now, or an RFC 3339 time (default: never)")
 	if _, err := positionals(fs, args, 0, "flags only"); err != nil {
 		return err
 	}
 	s, err := apikey.ParseScope(*scope)
 	if err != nil {
 		return usagef("--scope: %v", err)
+	}
+	var expires time.Time
+	if *expiresFlag != "" {
+		if expires, err = parseExpires(*expiresFlag, time.Now()); err != nil {
+			return usagef("--expires: %v", err)
+		}
 	}
 	var plaintext, id, where string
 	if kf.db != "" {
@@ -115,7 +129,8 @@ func keysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		defer st.Close()
 		// Audited like a key made through the API, by the system actor
 		// "cli", in the key's own transaction.
-		key, rec, err := apikey.CreateAudited(ctx, st, *name, []apikey.Scope{s}, time.Now(), func(rec store.APIKey) store.AuditEntry {
+		opts := apikey.Options{ExpiresAt: expires} // nobody owns a key made on the database
+		key, rec, err := apikey.CreateWith(ctx, st, *name, []apikey.Scope{s}, opts, time.Now(), func(rec store.APIKey) store.AuditEntry {
 			return store.AuditEntry{At: rec.CreatedAt, Actor: cliActor(), Action: apikey.AuditKeyCreated, Target: apikey.AuditTarget(rec)}
 		})
 		if err != nil {
@@ -132,6 +147,9 @@ func keysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			Key string `json:"key"`
 		}
 		body := map[string]any{"scopes": []string{string(s)}, "name": *name}
+		if !expires.IsZero() {
+			body["expires_at"] = expires.Format(time.RFC3339)
+		}
 		if _, err := c.doJSON(ctx, "POST", "/v1/keys", body, nil, &out); err != nil {
 			return explain(err)
 		}
@@ -163,7 +181,8 @@ func keysList(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		for _, k := range keys {
 			rows = append(rows, keyRow{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Scopes: k.Scopes,
-				CreatedAt: timePtr(k.CreatedAt), LastUsedAt: timePtr(k.LastUsedAt), RevokedAt: timePtr(k.RevokedAt)})
+				CreatedAt: timePtr(k.CreatedAt), LastUsedAt: timePtr(k.LastUsedAt), RevokedAt: timePtr(k.RevokedAt),
+				CreatedBy: &k.CreatedBy, ExpiresAt: timePtr(k.ExpiresAt)})
 		}
 	} else {
 		c, err := kf.client.client()
@@ -179,10 +198,15 @@ func keysList(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		rows = out.Keys
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tPREFIX\tSCOPES\tCREATED\tLAST USED\tREVOKED")
+	// REVOKED stays last, so scripts that read it keep working.
+	fmt.Fprintln(tw, "ID\tNAME\tPREFIX\tSCOPES\tCREATED BY\tCREATED\tLAST USED\tEXPIRES\tREVOKED")
 	for _, k := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, dash(k.Name), k.Prefix, strings.Join(k.Scopes, ","),
-			fmtTime(k.CreatedAt), fmtTime(k.LastUsedAt), fmtTime(k.RevokedAt))
+		owner := ""
+		if k.CreatedBy != nil {
+			owner = *k.CreatedBy
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, dash(k.Name), k.Prefix, strings.Join(k.Scopes, ","),
+			dash(owner), fmtTime(k.CreatedAt), fmtTime(k.LastUsedAt), fmtTime(k.ExpiresAt), fmtTime(k.RevokedAt))
 	}
 	return tw.Flush()
 }
@@ -248,4 +272,25 @@ func cliActor() store.AuditActor {
 		name = u.Username
 	}
 	return store.AuditActor{Type: store.ActorSystem, ID: "cli", Name: name}
+}
+
+// parseExpires reads --expires: a duration from now in days, hours or
+// minutes (30d, 12h, 90m, 1h30m) or an RFC 3339 time, in the future.
+func parseExpires(s string, now time.Time) (time.Time, error) {
+	var t time.Time
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n <= 0 || n > 36500 {
+			return time.Time{}, fmt.Errorf("%q: a whole number of days, e.g. 30d", s)
+		}
+		t = now.AddDate(0, 0, n)
+	} else if d, err := time.ParseDuration(s); err == nil {
+		t = now.Add(d)
+	} else if t, err = time.Parse(time.RFC3339, s); err != nil {
+		return time.Time{}, fmt.Errorf("%q: want a duration (30d, 12h, 90m) or an RFC 3339 time (2026-12-31T23:59:59Z)", s)
+	}
+	if !t.After(now) {
+		return time.Time{}, fmt.Errorf("%q: must be in the future", s)
+	}
+	return t.UTC(), nil
 }

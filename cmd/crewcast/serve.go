@@ -48,6 +48,7 @@ type serverFlags struct {
 	nodeID, advertiseURL                            string // several nodes (server/cluster.go)
 	leaseTTL                                        time.Duration
 	trustedProxies                                  string
+	streamMaxLifetime                               time.Duration
 }
 
 // serverFlagDocs lists serve's flags by section for -h, each with the
@@ -58,6 +59,7 @@ var serverFlagDocs = []flagSection{
 		{"addr", "CREWCAST_ADDR"}, {"public-url", "CREWCAST_PUBLIC_URL"}, {"admin-key", "CREWCAST_ADMIN_KEY"},
 		{"log-level", "CREWCAST_LOG_LEVEL"}, {"log-format", "CREWCAST_LOG_FORMAT"},
 		{"trusted-proxies", "CREWCAST_TRUSTED_PROXIES"},
+		{"stream-max-lifetime", "CREWCAST_STREAM_MAX_LIFETIME"},
 	}},
 	{"Storage", []envBinding{{"db", "CREWCAST_DB"}}},
 	{"Several nodes (PostgreSQL)", []envBinding{
@@ -127,6 +129,7 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.StringVar(&f.webhookSecretKey, "webhook-secret-key", "", "server key that seals webhook endpoint secrets in the database")
 	fs.StringVar(&f.nodeID, "node-id", "", "this node's id; set it (or --advertise-url) to run as one of several nodes on PostgreSQL")
 	fs.StringVar(&f.advertiseURL, "advertise-url", "", "how the other nodes reach this one (http://10.0.0.5:8080)")
+	fs.DurationVar(&f.streamMaxLifetime, "stream-max-lifetime", 15*time.Minute, "end each event stream after this long; the client reconnects and is authenticated again")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 10*time.Second, "shard lease time to live; a node that cannot renew stops before it ends")
 	fs.Usage = func() { serveUsage(fs) }
 	return f
@@ -161,6 +164,7 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 		Retention: tracker.RetentionPolicy{RedactAfter: f.redactAfter, HashAfter: f.hashAfter, DeleteAfter: f.deleteAfter, HashKey: []byte(f.hashKey),
 			AuditAfter: f.auditAfter},
 		ParkedTTL:         f.parkedTTL,
+		StreamMaxLifetime: f.streamMaxLifetime,
 		RetentionInterval: retentionInterval(f.retentionInterval),
 		Logger:            logger,
 

@@ -169,3 +169,28 @@ func TestTrustedProxiesFlagAndEnv(t *testing.T) {
 		t.Fatalf("bad env: %v", err)
 	}
 }
+
+// --stream-max-lifetime (CREWCAST_STREAM_MAX_LIFETIME) reaches the server's
+// configuration; the flag wins over the environment.
+func TestStreamMaxLifetimeFlagAndEnv(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		args []string
+		want time.Duration
+	}{
+		{"", nil, 15 * time.Minute},
+		{"5m", nil, 5 * time.Minute},
+		{"5m", []string{"--stream-max-lifetime", "1h"}, time.Hour},
+	} {
+		t.Setenv("CREWCAST_STREAM_MAX_LIFETIME", c.env)
+		fs := newFlagSet("serve", io.Discard)
+		f := bindServerFlags(fs, "")
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := f.config(io.Discard)
+		if err != nil || cfg.StreamMaxLifetime != c.want {
+			t.Errorf("env %q args %v: StreamMaxLifetime %v, %v; want %v", c.env, c.args, cfg.StreamMaxLifetime, err, c.want)
+		}
+	}
+}

@@ -123,9 +123,9 @@ func (d DB) CreateKey(ctx context.Context, k store.APIKey, audit ...store.AuditE
 	}
 	now := d.c.Now()
 	err = d.withAudit(ctx, now, audit, func(q Querier) error {
-		_, err := q.Exec(ctx, `INSERT INTO api_keys (id, name, prefix, hash, scopes, created_at, last_used_at, revoked_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, k.ID, k.Name, k.Prefix, hash, string(scopes),
-			store.Nanos(OrNow(k.CreatedAt, now)), store.Nanos(k.LastUsedAt), store.Nanos(k.RevokedAt))
+		_, err := q.Exec(ctx, `INSERT INTO api_keys (id, name, prefix, hash, scopes, created_at, last_used_at, revoked_at,
+			created_by, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, k.ID, k.Name, k.Prefix, hash, string(scopes),
+			store.Nanos(OrNow(k.CreatedAt, now)), store.Nanos(k.LastUsedAt), store.Nanos(k.RevokedAt), k.CreatedBy, store.Nanos(k.ExpiresAt))
 		return err
 	})
 	if err != nil {
@@ -148,20 +148,27 @@ func (d DB) withAudit(ctx context.Context, now time.Time, audit []store.AuditEnt
 	})
 }
 
-const keyCols = `id, name, prefix, hash, scopes, created_at, last_used_at, revoked_at`
+// keyCols are the columns scanKey reads, from api_keys; the last one says
+// whether the key is suspended: it has an owner and the owner is not an
+// enabled user (disabled, or unknown).
+const keyCols = `id, name, prefix, hash, scopes, created_at, last_used_at, revoked_at, created_by, expires_at,
+	CASE WHEN created_by = '' THEN 0
+		WHEN EXISTS (SELECT 1 FROM users WHERE users.id = api_keys.created_by AND users.disabled_at = 0) THEN 0
+		ELSE 1 END`
 
 // scanKey reads a row of keyCols.
 func scanKey(r Row) (store.APIKey, error) {
 	var k store.APIKey
 	var scopes string
-	var created, used, revoked int64
-	if err := r.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &scopes, &created, &used, &revoked); err != nil {
+	var created, used, revoked, expires, suspended int64
+	if err := r.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &scopes, &created, &used, &revoked, &k.CreatedBy, &expires, &suspended); err != nil {
 		return store.APIKey{}, err
 	}
 	if err := json.Unmarshal([]byte(scopes), &k.Scopes); err != nil {
 		return store.APIKey{}, fmt.Errorf("key %q scopes: %w", k.ID, err)
 	}
 	k.CreatedAt, k.LastUsedAt, k.RevokedAt = store.FromNanos(created), store.FromNanos(used), store.FromNanos(revoked)
+	k.ExpiresAt, k.Suspended = store.FromNanos(expires), suspended != 0
 	return k, nil
 }
 

@@ -2,6 +2,7 @@ package sqlq
 
 import (
 	"context"
+	"slices"
 	"strconv"
 
 	"time"
@@ -200,4 +201,44 @@ func (d DB) PurgeAudit(ctx context.Context, before time.Time, audit ...store.Aud
 		return 0, d.errorf("purge audit: %w", err)
 	}
 	return int(n), nil
+}
+
+// DeleteUser stores u (disabled by the caller) and revokes its keys, with
+// an audit entry per revoked key, in one transaction.
+func (d DB) DeleteUser(ctx context.Context, u store.User, keyAudit store.AuditEntry, audit ...store.AuditEntry) ([]string, error) {
+	now := d.c.Now()
+	at := store.Nanos(OrNow(u.UpdatedAt, now))
+	var ids []string
+	err := d.c.WriteTx(ctx, func(q Querier) error {
+		ids = nil // a retried transaction starts over
+		n, err := q.Exec(ctx, `UPDATE users SET email = ?, name = ?, role = ?, password_hash = ?, updated_at = ?,
+			disabled_at = ?, session_epoch = ? WHERE id = ?`, u.Email, u.Name, u.Role, u.PasswordHash,
+			at, store.Nanos(u.DisabledAt), u.SessionEpoch, u.ID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return actor.ErrNotFound
+		}
+		if ids, err = queryAll(ctx, q, func(r Rows) (string, error) {
+			var id string
+			return id, r.Scan(&id)
+		}, `SELECT id FROM api_keys WHERE created_by = ? AND revoked_at = 0 ORDER BY created_at, id`, u.ID); err != nil {
+			return err
+		}
+		if _, err := q.Exec(ctx, `UPDATE api_keys SET revoked_at = ? WHERE created_by = ? AND revoked_at = 0`, at, u.ID); err != nil {
+			return err
+		}
+		entries := slices.Clone(audit)
+		for _, id := range ids {
+			e := keyAudit
+			e.Target = id
+			entries = append(entries, e)
+		}
+		return appendAudit(ctx, q, now, entries)
+	})
+	if err != nil {
+		return nil, d.errorf("delete user %q: %w", u.ID, err)
+	}
+	return ids, nil
 }

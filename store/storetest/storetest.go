@@ -118,6 +118,7 @@ func Run(t *testing.T, o Options) {
 		{"SuppressionSources", testSuppressionSources},
 		{"ClaimRefusesSuppressed", testClaimRefusesSuppressed},
 		{"APIKeys", testAPIKeys},
+		{"KeyOwner", testKeyOwner},
 		{"LoadAllEvents", testLoadAllEvents},
 		{"Retention", testRetention},
 		{"RetentionDropsOutbox", testRetentionDropsOutbox},

@@ -1,5 +1,5 @@
 // The API keys page (admin): create a key (shown once), see names,
-// scopes and last use, revoke.
+// scopes, last use and expiry, revoke.
 import { h, replace } from "./dom.js";
 import { ask } from "./ui.js";
 import { adminApi, field, showFieldErrors, when, isAdmin, notAllowed } from "./admin.js";
@@ -9,6 +9,14 @@ const SCOPES = [
   ["send", "Send — also send and operate groups"],
   ["admin", "Admin — everything"],
 ];
+
+/** keyStatus says whether a key works: revoked, expired, or active (until its expiry). */
+function keyStatus(k) {
+  if (k.revoked_at) return `Revoked ${when(k.revoked_at)}`;
+  if (!k.expires_at) return "Active";
+  if (Date.parse(k.expires_at) <= Date.now()) return `Expired ${when(k.expires_at)}`;
+  return `Active, expires ${when(k.expires_at)}`;
+}
 
 /** render shows the API keys page and returns a cleanup function. */
 export function render(main, ctx) {
@@ -85,7 +93,7 @@ export function render(main, ctx) {
       h("td", null, (k.scopes || []).join(", ")),
       h("td", null, when(k.created_at)),
       h("td", null, k.last_used_at ? when(k.last_used_at) : "Never"),
-      h("td", null, k.revoked_at ? `Revoked ${when(k.revoked_at)}` : "Active"),
+      h("td", null, keyStatus(k)),
       h("td", { class: "actions" }, revoke),
     );
   }
