@@ -188,6 +188,28 @@ func (e *env) waitGroup(id string, what string, cond func(store.GroupRow, []stor
 	}
 }
 
+// errBarrier is the refusal of the command barrier asks.
+var errBarrier = errors.New("barrier")
+
+// barrier returns once group id's actor has handled every message enqueued
+// for it before the call: those told by this goroutine, and those of any
+// goroutine whose Tell returned before it (a mailbox is one FIFO queue). It
+// asks, through the mailbox, a command that refuses and so changes nothing;
+// the actor's turns commit synchronously, so what they commit is committed
+// when barrier returns.
+func (e *env) barrier(id string) {
+	e.t.Helper()
+	res, err := actor.Ask(context.Background(), e.tr.groups.Get(id), 10*time.Second, func(r actor.Reply[error]) groupMsg {
+		return msgCommand{fn: func(*group.Group, time.Time) (group.Event, error) { return nil, errBarrier }, reply: r}
+	})
+	if err != nil {
+		e.t.Fatalf("barrier of group %s: %v", id, err)
+	}
+	if !errors.Is(res, errBarrier) && !errors.Is(res, ErrNotFound) && !errors.Is(res, ErrUnavailable) {
+		e.t.Fatalf("barrier of group %s answered %v", id, res)
+	}
+}
+
 func allStatus(s crewcast.Status) func(store.GroupRow, []store.DeliveryRow) bool {
 	return func(_ store.GroupRow, rows []store.DeliveryRow) bool {
 		for _, r := range rows {
@@ -752,7 +774,7 @@ func TestStaleCheckReminderCommitsNothing(t *testing.T) {
 		}
 	}
 	e.waitGroup(id, "delivered", allStatus(crewcast.StatusDelivered))
-	time.Sleep(100 * time.Millisecond)
+	e.barrier(id) // the turns that applied the receipts are over
 	before := cs.commits.Load()
 	stale := func(i int) {
 		e.tr.groups.Tell(id, msgReminder{r: actor.Reminder{Key: id, Name: reminderCheck + strconv.Itoa(i), Due: checkDue}})
@@ -760,14 +782,14 @@ func TestStaleCheckReminderCommitsNothing(t *testing.T) {
 	for i := range n {
 		stale(i)
 	}
-	time.Sleep(300 * time.Millisecond)
+	e.barrier(id) // told after the reminders: they were handled, and committed what they would
 	if got := cs.commits.Load() - before; got != 0 {
 		t.Errorf("%d commits for %d check reminders whose rows a commit deleted", got, n)
 	}
 	// The same reminder delivered again (as the poller does RefireAfter
 	// later when its row is really there) is rewritten.
 	stale(0)
-	time.Sleep(300 * time.Millisecond)
+	e.barrier(id)
 	if got := cs.commits.Load() - before; got != 1 {
 		t.Errorf("%d commits after a stale reminder fired again, want 1 (its rows rewritten)", got)
 	}
