@@ -777,7 +777,16 @@ func TestNodeWithoutTheShardDoesNotLoadTheGroup(t *testing.T) {
 		e.groups.Tell(id, msgKick{})
 		time.Sleep(50 * time.Millisecond)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Asked after the kicks, a barrier is answered once they were handled
+	// (their loads, if any, done). An instance that kept the message that
+	// activated it never handles it, nor the barrier behind it.
+	barrier := func() {
+		t.Helper()
+		if res, err := askBarrier(e, id); err != nil || !errors.Is(res, ErrUnavailable) {
+			t.Fatalf("barrier on the node without the shard: %v %v, want ErrUnavailable", res, err)
+		}
+	}
+	barrier()
 	if activated.Load() == 0 {
 		t.Fatal("the group was never activated on node-e: the test tests nothing")
 	}
@@ -789,10 +798,15 @@ func TestNodeWithoutTheShardDoesNotLoadTheGroup(t *testing.T) {
 	// instance stopped, moved to the next activation, and so on for good:
 	// a busy loop that grew with every group a node lost (the long T8
 	// run's nodes ended too starved to renew their leases).
+	// So the kicks and the barrier cost at most six, and a second barrier
+	// exactly one: nothing is left in the mailbox to activate another.
 	before := activated.Load()
-	time.Sleep(200 * time.Millisecond)
-	if n := activated.Load(); n > 5 || n != before {
-		t.Errorf("%d activations for 5 stray kicks (%d of them in the last 200 ms, after the kicks)", n, n-before)
+	if before > 6 {
+		t.Errorf("%d activations for 5 stray kicks and a barrier", before)
+	}
+	barrier()
+	if n := activated.Load() - before; n != 1 {
+		t.Errorf("%d activations for one stray message, want 1", n)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -188,20 +188,29 @@ func (e *env) waitGroup(id string, what string, cond func(store.GroupRow, []stor
 	}
 }
 
-// errBarrier is the refusal of the command barrier asks.
+// errBarrier is the refusal of the command a barrier asks.
 var errBarrier = errors.New("barrier")
 
-// barrier returns once group id's actor has handled every message enqueued
-// for it before the call: those told by this goroutine, and those of any
-// goroutine whose Tell returned before it (a mailbox is one FIFO queue). It
-// asks, through the mailbox, a command that refuses and so changes nothing;
-// the actor's turns commit synchronously, so what they commit is committed
-// when barrier returns.
-func (e *env) barrier(id string) {
-	e.t.Helper()
-	res, err := actor.Ask(context.Background(), e.tr.groups.Get(id), 10*time.Second, func(r actor.Reply[error]) groupMsg {
+// askBarrier returns once group id's actor on tr has handled every message
+// enqueued for it before the call: those told by this goroutine, and those
+// of any goroutine whose Tell returned before it (a mailbox is one FIFO
+// queue, and a virtual actor's next activation gets what its last one
+// left, first). It asks, through the mailbox, a command that refuses and
+// so changes nothing, and returns the actor's answer: errBarrier,
+// ErrNotFound (no such group) or ErrUnavailable (a broken instance, or one
+// of a node without the group's shard). The actor's turns commit
+// synchronously, so what they commit is committed when it returns.
+func askBarrier(tr *Tracker, id string) (error, error) {
+	return actor.Ask(context.Background(), tr.groups.Get(id), 10*time.Second, func(r actor.Reply[error]) groupMsg {
 		return msgCommand{fn: func(*group.Group, time.Time) (group.Event, error) { return nil, errBarrier }, reply: r}
 	})
+}
+
+// barrier is askBarrier on the env's tracker; it fails the test unless the
+// actor answered.
+func (e *env) barrier(id string) {
+	e.t.Helper()
+	res, err := askBarrier(e.tr, id)
 	if err != nil {
 		e.t.Fatalf("barrier of group %s: %v", id, err)
 	}
