@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -432,6 +433,14 @@ func TestClusterForwardAppliesTheEntryOnly(t *testing.T) {
 	// The forwarded one: received by the other node, which forwards it.
 	named := evs[1]
 	named.EventID = "named-" + named.EventID
+	handled := make(chan struct{}) // closed once the owner handled the wake-up naming it
+	var once sync.Once
+	onReceived := func(payload string) {
+		if strings.Contains(payload, named.EventID) {
+			once.Do(func() { close(handled) })
+		}
+	}
+	owner.tr.cluster.Load().onReceived.Store(&onReceived)
 	if _, err := other.tr.Ingest(ctx, []crewcast.Event{named}); err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +457,22 @@ func TestClusterForwardAppliesTheEntryOnly(t *testing.T) {
 		return false
 	}
 	awaitShards(t, 15*time.Second, "the forwarded entry applied by its owner", func() bool { return !pending(named.EventID) })
-	time.Sleep(500 * time.Millisecond) // a sweep the wake-up started would be done by now
+	// A sweep the wake-up asked for is asked for once the owner handled
+	// it; it is over once the sweeper served every request made by then,
+	// and what it routed to the group is applied once the group answers a
+	// barrier (the sweep told the group before it ended).
+	select {
+	case <-handled:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the owner never handled a wake-up naming the forwarded entry")
+	}
+	asked := owner.tr.sweeps.asked.Load()
+	awaitShards(t, 15*time.Second, "the owner's sweeper to serve the sweeps asked for", func() bool {
+		return owner.tr.sweeps.served.Load() >= asked
+	})
+	if res, err := askBarrier(owner.tr, id); err != nil || !errors.Is(res, errBarrier) {
+		t.Fatalf("barrier on the owner: %v %v", res, err)
+	}
 	if !pending(stray.EventID) {
 		t.Fatal("the entry no forward named was routed too: the wake-up swept the whole inbox")
 	}
