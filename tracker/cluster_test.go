@@ -587,10 +587,21 @@ func TestClusterStartingNodeLeavesOthersGroupsAlone(t *testing.T) {
 	if err := c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	// Several sweeps and reminder polls before the cluster starts.
-	time.Sleep(time.Second)
+	// Several sweeps (the first resumes the sending groups) and reminder
+	// polls before the cluster starts: three sweeper passes done, and three
+	// polls read (the second's reminders delivered once the third is
+	// counted). What they told a group actor activated it or still waits
+	// in its mailbox: the actor is listed from the Tell until it stops.
+	awaitShards(t, 15*time.Second, "three sweeps and three reminder polls", func() bool {
+		return c.sweeps.passes.Load() >= 3 && c.groups.ReminderStats().Polls >= 3
+	})
 	if got := activated.Load(); got != 0 {
 		t.Errorf("a node holding no shard activated %d group actors before joining the cluster", got)
+	}
+	for _, a := range sys.Actors() {
+		if a.Kind == "group" {
+			t.Errorf("a node holding no shard told group %s something before joining the cluster", a.Key)
+		}
 	}
 	if c.work.anyBusy(func(string) bool { return true }) {
 		t.Error("a node holding no shard queued work for another node's group")
