@@ -623,7 +623,8 @@ func TestClusterStartingNodeLeavesOthersGroupsAlone(t *testing.T) {
 func TestFencedGroupDropsItsQueuedWork(t *testing.T) {
 	url, schema, h, a, id, n := soloSendingGroup(t)
 	st, sys, activated := leasedBystander(t, url, schema, "node-d")
-	d, err := New(Config{Store: st, Provider: h.provider, System: sys, SweepInterval: time.Hour, SendRate: 40, SendBurst: 1})
+	counted := &fencedAcks{Store: st, key: id}
+	d, err := New(Config{Store: counted, Provider: h.provider, System: sys, SweepInterval: time.Hour, SendRate: 40, SendBurst: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -631,21 +632,25 @@ func TestFencedGroupDropsItsQueuedWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The webhooks of a's sends now reach d, which routes them to its own
-	// (fenced) copy of the group; a's periodic sweep applies them.
+	// (fenced) copy of the group; a's periodic sweep applies them. Until
+	// d's copy tried (and failed) to commit some of them twice.
 	h.target.Store(d)
-	time.Sleep(1500 * time.Millisecond)
+	awaitShards(t, 30*time.Second, "node-d's copy of the group fenced applying webhooks", func() bool { return counted.n.Load() >= 2 })
 	h.target.Store(a.tr)
-	time.Sleep(300 * time.Millisecond)
 	if activated.Load() == 0 {
 		t.Fatal("the group was never activated on node-d: the test tests nothing")
 	}
-	if d.work.anyBusy(func(string) bool { return true }) {
-		t.Error("work of the fenced group is still queued on node-d")
-	}
+	// The barrier: d's Stop returns once its router and sweeper ended and
+	// no group has uncommitted work (waitIdle); kept work of the fenced
+	// group would hold it ("group has work in flight"). After it nothing
+	// can queue work on d.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := d.Stop(ctx); err != nil {
 		t.Errorf("stop of the node whose group was fenced: %v", err)
+	}
+	if d.work.anyBusy(func(string) bool { return true }) {
+		t.Error("work of the fenced group is still queued on node-d")
 	}
 	awaitGroup(t, a.tr, a.st, id, 60*time.Second, "every recipient delivered or unconfirmed", func(g store.GroupRow) bool {
 		return g.Counts["delivered"]+g.Counts["unconfirmed"] == n
@@ -774,6 +779,30 @@ func TestClaimsAreSendingWhileTheyCommit(t *testing.T) {
 	awaitGroup(t, tr, st, id, 20*time.Second, "every recipient delivered", func(r store.GroupRow) bool {
 		return r.Counts["delivered"] == 3
 	})
+}
+
+// fencedAcks counts the failed commits of one key that acknowledged
+// webhooks: a group's copy on a node without its shard applying them.
+type fencedAcks struct {
+	store.Store
+	key string
+	n   atomic.Int64
+}
+
+func (s *fencedAcks) Commit(ctx context.Context, units []actor.Unit) ([]error, error) {
+	errs, err := s.Store.Commit(ctx, units)
+	for i, u := range units {
+		failed := err != nil || (i < len(errs) && errs[i] != nil)
+		if u.Key != s.key || !failed {
+			continue
+		}
+		for _, e := range u.Effects {
+			if eff, ok := e.(store.Effects); ok && len(eff.InboxDone) > 0 {
+				s.n.Add(1)
+			}
+		}
+	}
+	return errs, err
 }
 
 // snapshotCounter counts the group snapshot reads of one key: each is a
