@@ -77,9 +77,7 @@ func (e *env) journalTypes(id string) map[string]int {
 // messages in a group's mailbox (the kick a commit told its own actor, a
 // delivered reminder), and status lookups in the send pool, which the work
 // queue does not hold. So each round of settle waits for
-//  1. a timer due now, scheduled after every timer due by now: when it
-//     runs, the scheduler ran those (it runs them in due, then scheduling,
-//     order, one at a time);
+//  1. the timers due by now (timersRan);
 //  2. the reminder poller (pollBarrier): what is due now was delivered;
 //  3. a barrier through the mailbox of every group actor in memory;
 //  4. the send pool idle, then waitIdle: what the pool answered is
@@ -95,13 +93,7 @@ func (e *env) settle() {
 		return [2]uint64{e.tr.committer.Stats().Items, e.tr.groups.ReminderStats().Delivered}
 	}
 	for before := progress(); ; {
-		ran := make(chan struct{})
-		e.tr.sys.AfterFunc(0, func() { close(ran) })
-		select {
-		case <-ran:
-		case <-ctx.Done():
-			e.t.Fatal("settle: the timers due did not run")
-		}
+		e.timersRan(ctx)
 		e.pollBarrier(ctx)
 		for _, a := range e.tr.sys.Actors() {
 			if a.Kind == "group" {
@@ -122,6 +114,21 @@ func (e *env) settle() {
 			return
 		}
 		before = after
+	}
+}
+
+// timersRan returns once the scheduler ran every timer due by now: it runs
+// them in due, then scheduling, order, one at a time, so a timer due now
+// and scheduled after them runs after them. What they told an actor is in
+// its mailbox then (barrier waits for it to be handled).
+func (e *env) timersRan(ctx context.Context) {
+	e.t.Helper()
+	ran := make(chan struct{})
+	e.tr.sys.AfterFunc(0, func() { close(ran) })
+	select {
+	case <-ran:
+	case <-ctx.Done():
+		e.t.Fatal("the timers due did not run")
 	}
 }
 
