@@ -185,6 +185,9 @@ type cluster struct {
 	// missed holds shards whose forward did not fit in wake: their owners
 	// are asked to sweep instead.
 	missed map[int]bool
+	// onReceived, for tests, hears each inbox wake-up once received has
+	// handled it (its forwards handed to their groups, its sweep asked for).
+	onReceived atomic.Pointer[func(payload string)]
 }
 
 // safetyMargin is how long before a lease could expire the node stops
@@ -384,6 +387,9 @@ func (c *cluster) received(payload string) {
 	}
 	if sweep {
 		c.t.sweepSoon()
+	}
+	if f := c.onReceived.Load(); f != nil {
+		(*f)(payload)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -432,6 +433,14 @@ func TestClusterForwardAppliesTheEntryOnly(t *testing.T) {
 	// The forwarded one: received by the other node, which forwards it.
 	named := evs[1]
 	named.EventID = "named-" + named.EventID
+	handled := make(chan struct{}) // closed once the owner handled the wake-up naming it
+	var once sync.Once
+	onReceived := func(payload string) {
+		if strings.Contains(payload, named.EventID) {
+			once.Do(func() { close(handled) })
+		}
+	}
+	owner.tr.cluster.Load().onReceived.Store(&onReceived)
 	if _, err := other.tr.Ingest(ctx, []crewcast.Event{named}); err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +457,22 @@ func TestClusterForwardAppliesTheEntryOnly(t *testing.T) {
 		return false
 	}
 	awaitShards(t, 15*time.Second, "the forwarded entry applied by its owner", func() bool { return !pending(named.EventID) })
-	time.Sleep(500 * time.Millisecond) // a sweep the wake-up started would be done by now
+	// A sweep the wake-up asked for is asked for once the owner handled
+	// it; it is over once the sweeper served every request made by then,
+	// and what it routed to the group is applied once the group answers a
+	// barrier (the sweep told the group before it ended).
+	select {
+	case <-handled:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the owner never handled a wake-up naming the forwarded entry")
+	}
+	asked := owner.tr.sweeps.asked.Load()
+	awaitShards(t, 15*time.Second, "the owner's sweeper to serve the sweeps asked for", func() bool {
+		return owner.tr.sweeps.served.Load() >= asked
+	})
+	if res, err := askBarrier(owner.tr, id); err != nil || !errors.Is(res, errBarrier) {
+		t.Fatalf("barrier on the owner: %v %v", res, err)
+	}
 	if !pending(stray.EventID) {
 		t.Fatal("the entry no forward named was routed too: the wake-up swept the whole inbox")
 	}
@@ -563,10 +587,21 @@ func TestClusterStartingNodeLeavesOthersGroupsAlone(t *testing.T) {
 	if err := c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	// Several sweeps and reminder polls before the cluster starts.
-	time.Sleep(time.Second)
+	// Several sweeps (the first resumes the sending groups) and reminder
+	// polls before the cluster starts: three sweeper passes done, and three
+	// polls read (the second's reminders delivered once the third is
+	// counted). What they told a group actor activated it or still waits
+	// in its mailbox: the actor is listed from the Tell until it stops.
+	awaitShards(t, 15*time.Second, "three sweeps and three reminder polls", func() bool {
+		return c.sweeps.passes.Load() >= 3 && c.groups.ReminderStats().Polls >= 3
+	})
 	if got := activated.Load(); got != 0 {
 		t.Errorf("a node holding no shard activated %d group actors before joining the cluster", got)
+	}
+	for _, a := range sys.Actors() {
+		if a.Kind == "group" {
+			t.Errorf("a node holding no shard told group %s something before joining the cluster", a.Key)
+		}
 	}
 	if c.work.anyBusy(func(string) bool { return true }) {
 		t.Error("a node holding no shard queued work for another node's group")
@@ -588,7 +623,8 @@ func TestClusterStartingNodeLeavesOthersGroupsAlone(t *testing.T) {
 func TestFencedGroupDropsItsQueuedWork(t *testing.T) {
 	url, schema, h, a, id, n := soloSendingGroup(t)
 	st, sys, activated := leasedBystander(t, url, schema, "node-d")
-	d, err := New(Config{Store: st, Provider: h.provider, System: sys, SweepInterval: time.Hour, SendRate: 40, SendBurst: 1})
+	counted := &fencedAcks{Store: st, key: id}
+	d, err := New(Config{Store: counted, Provider: h.provider, System: sys, SweepInterval: time.Hour, SendRate: 40, SendBurst: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -596,21 +632,25 @@ func TestFencedGroupDropsItsQueuedWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The webhooks of a's sends now reach d, which routes them to its own
-	// (fenced) copy of the group; a's periodic sweep applies them.
+	// (fenced) copy of the group; a's periodic sweep applies them. Until
+	// d's copy tried (and failed) to commit some of them twice.
 	h.target.Store(d)
-	time.Sleep(1500 * time.Millisecond)
+	awaitShards(t, 30*time.Second, "node-d's copy of the group fenced applying webhooks", func() bool { return counted.n.Load() >= 2 })
 	h.target.Store(a.tr)
-	time.Sleep(300 * time.Millisecond)
 	if activated.Load() == 0 {
 		t.Fatal("the group was never activated on node-d: the test tests nothing")
 	}
-	if d.work.anyBusy(func(string) bool { return true }) {
-		t.Error("work of the fenced group is still queued on node-d")
-	}
+	// The barrier: d's Stop returns once its router and sweeper ended and
+	// no group has uncommitted work (waitIdle); kept work of the fenced
+	// group would hold it ("group has work in flight"). After it nothing
+	// can queue work on d.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := d.Stop(ctx); err != nil {
 		t.Errorf("stop of the node whose group was fenced: %v", err)
+	}
+	if d.work.anyBusy(func(string) bool { return true }) {
+		t.Error("work of the fenced group is still queued on node-d")
 	}
 	awaitGroup(t, a.tr, a.st, id, 60*time.Second, "every recipient delivered or unconfirmed", func(g store.GroupRow) bool {
 		return g.Counts["delivered"]+g.Counts["unconfirmed"] == n
@@ -741,6 +781,30 @@ func TestClaimsAreSendingWhileTheyCommit(t *testing.T) {
 	})
 }
 
+// fencedAcks counts the failed commits of one key that acknowledged
+// webhooks: a group's copy on a node without its shard applying them.
+type fencedAcks struct {
+	store.Store
+	key string
+	n   atomic.Int64
+}
+
+func (s *fencedAcks) Commit(ctx context.Context, units []actor.Unit) ([]error, error) {
+	errs, err := s.Store.Commit(ctx, units)
+	for i, u := range units {
+		failed := err != nil || (i < len(errs) && errs[i] != nil)
+		if u.Key != s.key || !failed {
+			continue
+		}
+		for _, e := range u.Effects {
+			if eff, ok := e.(store.Effects); ok && len(eff.InboxDone) > 0 {
+				s.n.Add(1)
+			}
+		}
+	}
+	return errs, err
+}
+
 // snapshotCounter counts the group snapshot reads of one key: each is a
 // group actor's activation loading the group from the store.
 type snapshotCounter struct {
@@ -777,7 +841,16 @@ func TestNodeWithoutTheShardDoesNotLoadTheGroup(t *testing.T) {
 		e.groups.Tell(id, msgKick{})
 		time.Sleep(50 * time.Millisecond)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Asked after the kicks, a barrier is answered once they were handled
+	// (their loads, if any, done). An instance that kept the message that
+	// activated it never handles it, nor the barrier behind it.
+	barrier := func() {
+		t.Helper()
+		if res, err := askBarrier(e, id); err != nil || !errors.Is(res, ErrUnavailable) {
+			t.Fatalf("barrier on the node without the shard: %v %v, want ErrUnavailable", res, err)
+		}
+	}
+	barrier()
 	if activated.Load() == 0 {
 		t.Fatal("the group was never activated on node-e: the test tests nothing")
 	}
@@ -789,10 +862,15 @@ func TestNodeWithoutTheShardDoesNotLoadTheGroup(t *testing.T) {
 	// instance stopped, moved to the next activation, and so on for good:
 	// a busy loop that grew with every group a node lost (the long T8
 	// run's nodes ended too starved to renew their leases).
+	// So the kicks and the barrier cost at most six, and a second barrier
+	// exactly one: nothing is left in the mailbox to activate another.
 	before := activated.Load()
-	time.Sleep(200 * time.Millisecond)
-	if n := activated.Load(); n > 5 || n != before {
-		t.Errorf("%d activations for 5 stray kicks (%d of them in the last 200 ms, after the kicks)", n, n-before)
+	if before > 6 {
+		t.Errorf("%d activations for 5 stray kicks and a barrier", before)
+	}
+	barrier()
+	if n := activated.Load() - before; n != 1 {
+		t.Errorf("%d activations for one stray message, want 1", n)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

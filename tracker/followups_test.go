@@ -68,15 +68,88 @@ func (e *env) journalTypes(id string) map[string]int {
 	return types
 }
 
-// settle lets the actors finish what the last clock move started.
+// settle returns once the actors have finished everything the last clock
+// move (and the test's last calls) set in motion. waitIdle alone is not a
+// barrier: it sees only the work queue (sends in flight, outcomes and
+// webhooks not yet committed). When it returns there can still be timers
+// due that the scheduler has not run (a policy kick), reminders due that
+// the poller has not read or delivered (follow-ups, escalations, checks),
+// messages in a group's mailbox (the kick a commit told its own actor, a
+// delivered reminder), and status lookups in the send pool, which the work
+// queue does not hold. So each round of settle waits for
+//  1. the timers due by now (timersRan);
+//  2. the reminder poller (pollBarrier): what is due now was delivered;
+//  3. a barrier through the mailbox of every group actor in memory;
+//  4. the send pool idle, then waitIdle: what the pool answered is
+//     committed;
+//
+// and settle repeats rounds until one commits nothing and delivers no
+// reminder: nothing was left to set anything else in motion.
 func (e *env) settle() {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := e.tr.waitIdle(ctx); err != nil {
-		e.t.Fatal(err)
+	progress := func() [2]uint64 {
+		return [2]uint64{e.tr.committer.Stats().Items, e.tr.groups.ReminderStats().Delivered}
 	}
-	time.Sleep(50 * time.Millisecond)
+	for before := progress(); ; {
+		e.timersRan(ctx)
+		e.pollBarrier(ctx)
+		for _, a := range e.tr.sys.Actors() {
+			if a.Kind == "group" {
+				e.barrier(a.Key)
+			}
+		}
+		for !e.tr.pool.idle() {
+			if ctx.Err() != nil {
+				e.t.Fatal("settle: the send pool did not go idle")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if err := e.tr.waitIdle(ctx); err != nil {
+			e.t.Fatal(err)
+		}
+		after := progress()
+		if after == before {
+			return
+		}
+		before = after
+	}
+}
+
+// timersRan returns once the scheduler ran every timer due by now: it runs
+// them in due, then scheduling, order, one at a time, so a timer due now
+// and scheduled after them runs after them. What they told an actor is in
+// its mailbox then (barrier waits for it to be handled).
+func (e *env) timersRan(ctx context.Context) {
+	e.t.Helper()
+	ran := make(chan struct{})
+	e.tr.sys.AfterFunc(0, func() { close(ran) })
+	select {
+	case <-ran:
+	case <-ctx.Done():
+		e.t.Fatal("the timers due did not run")
+	}
+}
+
+// pollBarrier returns once the reminder poller has delivered every
+// reminder due when it was called. Polls run one at a time, and each is
+// counted when its read returns, before it delivers: so the poll counted
+// p+2 (p read now) started after the poll p+1 was counted, reading
+// reminders due by now, and it has delivered them when p+3 is counted. A
+// nudge makes sure each of those polls happens (one running polls again).
+func (e *env) pollBarrier(ctx context.Context) {
+	e.t.Helper()
+	p := e.tr.groups.ReminderStats().Polls
+	for i := uint64(1); i <= 3; i++ {
+		e.tr.groups.NudgeReminders()
+		for e.tr.groups.ReminderStats().Polls < p+i {
+			if ctx.Err() != nil {
+				e.t.Fatal("settle: the reminder poller did not poll")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 }
 
 func TestFollowupsSentUntilAnswerAtMostMax(t *testing.T) {

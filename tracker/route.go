@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crewcast/crewcast"
@@ -134,6 +135,7 @@ func (t *Tracker) sweeper() {
 			timer.Stop()
 		case <-timer.C():
 		}
+		asked := t.sweeps.asked.Load() // every sweepSoon so far is served by this pass
 		ctx, cancel := context.WithTimeout(t.bg, time.Minute)
 		if !resumed {
 			if err := t.ResumeGroups(ctx); err != nil {
@@ -146,9 +148,17 @@ func (t *Tracker) sweeper() {
 			t.log.Warn("inbox sweep", "err", err)
 		}
 		cancel()
+		t.sweeps.served.Store(asked)
+		t.sweeps.passes.Add(1)
 		timer.Reset(t.cfg.SweepInterval)
 	}
 }
+
+// sweepCounts counts, for tests, what the sweeper was asked and did:
+// sweepSoon calls (asked), passes done, and the asked count the latest
+// pass began after (served). Once served reaches asked as read at some
+// moment, every sweep asked for before that moment is over.
+type sweepCounts struct{ asked, served, passes atomic.Uint64 }
 
 // ResumeGroups wakes every group that still has recipients to send to (or
 // sends whose outcome a previous process never recorded): activation
@@ -177,6 +187,7 @@ func (t *Tracker) ResumeGroups(ctx context.Context) error {
 // sweepSoon asks the sweeper for a pass now: a recipient just became
 // unconfirmed, and a parked webhook may prove its send went out.
 func (t *Tracker) sweepSoon() {
+	t.sweeps.asked.Add(1) // before the send: the pass that takes it reads the count after
 	select {
 	case t.sweepNow <- struct{}{}:
 	default:

@@ -73,6 +73,7 @@ type pool struct {
 	cond    *sync.Cond
 	sends   []sendJob
 	lookups []lookupJob
+	running int // jobs a worker took whose answer is not handed over yet
 	closed  bool
 	wg      sync.WaitGroup
 }
@@ -96,6 +97,22 @@ func (p *pool) backlog() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.sends)
+}
+
+// idle reports that no job is queued or running: every answer was handed
+// to onSend or onLookup. For tests, which wait for it (lookups are not in
+// the work queue, so waitIdle does not see them).
+func (p *pool) idle() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.sends) == 0 && len(p.lookups) == 0 && p.running == 0
+}
+
+// finished says a worker handed over its job's answer.
+func (p *pool) finished() {
+	p.mu.Lock()
+	p.running--
+	p.mu.Unlock()
 }
 
 // submit queues sends; after close it answers them as not sent.
@@ -142,20 +159,24 @@ func (p *pool) work() {
 			p.sends[0] = sendJob{}
 			p.sends = p.sends[1:]
 			left := len(p.sends)
+			p.running++
 			p.mu.Unlock()
 			if p.onDrain != nil {
 				p.onDrain(left)
 			}
 			p.onSend(j.groupID, p.call(j))
+			p.finished()
 			continue
 		}
 		j := p.lookups[0]
 		p.lookups = p.lookups[1:]
+		p.running++
 		p.mu.Unlock()
 		ctx, cancel := context.WithTimeout(p.ctx, p.timeout)
 		st, err := p.provider.Lookup(ctx, j.messageID)
 		cancel()
 		p.onLookup(j.groupID, lookupResult{index: j.index, st: st, err: err, at: p.now()})
+		p.finished()
 	}
 }
 

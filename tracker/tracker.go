@@ -203,6 +203,9 @@ type Tracker struct {
 	hub       *Hub
 	route     chan routeReq
 	sweepNow  chan struct{}
+	// sweeps counts the sweeper's work, for tests that must know a sweep
+	// asked for (or a number of them) is over (route.go).
+	sweeps sweepCounts
 
 	// work is each group's uncommitted work, in-flight sends and routing
 	// marks (workqueue.go); env is what group actors see of the tracker

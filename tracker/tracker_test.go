@@ -188,6 +188,37 @@ func (e *env) waitGroup(id string, what string, cond func(store.GroupRow, []stor
 	}
 }
 
+// errBarrier is the refusal of the command a barrier asks.
+var errBarrier = errors.New("barrier")
+
+// askBarrier returns once group id's actor on tr has handled every message
+// enqueued for it before the call: those told by this goroutine, and those
+// of any goroutine whose Tell returned before it (a mailbox is one FIFO
+// queue, and a virtual actor's next activation gets what its last one
+// left, first). It asks, through the mailbox, a command that refuses and
+// so changes nothing, and returns the actor's answer: errBarrier,
+// ErrNotFound (no such group) or ErrUnavailable (a broken instance, or one
+// of a node without the group's shard). The actor's turns commit
+// synchronously, so what they commit is committed when it returns.
+func askBarrier(tr *Tracker, id string) (error, error) {
+	return actor.Ask(context.Background(), tr.groups.Get(id), 10*time.Second, func(r actor.Reply[error]) groupMsg {
+		return msgCommand{fn: func(*group.Group, time.Time) (group.Event, error) { return nil, errBarrier }, reply: r}
+	})
+}
+
+// barrier is askBarrier on the env's tracker; it fails the test unless the
+// actor answered.
+func (e *env) barrier(id string) {
+	e.t.Helper()
+	res, err := askBarrier(e.tr, id)
+	if err != nil {
+		e.t.Fatalf("barrier of group %s: %v", id, err)
+	}
+	if !errors.Is(res, errBarrier) && !errors.Is(res, ErrNotFound) && !errors.Is(res, ErrUnavailable) {
+		e.t.Fatalf("barrier of group %s answered %v", id, res)
+	}
+}
+
 func allStatus(s crewcast.Status) func(store.GroupRow, []store.DeliveryRow) bool {
 	return func(_ store.GroupRow, rows []store.DeliveryRow) bool {
 		for _, r := range rows {
@@ -752,7 +783,7 @@ func TestStaleCheckReminderCommitsNothing(t *testing.T) {
 		}
 	}
 	e.waitGroup(id, "delivered", allStatus(crewcast.StatusDelivered))
-	time.Sleep(100 * time.Millisecond)
+	e.barrier(id) // the turns that applied the receipts are over
 	before := cs.commits.Load()
 	stale := func(i int) {
 		e.tr.groups.Tell(id, msgReminder{r: actor.Reminder{Key: id, Name: reminderCheck + strconv.Itoa(i), Due: checkDue}})
@@ -760,14 +791,14 @@ func TestStaleCheckReminderCommitsNothing(t *testing.T) {
 	for i := range n {
 		stale(i)
 	}
-	time.Sleep(300 * time.Millisecond)
+	e.barrier(id) // told after the reminders: they were handled, and committed what they would
 	if got := cs.commits.Load() - before; got != 0 {
 		t.Errorf("%d commits for %d check reminders whose rows a commit deleted", got, n)
 	}
 	// The same reminder delivered again (as the poller does RefireAfter
 	// later when its row is really there) is rewritten.
 	stale(0)
-	time.Sleep(300 * time.Millisecond)
+	e.barrier(id)
 	if got := cs.commits.Load() - before; got != 1 {
 		t.Errorf("%d commits after a stale reminder fired again, want 1 (its rows rewritten)", got)
 	}

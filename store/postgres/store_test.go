@@ -728,6 +728,10 @@ func TestRenewalDoesNotWaitForAnAcquisition(t *testing.T) {
 	if _, err := other.Exec(ctx, `INSERT INTO shard_leases (shard, owner, epoch, expires_at) VALUES (5, 'node-x', 1, 0)`); err != nil {
 		t.Fatal(err)
 	}
+	var otherPID int
+	if err := other.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&otherPID); err != nil {
+		t.Fatal(err)
+	}
 	acquired := make(chan []store.Lease, 1)
 	go func() {
 		actx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -738,11 +742,26 @@ func TestRenewalDoesNotWaitForAnAcquisition(t *testing.T) {
 		}
 		acquired <- got
 	}()
-	time.Sleep(200 * time.Millisecond) // the acquisition waits on the insert
-	select {
-	case got := <-acquired:
-		t.Fatalf("the acquisition did not wait for the other session: %+v", got)
-	default:
+	// The acquisition waits on the insert: a session of the store is
+	// blocked by the other session (pg_blocking_pids), before it returns.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		var blocked int
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`,
+			otherPID).Scan(&blocked); err != nil {
+			t.Fatal(err)
+		}
+		if blocked > 0 {
+			break
+		}
+		select {
+		case got := <-acquired:
+			t.Fatalf("the acquisition did not wait for the other session: %+v", got)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no session of the store waits on the other session's insert")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	renewed := make(chan error, 1)
 	go func() {

@@ -169,7 +169,19 @@ func TestKillWhileWebhooksFire(t *testing.T) {
 		to := numbers(100)[g*30 : g*30+30]
 		ids = append(ids, createGroup(t, url1, to, fmt.Sprintf("Crew call %d: site B, 7:00. Reply YES or NO.", g)))
 	}
-	time.Sleep(2 * time.Second) // the endpoint is down: first attempts fail
+	// The endpoint is down: first attempts fail. Until a few have.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		rc.mu.Lock()
+		refused := rc.rejected
+		rc.mu.Unlock()
+		if refused >= 10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d webhook deliveries attempted while the endpoint was down", refused)
+		}
+		time.Sleep(20 * time.Millisecond) // another process: poll
+	}
 	rc.set(func() { rc.down, rc.flaky = false, true })
 	deadline := time.Now().Add(30 * time.Second)
 	for {
