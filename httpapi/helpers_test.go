@@ -410,11 +410,94 @@ func loadDoc(t *testing.T) *openapi3.T {
 		if docErr == nil {
 			docErr = doc.Validate(context.Background())
 		}
+		if docErr == nil {
+			strictObjects(doc)
+		}
 	})
 	if docErr != nil {
 		t.Fatalf("openapi.yaml: %v", docErr)
 	}
 	return doc
+}
+
+// strictObjects makes the checked document refuse what it does not
+// describe: every object schema that names its properties and says nothing
+// of others gets additionalProperties: false, and an allOf of objects is
+// flattened into one object first (each part on its own would refuse the
+// other's properties). Generated clients in strict languages throw on
+// unknown fields, so an undocumented field in a response fails the test.
+func strictObjects(d *openapi3.T) {
+	seen := map[*openapi3.Schema]bool{}
+	var walk func(*openapi3.SchemaRef)
+	walk = func(r *openapi3.SchemaRef) {
+		if r == nil || r.Value == nil || seen[r.Value] {
+			return
+		}
+		s := r.Value
+		seen[s] = true
+		for _, group := range [][]*openapi3.SchemaRef{s.AllOf, s.OneOf, s.AnyOf} {
+			for _, m := range group {
+				walk(m)
+			}
+		}
+		for _, p := range s.Properties {
+			walk(p)
+		}
+		walk(s.Items)
+		walk(s.AdditionalProperties.Schema)
+		flattenAllOf(s)
+		if len(s.Properties) > 0 && s.AdditionalProperties.Has == nil && s.AdditionalProperties.Schema == nil {
+			no := false
+			s.AdditionalProperties.Has = &no
+		}
+	}
+	for _, r := range d.Components.Schemas {
+		walk(r)
+	}
+	for _, r := range d.Components.Responses {
+		if r.Value != nil {
+			for _, mt := range r.Value.Content {
+				walk(mt.Schema)
+			}
+		}
+	}
+	for _, item := range d.Paths.Map() {
+		for _, op := range item.Operations() {
+			for _, r := range op.Responses.Map() {
+				if r.Value == nil {
+					continue
+				}
+				for _, mt := range r.Value.Content {
+					walk(mt.Schema)
+				}
+			}
+		}
+	}
+}
+
+// flattenAllOf turns an allOf whose parts are all objects into one object
+// holding every part's properties and required names.
+func flattenAllOf(s *openapi3.Schema) {
+	if len(s.AllOf) == 0 {
+		return
+	}
+	props := openapi3.Schemas{}
+	var required []string
+	for _, m := range s.AllOf {
+		if m.Value == nil || len(m.Value.Properties) == 0 || m.Value.AdditionalProperties.Schema != nil {
+			return
+		}
+		for k, v := range m.Value.Properties {
+			props[k] = v
+		}
+		required = append(required, m.Value.Required...)
+	}
+	for k, v := range s.Properties {
+		props[k] = v
+	}
+	s.Properties, s.Required, s.AllOf = props, append(required, s.Required...), nil
+	s.Type = &openapi3.Types{openapi3.TypeObject}
+	s.AdditionalProperties = openapi3.AdditionalProperties{}
 }
 
 // validateResponse fails the test when checkResponse finds a response

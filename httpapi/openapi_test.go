@@ -97,6 +97,9 @@ func TestResponseCheckerCatchesDrift(t *testing.T) {
 	if err := checkResponse(d, e.handler, req, resp(200), []byte(`{"groups":[{"id":1}],"next_cursor":""}`)); err == nil {
 		t.Error("a body that breaks the schema passed")
 	}
+	if err := checkResponse(d, e.handler, req, resp(200), []byte(`{"groups":[],"next_cursor":"","undocumented":1}`)); err == nil {
+		t.Error("a body with an undocumented field passed")
+	}
 	if err := checkResponse(d, e.handler, httptest.NewRequest("GET", "/v1/none", nil), resp(404), []byte(`{"oops":1}`)); err == nil {
 		t.Error("a fallback body that is not the error envelope passed")
 	}
