@@ -309,6 +309,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	if cfg.Retention.HashKey, err = s.hashKey(ctx); err != nil {
+		return err
+	}
 	s.tr, err = tracker.New(tracker.Config{
 		Webhooks: s.hooks,
 		Store:    s.st, Provider: prov, Logger: cfg.Logger, Clock: cfg.Clock,

@@ -48,8 +48,9 @@ type RetentionPolicyView struct {
 	HashAfterHours   float64 `json:"hash_after_hours"`
 	DeleteAfterHours float64 `json:"delete_after_hours"`
 	InboxAfterHours  float64 `json:"inbox_after_hours"`
-	// HashKeySet says whether CREWCAST_HASH_KEY is configured: without it
-	// the hash stage is skipped.
+	// HashKeySet says whether a hash key is in use (CREWCAST_HASH_KEY, or
+	// the server's generated key stored in the database): without one the
+	// hash stage is skipped.
 	HashKeySet bool `json:"hash_key_set"`
 }
 

@@ -106,8 +106,9 @@ type Config struct {
 	// NewID generates group ids; default random, time-ordered.
 	NewID func() string
 	// HashKey keys the hash that replaces an erased person's number and
-	// keeps their opt-out in force (CREWCAST_HASH_KEY); empty: erasure
-	// uses random tokens and cannot keep an opt-out.
+	// keeps their opt-out in force (CREWCAST_HASH_KEY, or the server's
+	// generated key stored in the database); empty: erasure uses random
+	// tokens and cannot keep an opt-out.
 	HashKey []byte
 	// Webhooks, when set, makes commits write outbound webhook events to
 	// the outbox (design.md §13) while any endpoint exists, and is kicked

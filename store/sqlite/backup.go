@@ -289,3 +289,30 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// StoredServerKey reads the server key stored under name in the database
+// at path without changing it (crewcast doctor); nil when there is none,
+// or the database predates the server_keys table.
+func StoredServerKey(ctx context.Context, path, name string) ([]byte, error) {
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	db, err := openPlain(path, true)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'server_keys'`).Scan(&n); err != nil || n == 0 {
+		return nil, err
+	}
+	var key []byte
+	err = db.QueryRowContext(ctx, `SELECT value FROM server_keys WHERE name = ?`, name).Scan(&key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read server key: %w", err)
+	}
+	return key, nil
+}
