@@ -9,6 +9,7 @@ import (
 
 	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/provider/sim"
+	"github.com/crewcast/crewcast/server"
 	"github.com/crewcast/crewcast/tracker"
 )
 
@@ -59,6 +60,17 @@ func TestErasedStopStaysWithoutConfiguredHashKey(t *testing.T) {
 		}
 		if n := ledger(t, srv2)[to[0]]; n != 0 {
 			t.Errorf("the erased person who sent STOP was texted %d time(s) after a restart", n)
+		}
+		// An operator sets CREWCAST_HASH_KEY later: the configured key
+		// wins, and the opt-out kept under the stored key still holds.
+		if err := srv2.Stop(stopCtx); err != nil {
+			t.Fatal(err)
+		}
+		srv3 := start(t, eng, sim.Faults{}, func(c *server.Config) { c.Retention.HashKey = []byte("set-later") })
+		id3 := createGroup(t, srv3, to[:1])
+		await(t, srv3, id3, 20*time.Second, "complete", complete)
+		if d := deliveries(t, srv3, id3); d[to[0]].Status != crewcast.StatusOptedOut {
+			t.Errorf("a new group to the erased person after CREWCAST_HASH_KEY was set: %s, want opted_out", d[to[0]].Status)
 		}
 	})
 }

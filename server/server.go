@@ -309,7 +309,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if cfg.Retention.HashKey, err = s.hashKey(ctx); err != nil {
+	var pastKeys [][]byte
+	if cfg.Retention.HashKey, pastKeys, err = s.hashKey(ctx); err != nil {
 		return err
 	}
 	s.tr, err = tracker.New(tracker.Config{
@@ -318,7 +319,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Metrics: s.reg.Service(), RuntimeMetrics: s.reg.Runtime(),
 		Settings: cfg.Settings, SendRate: cfg.SendRate, SendRates: cfg.SendRates, SendWorkers: cfg.SendWorkers,
 		SendTimeout: cfg.ProviderTimeout, IdleTimeout: cfg.IdleTimeout, SweepInterval: cfg.SweepInterval,
-		HashKey:        cfg.Retention.HashKey,
+		HashKey: cfg.Retention.HashKey, PastHashKeys: pastKeys,
 		PolicyDefaults: policy, ResolveCrews: crewNumbers(s.st),
 		ParkedTTL: cfg.ParkedTTL,
 		Clustered: cfg.Cluster.enabled(), // owns nothing until startCluster

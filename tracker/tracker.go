@@ -110,6 +110,11 @@ type Config struct {
 	// generated key stored in the database); empty: erasure uses random
 	// tokens and cannot keep an opt-out.
 	HashKey []byte
+	// PastHashKeys are keys opt-outs may have been kept under before (the
+	// key stored in the database when a configured HashKey differs from
+	// it): every suppression check matches their hashes too; new hashes
+	// use HashKey only.
+	PastHashKeys [][]byte
 	// Webhooks, when set, makes commits write outbound webhook events to
 	// the outbox (design.md §13) while any endpoint exists, and is kicked
 	// after such a commit.

@@ -174,7 +174,7 @@ func (d *doctor) hashKey(ctx context.Context, db string, configured []byte) {
 	}
 	switch source, differs := server.HashKeySource(configured, stored); {
 	case differs:
-		d.warn("hash key", "configured (CREWCAST_HASH_KEY), and it differs from the one stored in the database: opt-outs of people erased under the stored key no longer match; set CREWCAST_HASH_KEY back, or leave it unset to use the stored key")
+		d.warn("hash key", "configured (CREWCAST_HASH_KEY), and it differs from the one stored in the database: opt-outs kept under the stored key still block sends, but new hashes no longer match old ones; leave CREWCAST_HASH_KEY unset to use the stored key")
 	case source == server.HashKeyConfigured:
 		d.ok("hash key", "configured (CREWCAST_HASH_KEY)")
 	case source == server.HashKeyStored:
