@@ -77,12 +77,11 @@ func (p RetentionPolicy) withDefaults() RetentionPolicy {
 
 // RetentionReport counts what one retention run changed.
 type RetentionReport struct {
-	Redacted    int `json:"redacted"`
-	Hashed      int `json:"hashed"`
-	Deleted     int `json:"deleted"`
-	InboxPurged int `json:"inbox_purged"`
-	// ReplaysPurged counts replay records deleted (after ReplayAfter).
-	ReplaysPurged   int `json:"replays_purged"`
+	Redacted        int `json:"redacted"`
+	Hashed          int `json:"hashed"`
+	Deleted         int `json:"deleted"`
+	InboxPurged     int `json:"inbox_purged"`
+	ReplaysPurged   int `json:"replays_purged"` // replay records (after ReplayAfter)
 	RepliesRedacted int `json:"replies_redacted"`
 	AuditPurged     int `json:"audit_purged"`
 	// UnmatchedTrimmed counts events deleted from the unmatched journal,
