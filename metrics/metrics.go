@@ -100,7 +100,7 @@ func New() *Registry {
 	r.commitErrors = f.counter("store_commit_errors_total", "Store commits that failed as a whole.")
 	r.storeErrors = f.counterVec("store_errors_total", "Store calls that failed outside a commit.", "op")
 
-	r.ingested = f.counterVec("webhook_events_ingested_total", "Webhooks made durable (new), recognised as replays (duplicate) or failing (error).", "provider", "result")
+	r.ingested = f.counterVec("webhook_events_ingested_total", "Webhooks made durable (new), recognised as duplicates of stored ones (duplicate) or, their inbox row purged, as replays of processed ones (replay), or failing (error).", "provider", "result")
 	r.sends = f.counterVec("sends_total", "Provider sends by result and error class.", "provider", "result", "class")
 	r.transitions = f.counterVec("recipient_transitions_total", "Recipients moving into a status.", "status")
 	r.timeToDelivered = f.histogram("time_to_delivered_seconds", "Time from provider acceptance to delivery receipt.",

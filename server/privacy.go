@@ -39,7 +39,7 @@ func logRetentionRun(log *slog.Logger, run tracker.RetentionRun, err error) {
 		return
 	}
 	log.Info("retention run", "trigger", run.Trigger, "redacted", rep.Redacted, "hashed", rep.Hashed, "deleted", rep.Deleted,
-		"inbox_purged", rep.InboxPurged, "replies_redacted", rep.RepliesRedacted, "audit_purged", rep.AuditPurged,
+		"inbox_purged", rep.InboxPurged, "replays_purged", rep.ReplaysPurged, "replies_redacted", rep.RepliesRedacted, "audit_purged", rep.AuditPurged,
 		"unmatched_trimmed", rep.UnmatchedTrimmed, "replies_deleted", rep.RepliesDeleted, "skipped", rep.Skipped,
 		"duration_ms", run.DurationMS)
 }
@@ -91,7 +91,7 @@ func (c *retentionCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.lastOK, prometheus.GaugeValue, ok)
 	r := l.Report
 	for kind, v := range map[string]int{"redacted": r.Redacted, "hashed": r.Hashed, "deleted": r.Deleted,
-		"inbox_purged": r.InboxPurged, "replies_redacted": r.RepliesRedacted, "audit_purged": r.AuditPurged,
+		"inbox_purged": r.InboxPurged, "replays_purged": r.ReplaysPurged, "replies_redacted": r.RepliesRedacted, "audit_purged": r.AuditPurged,
 		"unmatched_trimmed": r.UnmatchedTrimmed, "replies_deleted": r.RepliesDeleted, "skipped": r.Skipped} {
 		ch <- prometheus.MustNewConstMetric(c.lastItems, prometheus.GaugeValue, float64(v), kind)
 	}

@@ -323,13 +323,17 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	var pastKeys [][]byte
+	if cfg.Retention.HashKey, pastKeys, err = s.hashKey(ctx); err != nil {
+		return err
+	}
 	s.tr, err = tracker.New(tracker.Config{
 		Webhooks: s.hooks,
 		Store:    s.st, Provider: prov, Logger: cfg.Logger, Clock: cfg.Clock,
 		Metrics: s.reg.Service(), RuntimeMetrics: s.reg.Runtime(),
 		Settings: cfg.Settings, SendRate: cfg.SendRate, SendRates: cfg.SendRates, SendWorkers: cfg.SendWorkers,
 		SendTimeout: cfg.ProviderTimeout, IdleTimeout: cfg.IdleTimeout, SweepInterval: cfg.SweepInterval,
-		HashKey:        cfg.Retention.HashKey,
+		HashKey: cfg.Retention.HashKey, PastHashKeys: pastKeys,
 		PolicyDefaults: policy, ResolveCrews: crewNumbers(s.st),
 		ParkedTTL: cfg.ParkedTTL,
 		Clustered: cfg.Cluster.enabled(), // owns nothing until startCluster

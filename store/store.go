@@ -18,6 +18,7 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"hash/fnv"
 	"time"
@@ -44,6 +45,7 @@ type Store interface {
 	Erasure
 	Webhooks
 	Directory
+	ServerKeys
 
 	// Engine names the engine: "sqlite" or "postgres".
 	Engine() string
@@ -146,6 +148,56 @@ type Inbox interface {
 	AckInbox(ctx context.Context, refs []InboxRef) error
 	// PurgeInbox deletes entries processed before t; returns how many.
 	PurgeInbox(ctx context.Context, processedBefore time.Time) (int, error)
+	// IngestInbox is InsertInbox that also keeps the replay record: in the
+	// same transaction as each new inbox row it records the event's
+	// ReplayHash, and an entry whose hash is recorded is never stored
+	// again, even after its inbox row was purged (InboxReplay). Exactly
+	// one of concurrent ingests of one event sees InboxNew; InsertInbox
+	// keeps the record the same way (isNew is result == InboxNew).
+	IngestInbox(ctx context.Context, entries []InboxEntry) ([]InboxResult, error)
+	// PurgeReplays deletes the replay records of events first seen before
+	// t; returns how many.
+	PurgeReplays(ctx context.Context, seenBefore time.Time) (int, error)
+}
+
+// InboxResult is what IngestInbox found for one entry.
+type InboxResult uint8
+
+// Results of IngestInbox.
+const (
+	// InboxNew: stored now; the caller processes it.
+	InboxNew InboxResult = iota
+	// InboxDuplicate: its inbox row was already there (a provider retry).
+	InboxDuplicate
+	// InboxReplay: its inbox row is gone (retention purged it) but the
+	// replay record still holds its event id: a webhook seen before,
+	// posted again. Nothing is stored.
+	InboxReplay
+)
+
+// InboxIsNew maps IngestInbox's results to InsertInbox's isNew.
+func InboxIsNew(res []InboxResult) []bool {
+	if res == nil {
+		return nil
+	}
+	isNew := make([]bool, len(res))
+	for i, r := range res {
+		isNew[i] = r == InboxNew
+	}
+	return isNew
+}
+
+// ReplayHash is the replay record's key of one provider event: 16 bytes
+// of SHA-256 over the provider, a NUL and the event id (Twilio's
+// MessageSid with the status and error code of a status callback, or
+// "received" of an inbound message; Telnyx's event id). It holds no
+// number and no text.
+func ReplayHash(provider, eventID string) []byte {
+	h := sha256.New()
+	h.Write([]byte(provider))
+	h.Write([]byte{0})
+	h.Write([]byte(eventID))
+	return h.Sum(nil)[:16]
 }
 
 // ---- Routes ----
@@ -564,6 +616,25 @@ type Retention interface {
 	// before t and maps their numbers with number (if non-nil); returns how
 	// many rows changed.
 	RedactUnmatchedReplies(ctx context.Context, before time.Time, number func(string) string) (int, error)
+}
+
+// ---- Server keys ----
+
+// HashKeyName is the server key that keys the number hash when
+// CREWCAST_HASH_KEY is not configured (generated on first start).
+const HashKeyName = "hash_key"
+
+// ServerKeys keeps secrets the server generates for itself, in the
+// database: they are in every backup and shared by every node.
+type ServerKeys interface {
+	// EnsureServerKey stores value under name unless a key is stored
+	// there already, and returns the stored key: servers starting at once
+	// all end with the key the first insert stored (insert if absent,
+	// then read).
+	EnsureServerKey(ctx context.Context, name string, value []byte) ([]byte, error)
+	// ServerKey returns the key stored under name; actor.ErrNotFound when
+	// there is none.
+	ServerKey(ctx context.Context, name string) ([]byte, error)
 }
 
 // ---- Outbound webhooks (design.md §13) ----

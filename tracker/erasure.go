@@ -92,10 +92,26 @@ func (t *Tracker) hashed(number string) string {
 	return HashNumber(t.cfg.HashKey, number)
 }
 
+// hashes returns the keyed hashes an erased person's opt-out may be kept
+// under: under HashKey, then under each of PastHashKeys (none without a
+// key).
+func (t *Tracker) hashes(number string) []string {
+	if len(t.cfg.HashKey) == 0 {
+		return nil
+	}
+	out := []string{HashNumber(t.cfg.HashKey, number)}
+	for _, k := range t.cfg.PastHashKeys {
+		if len(k) > 0 {
+			out = append(out, HashNumber(k, number))
+		}
+	}
+	return out
+}
+
 // suppressed is the suppression check of every send path: a number is
-// suppressed when it is on the list in clear or as its keyed hash (an
-// erased person's opt-out), or, with recent, when this process erased it
-// within erasedHold. Results are keyed by the numbers asked.
+// suppressed when it is on the list in clear or as one of its keyed
+// hashes (an erased person's opt-out), or, with recent, when this process
+// erased it within erasedHold. Results are keyed by the numbers asked.
 func (t *Tracker) suppressed(ctx context.Context, numbers []string, recent bool) (map[string]store.Suppression, error) {
 	q := numbers
 	var back map[string]string
@@ -104,9 +120,10 @@ func (t *Tracker) suppressed(ctx context.Context, numbers []string, recent bool)
 		q = make([]string, 0, 2*len(numbers))
 		q = append(q, numbers...)
 		for _, n := range numbers {
-			h := t.hashed(n)
-			back[h] = n
-			q = append(q, h)
+			for _, h := range t.hashes(n) {
+				back[h] = n
+				q = append(q, h)
+			}
 		}
 	}
 	sup, err := t.st.Suppressed(ctx, q)

@@ -582,3 +582,48 @@ func TestEraseInGroupOnTheOwnerStopsQueuedSends(t *testing.T) {
 		t.Fatalf("malformed number: %v", err)
 	}
 }
+
+// A configured hash key that differs from the one an opt-out was kept
+// under (the key the server generated and stored, before an operator set
+// CREWCAST_HASH_KEY) still blocks sends: every suppression check also
+// matches the hashes under the past keys.
+func TestErasedOptOutSurvivesAChangedHashKey(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.HashKey = []byte("stored") })
+	ctx := context.Background()
+	if _, err := e.tr.Ingest(ctx, []crewcast.Event{{Provider: "fake", EventID: "stop-1", Kind: crewcast.KindInbound,
+		From: erasedWho, To: from, Text: "STOP"}}); err != nil {
+		t.Fatal(err)
+	}
+	awaitSuppressed(t, e.st, erasedWho, 10*time.Second)
+	if rep, err := e.tr.Erase(ctx, erasedWho, "op"); err != nil || !rep.OptOutKept {
+		t.Fatalf("erase: %+v, %v", rep, err)
+	}
+	stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := e.tr.Stop(stopCtx); err != nil {
+		t.Fatal(err)
+	}
+	tr := e.start(func(c *Config) { c.HashKey, c.PastHashKeys = []byte("configured"), [][]byte{[]byte("stored")} })
+	e.tr = tr
+	id, _, err := tr.Create(ctx, group.Request{From: from, To: []string{erasedWho, erasedOther}, Text: "Crew call 7am",
+		Mode: crewcast.ModeIndividual}, CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rows := e.waitGroup(id, "settled", func(_ store.GroupRow, rows []store.DeliveryRow) bool {
+		for _, r := range rows {
+			if r.Status != crewcast.StatusSent && r.Status != crewcast.StatusOptedOut {
+				return false
+			}
+		}
+		return len(rows) == 2
+	})
+	for _, r := range rows {
+		if r.Number == erasedWho && r.Status != crewcast.StatusOptedOut {
+			t.Fatalf("erased person who opted out, after the hash key changed: %+v", r)
+		}
+	}
+	if got := e.prov.sentTo(); got[erasedWho] != 0 {
+		t.Fatalf("sends = %v", got)
+	}
+}

@@ -100,7 +100,7 @@ type followupMarks interface {
 // (erasure.go).
 type suppressionChecks interface {
 	suppressed(ctx context.Context, numbers []string, recent bool) (map[string]store.Suppression, error)
-	hashed(number string) string
+	hashes(number string) []string
 }
 
 // shardOwnership says whether this node may commit and claim for a key

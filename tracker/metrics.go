@@ -10,8 +10,10 @@ import (
 // in package metrics implements it). Methods must be cheap and safe for
 // concurrent use. Embed NopMetrics to implement only some.
 type Metrics interface {
-	// WebhookIngested counts one webhook made durable (result "new") or
-	// recognised as a replay ("duplicate"), or failing ("error").
+	// WebhookIngested counts one webhook made durable (result "new"),
+	// recognised as a duplicate of a stored one ("duplicate") or, its
+	// inbox row purged, as a replay the replay record knows ("replay"), or
+	// failing ("error").
 	WebhookIngested(provider, result string)
 	// SendOutcome counts one provider send by result (group.Result*) and
 	// error class.

@@ -31,6 +31,13 @@ type RetentionPolicy struct {
 	// clock: an organisation may have to keep who-did-what longer or
 	// shorter than the groups. Default 365 days.
 	AuditAfter time.Duration
+	// ReplayAfter purges the replay record: the hashes of processed
+	// provider event ids, which refuse a captured webhook posted again
+	// after its inbox entry was purged (Twilio's signatures never
+	// expire). Default DeleteAfter + InboxAfter: as long as any group it
+	// could have been for is kept, plus the inbox window (kept for ever
+	// when groups are).
+	ReplayAfter time.Duration
 	// HashKey keys the number hash (HMAC-SHA256). Required for hashing:
 	// without it the hash stage is skipped, never done with a plain hash.
 	HashKey []byte
@@ -59,6 +66,12 @@ func (p RetentionPolicy) withDefaults() RetentionPolicy {
 	if p.AuditAfter == 0 {
 		p.AuditAfter = d.AuditAfter
 	}
+	if p.ReplayAfter == 0 {
+		p.ReplayAfter = -1
+		if p.DeleteAfter >= 0 && p.InboxAfter >= 0 {
+			p.ReplayAfter = p.DeleteAfter + p.InboxAfter
+		}
+	}
 	return p
 }
 
@@ -68,6 +81,7 @@ type RetentionReport struct {
 	Hashed          int `json:"hashed"`
 	Deleted         int `json:"deleted"`
 	InboxPurged     int `json:"inbox_purged"`
+	ReplaysPurged   int `json:"replays_purged"` // replay records (after ReplayAfter)
 	RepliesRedacted int `json:"replies_redacted"`
 	AuditPurged     int `json:"audit_purged"`
 	// UnmatchedTrimmed counts events deleted from the unmatched journal,
@@ -160,6 +174,13 @@ func (t *Tracker) RunRetention(ctx context.Context, p RetentionPolicy, audit ...
 			return rep, fmt.Errorf("purge inbox: %w", err)
 		}
 		rep.InboxPurged = n
+	}
+	if p.ReplayAfter >= 0 {
+		n, err := t.st.PurgeReplays(ctx, now.Add(-p.ReplayAfter))
+		if err != nil {
+			return rep, fmt.Errorf("purge replay record: %w", err)
+		}
+		rep.ReplaysPurged = n
 	}
 	if p.RedactAfter >= 0 {
 		n, err := t.st.RedactUnmatchedReplies(ctx, now.Add(-p.RedactAfter), nil)

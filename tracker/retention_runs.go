@@ -48,8 +48,12 @@ type RetentionPolicyView struct {
 	HashAfterHours   float64 `json:"hash_after_hours"`
 	DeleteAfterHours float64 `json:"delete_after_hours"`
 	InboxAfterHours  float64 `json:"inbox_after_hours"`
-	// HashKeySet says whether CREWCAST_HASH_KEY is configured: without it
-	// the hash stage is skipped.
+	// ReplayAfterHours is how long the replay record keeps a processed
+	// webhook's event id hash (negative: for ever).
+	ReplayAfterHours float64 `json:"replay_after_hours"`
+	// HashKeySet says whether a hash key is in use (CREWCAST_HASH_KEY, or
+	// the server's generated key stored in the database): without one the
+	// hash stage is skipped.
 	HashKeySet bool `json:"hash_key_set"`
 }
 
@@ -121,7 +125,8 @@ func (r *Retainer) Status() RetentionStatus {
 	hours := func(d time.Duration) float64 { return d.Hours() }
 	st := RetentionStatus{Interval: "off", Policy: RetentionPolicyView{
 		RedactAfterHours: hours(p.RedactAfter), HashAfterHours: hours(p.HashAfter),
-		DeleteAfterHours: hours(p.DeleteAfter), InboxAfterHours: hours(p.InboxAfter), HashKeySet: len(p.HashKey) > 0,
+		DeleteAfterHours: hours(p.DeleteAfter), InboxAfterHours: hours(p.InboxAfter), ReplayAfterHours: hours(p.ReplayAfter),
+		HashKeySet: len(p.HashKey) > 0,
 	}}
 	if r.interval > 0 {
 		st.Interval = r.interval.String()

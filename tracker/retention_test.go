@@ -100,3 +100,49 @@ func TestRetentionRedactsHashesAndDeletesWithInjectedClock(t *testing.T) {
 		t.Fatalf("idempotent: %+v", rep)
 	}
 }
+
+// Issue 27 item 5: the replay record is a retention policy of its own.
+// A processed webhook's inbox row goes after InboxAfter, but the webhook
+// stays refused (a replay) until ReplayAfter — by default DeleteAfter +
+// InboxAfter — and only then may its event id be stored again.
+func TestRetentionKeepsTheReplayRecordPastTheInboxWindow(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	in := crewcast.Event{Provider: "fake", EventID: "SMcaptured:received:", Kind: crewcast.KindInbound, From: "+15550109999", To: from, Text: "YES"}
+	if isNew, err := e.tr.Ingest(ctx, []crewcast.Event{in}); err != nil || !isNew {
+		t.Fatalf("first ingest: %v, %v", isNew, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p, err := e.st.PendingInbox(ctx, store.InboxRef{}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the inbound webhook was never processed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	policy := RetentionPolicy{}
+	if got := policy.withDefaults().ReplayAfter; got != (365+7)*24*time.Hour {
+		t.Fatalf("default ReplayAfter = %s, want delete-after + inbox window (372 days)", got)
+	}
+	e.clk.Advance(8 * 24 * time.Hour)
+	rep, err := e.tr.RunRetention(ctx, policy)
+	if err != nil || rep.InboxPurged != 1 || rep.ReplaysPurged != 0 {
+		t.Fatalf("after the inbox window: %+v, %v; want the inbox row purged, the replay record kept", rep, err)
+	}
+	if isNew, err := e.tr.Ingest(ctx, []crewcast.Event{in}); err != nil || isNew {
+		t.Fatalf("replay after the inbox purge: new %v, %v; want refused", isNew, err)
+	}
+	e.clk.Advance(365 * 24 * time.Hour)
+	if rep, err = e.tr.RunRetention(ctx, policy); err != nil || rep.ReplaysPurged != 1 {
+		t.Fatalf("after the replay window: %+v, %v; want the replay record purged", rep, err)
+	}
+	if p := (RetentionPolicy{DeleteAfter: -1}).withDefaults().ReplayAfter; p >= 0 {
+		t.Fatalf("groups kept for ever: ReplayAfter = %s, want negative (records kept for ever)", p)
+	}
+}

@@ -193,9 +193,8 @@ func (a *groupActor) claimedNumbers(cl group.Claimed) []string {
 	for _, s := range cl.Sends {
 		for _, i := range s.Indices {
 			out = append(out, a.g.Recipients[i].Number)
-			if h := a.env.checks.hashed(a.g.Recipients[i].Number); h != "" {
-				out = append(out, h) // an erased person's opt-out is kept hashed
-			}
+			// An erased person's opt-out is kept hashed.
+			out = append(out, a.env.checks.hashes(a.g.Recipients[i].Number)...)
 		}
 	}
 	return out

@@ -106,9 +106,15 @@ type Config struct {
 	// NewID generates group ids; default random, time-ordered.
 	NewID func() string
 	// HashKey keys the hash that replaces an erased person's number and
-	// keeps their opt-out in force (CREWCAST_HASH_KEY); empty: erasure
-	// uses random tokens and cannot keep an opt-out.
+	// keeps their opt-out in force (CREWCAST_HASH_KEY, or the server's
+	// generated key stored in the database); empty: erasure uses random
+	// tokens and cannot keep an opt-out.
 	HashKey []byte
+	// PastHashKeys are keys opt-outs may have been kept under before (the
+	// key stored in the database when a configured HashKey differs from
+	// it): every suppression check matches their hashes too; new hashes
+	// use HashKey only.
+	PastHashKeys [][]byte
 	// Webhooks, when set, makes commits write outbound webhook events to
 	// the outbox (design.md §13) while any endpoint exists, and is kicked
 	// after such a commit.
@@ -197,7 +203,7 @@ type Tracker struct {
 	ownSys    bool
 	groups    *actor.Kind[groupMsg]
 	committer *actor.Committer
-	inbox     *actor.Batcher[store.InboxEntry, bool]
+	inbox     *actor.Batcher[store.InboxEntry, store.InboxResult]
 	pool      *pool
 	pacer     *pacer
 	hub       *Hub
@@ -299,8 +305,8 @@ func (t *Tracker) Start(ctx context.Context) error {
 	t.started = true
 	t.committer = actor.NewCommitter(t.st, actor.CommitterOptions{Metrics: t.cfg.RuntimeMetrics, Clock: t.cfg.Clock,
 		FlushTimeout: t.cfg.CommitTimeout})
-	t.inbox = actor.NewBatcher(func(ctx context.Context, items []store.InboxEntry) ([]bool, error) {
-		return t.st.InsertInbox(ctx, items)
+	t.inbox = actor.NewBatcher(func(ctx context.Context, items []store.InboxEntry) ([]store.InboxResult, error) {
+		return t.st.IngestInbox(ctx, items)
 	}, actor.BatcherOptions{FlushTimeout: t.cfg.CommitTimeout})
 	t.env = t.newGroupEnv()
 	t.groups = actor.NewKind(t.sys, "group", func(key string) actor.Actor[groupMsg] {
@@ -646,7 +652,9 @@ func (t *Tracker) command(ctx context.Context, id string, fn func(*group.Group, 
 }
 
 // Ingest makes one webhook's events durable in the inbox and hands new ones
-// to the router. The caller may answer 2xx only when it returns nil.
+// to the router; a duplicate, or a replay the replay record knows (see
+// store.Inbox.IngestInbox), is acknowledged and ignored. The caller may
+// answer 2xx only when it returns nil.
 func (t *Tracker) Ingest(ctx context.Context, events []crewcast.Event) (bool, error) {
 	if len(events) == 0 {
 		return false, nil
@@ -660,13 +668,20 @@ func (t *Tracker) Ingest(ctx context.Context, events []crewcast.Event) (bool, er
 	if first.Kind != crewcast.KindInbound {
 		e.MessageID = first.MessageID
 	}
-	isNew, err := t.inbox.Do(ctx, e)
+	res, err := t.inbox.Do(ctx, e)
 	if err != nil {
 		t.cfg.Metrics.WebhookIngested(first.Provider, "error")
 		return false, unavailable(ctx, "store webhook", err)
 	}
-	if !isNew {
+	switch res {
+	case store.InboxDuplicate:
 		t.cfg.Metrics.WebhookIngested(first.Provider, "duplicate")
+		return false, nil
+	case store.InboxReplay:
+		// Seen before, its inbox row since purged: a captured webhook
+		// posted again (Twilio's signatures never expire). Nothing is
+		// applied; the provider still gets its 2xx.
+		t.cfg.Metrics.WebhookIngested(first.Provider, "replay")
 		return false, nil
 	}
 	t.cfg.Metrics.WebhookIngested(first.Provider, "new")

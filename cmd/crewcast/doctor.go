@@ -19,6 +19,7 @@ import (
 	"github.com/crewcast/crewcast/provider/telnyx"
 	"github.com/crewcast/crewcast/provider/twilio"
 	"github.com/crewcast/crewcast/server"
+	"github.com/crewcast/crewcast/store"
 	"github.com/crewcast/crewcast/store/postgres"
 	"github.com/crewcast/crewcast/store/sqlite"
 )
@@ -60,6 +61,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		d.ok("configuration", fmt.Sprintf("provider %s, database %s", cfg.Provider, redactURL(cfg.DB)))
 	}
 	d.database(ctx, f.db)
+	d.hashKey(ctx, f.db, []byte(f.hashKey))
 	d.provider(ctx, cfg)
 	d.publicURL(ctx, cfg)
 
@@ -154,6 +156,50 @@ func (d *doctor) postgres(ctx context.Context, db string) {
 	default:
 		d.ok("database", fmt.Sprintf("PostgreSQL %s, schema version %d (current)", redactURL(db), v))
 	}
+}
+
+// hashKey says where the key of the number hash (which keeps an erased
+// person's opt-out) comes from, reading the database's stored key.
+func (d *doctor) hashKey(ctx context.Context, db string, configured []byte) {
+	var stored []byte
+	var err error
+	if isPostgresURL(db) {
+		stored, err = d.postgresServerKey(ctx, db)
+	} else if _, serr := os.Stat(db); serr == nil {
+		stored, err = sqlite.StoredServerKey(ctx, db, store.HashKeyName)
+	}
+	if err != nil {
+		d.warn("hash key", fmt.Sprintf("cannot read the stored hash key: %v", err))
+		return
+	}
+	switch source, differs := server.HashKeySource(configured, stored); {
+	case differs:
+		d.warn("hash key", "configured (CREWCAST_HASH_KEY), and it differs from the one stored in the database: opt-outs kept under the stored key still block sends, but new hashes no longer match old ones; leave CREWCAST_HASH_KEY unset to use the stored key")
+	case source == server.HashKeyConfigured:
+		d.ok("hash key", "configured (CREWCAST_HASH_KEY)")
+	case source == server.HashKeyStored:
+		d.ok("hash key", "generated and stored in the database (in every backup; shared by every node)")
+	default:
+		d.warn("hash key", "missing: the server generates one and stores it in the database on its first start")
+	}
+}
+
+// postgresServerKey reads the stored hash key over a connection of its
+// own; nil when none is stored or the schema has no server_keys table.
+func (d *doctor) postgresServerKey(ctx context.Context, db string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.client.Timeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		return nil, nil // the database check already says so
+	}
+	defer conn.Close(context.Background())
+	var key []byte
+	err = conn.QueryRow(ctx, `SELECT value FROM server_keys WHERE name = $1`, store.HashKeyName).Scan(&key)
+	if errors.Is(err, pgx.ErrNoRows) || (err != nil && strings.Contains(err.Error(), "server_keys")) {
+		return nil, nil
+	}
+	return key, err
 }
 
 // provider checks the signing key's form and makes one read-only API call

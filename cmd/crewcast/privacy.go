@@ -113,9 +113,10 @@ func runErase(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	setUsage(fs, `Usage: crewcast erase --number NUMBER
 
 Forgets one person now, everywhere crewcast keeps them: their number is
-replaced by a keyed hash (CREWCAST_HASH_KEY; a random token without one) in
-every group, journal, inbox entry, route, reply and report, and their
-message and reply bodies are redacted. If they opted out, the opt-out stays
+replaced by a keyed hash (CREWCAST_HASH_KEY, or the key the server generated
+and stored in the database when none is configured) in every group, journal,
+inbox entry, route, reply and report, and their message and reply bodies are
+redacted. If they opted out, the opt-out stays
 in force under the keyed hash, so they are still never texted. Running it
 again changes nothing. Needs an admin key.
 

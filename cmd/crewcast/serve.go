@@ -39,6 +39,7 @@ type serverFlags struct {
 	checkAfter, deadline, providerTimeout           time.Duration
 	redactAfter, hashAfter, deleteAfter             time.Duration
 	auditAfter                                      time.Duration
+	replayAfter                                     time.Duration
 	retentionInterval                               time.Duration
 	hashKey                                         string
 	logFormat                                       string // json or text (logging.go)
@@ -82,7 +83,7 @@ var serverFlagDocs = []flagSection{
 	{"Retention", []envBinding{
 		{"redact-after", "CREWCAST_REDACT_AFTER"}, {"hash-after", "CREWCAST_HASH_AFTER"},
 		{"delete-after", "CREWCAST_DELETE_AFTER"}, {"hash-key", "CREWCAST_HASH_KEY"},
-		{"audit-after", "CREWCAST_AUDIT_AFTER"},
+		{"audit-after", "CREWCAST_AUDIT_AFTER"}, {"replay-after", "CREWCAST_REPLAY_AFTER"},
 		{"retention-interval", "CREWCAST_RETENTION_INTERVAL"},
 	}},
 	{"Outbound webhooks", []envBinding{
@@ -123,6 +124,7 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.DurationVar(&f.deleteAfter, "delete-after", r.DeleteAfter, "delete whole groups after this long; negative: never")
 	fs.StringVar(&f.hashKey, "hash-key", "", "secret key for hashing numbers")
 	fs.DurationVar(&f.auditAfter, "audit-after", r.AuditAfter, "delete audit log entries after this long; negative: never")
+	fs.DurationVar(&f.replayAfter, "replay-after", 0, "refuse a processed webhook posted again for this long after it was first seen (the replay record); 0: delete-after + 7 days; negative: for ever")
 	fs.DurationVar(&f.retentionInterval, "retention-interval", time.Hour, "run retention this often (the first pass soon after start); 0: only on request (crewcast retention run)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: json (one object per line) or text")
 	fs.BoolVar(&f.webhookAllowPrivate, "webhook-allow-private", false, "let outbound webhooks reach loopback, private and link-local addresses")
@@ -162,7 +164,7 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 		QuietHours: f.quietHours, DefaultTimezone: f.defaultTZ,
 		Settings: group.Settings{CheckAfter: f.checkAfter, Deadline: f.deadline},
 		Retention: tracker.RetentionPolicy{RedactAfter: f.redactAfter, HashAfter: f.hashAfter, DeleteAfter: f.deleteAfter, HashKey: []byte(f.hashKey),
-			AuditAfter: f.auditAfter},
+			AuditAfter: f.auditAfter, ReplayAfter: f.replayAfter},
 		ParkedTTL:         f.parkedTTL,
 		StreamMaxLifetime: f.streamMaxLifetime,
 		RetentionInterval: retentionInterval(f.retentionInterval),

@@ -45,6 +45,13 @@ func Backup(ctx context.Context, src, dst string) error {
 	defer db.Close()
 	tmp := dst + ".partial-" + strconv.Itoa(os.Getpid())
 	_ = os.Remove(tmp)
+	// A backup holds what the database holds (key and password hashes,
+	// numbers, bodies, webhook secrets): it is created owner-only, like
+	// the database (dbFileMode). VACUUM INTO writes into an existing
+	// empty file and keeps its mode; SQLite would create it 0644.
+	if err := createOwnerOnly(tmp); err != nil {
+		return fmt.Errorf("sqlite: backup: %w", err)
+	}
 	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, tmp); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("sqlite: backup: vacuum into: %w", err)
@@ -231,7 +238,7 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, dbFileMode)
 	if err != nil {
 		return err
 	}
@@ -244,6 +251,19 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// createOwnerOnly creates an empty file with dbFileMode, exactly (the
+// umask can only remove bits, and Chmod makes the mode exact).
+func createOwnerOnly(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, dbFileMode)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Chmod(path, dbFileMode)
 }
 
 func syncFile(path string) error {
@@ -268,4 +288,31 @@ func syncDir(dir string) error {
 		return fmt.Errorf("sqlite: sync %s: %w", dir, err)
 	}
 	return nil
+}
+
+// StoredServerKey reads the server key stored under name in the database
+// at path without changing it (crewcast doctor); nil when there is none,
+// or the database predates the server_keys table.
+func StoredServerKey(ctx context.Context, path, name string) ([]byte, error) {
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	db, err := openPlain(path, true)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'server_keys'`).Scan(&n); err != nil || n == 0 {
+		return nil, err
+	}
+	var key []byte
+	err = db.QueryRowContext(ctx, `SELECT value FROM server_keys WHERE name = ?`, name).Scan(&key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read server key: %w", err)
+	}
+	return key, nil
 }

@@ -155,3 +155,31 @@ func TestRestoreRefusesOpenDatabase(t *testing.T) {
 		t.Fatal("restored a file that is not a database")
 	}
 }
+
+// Issue 27 item 6: a backup holds password and key hashes, personal data
+// and webhook secrets, so it is created readable by its owner only
+// (0600), whatever the umask allows.
+func TestBackupIsOwnerOnly(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "live.db")
+	s, err := Open(ctx, Config{Path: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.InsertInbox(ctx, []store.InboxEntry{{Provider: "telnyx", EventID: "ev", Payload: []byte(`[]`)}}); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, "backup.db")
+	if err := Backup(ctx, src, dst); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := fi.Mode().Perm(); m != 0o600 {
+		t.Fatalf("the backup has mode %#o, want 0600", m)
+	}
+}

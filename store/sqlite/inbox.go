@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/store"
@@ -15,7 +16,7 @@ import (
 // (entries) or a Commit (units).
 type writeReq struct {
 	entries []store.InboxEntry
-	isNew   []bool
+	ingest  []store.InboxResult
 	units   []actor.Unit
 	results []error
 	err     error
@@ -71,7 +72,7 @@ func (s *Store) write(ctx context.Context, req *writeReq) {
 	err := s.writeBatch(context.WithoutCancel(ctx), batch)
 	for _, r := range batch {
 		if err != nil {
-			r.isNew, r.results, r.err = nil, nil, err
+			r.ingest, r.results, r.err = nil, nil, err
 		}
 		close(r.done)
 	}
@@ -89,11 +90,20 @@ func (s *Store) write(ctx context.Context, req *writeReq) {
 }
 
 // InsertInbox stores entries durably; isNew[i] is false when (Provider,
-// EventID) was already stored (that row is left untouched) or appears
-// earlier in the same commit. Concurrent calls (and commits) may share one
-// transaction; a failed transaction fails every call in it, so none
-// reports success for what was not stored.
+// EventID) was already stored (that row is left untouched), appears
+// earlier in the same commit, or is in the replay record (IngestInbox).
+// Concurrent calls (and commits) may share one transaction; a failed
+// transaction fails every call in it, so none reports success for what
+// was not stored.
 func (s *Store) InsertInbox(ctx context.Context, entries []store.InboxEntry) ([]bool, error) {
+	res, err := s.IngestInbox(ctx, entries)
+	return store.InboxIsNew(res), err
+}
+
+// IngestInbox is InsertInbox with what it found per entry; the replay
+// record of each new entry is written in the same transaction as its
+// inbox row. See store.Inbox.
+func (s *Store) IngestInbox(ctx context.Context, entries []store.InboxEntry) ([]store.InboxResult, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
@@ -102,7 +112,7 @@ func (s *Store) InsertInbox(ctx context.Context, entries []store.InboxEntry) ([]
 	}
 	req := &writeReq{entries: entries}
 	s.write(ctx, req)
-	return req.isNew, req.err
+	return req.ingest, req.err
 }
 
 // writeBatch runs every request of a round in one transaction: inbox
@@ -127,28 +137,59 @@ func (s *Store) writeBatch(ctx context.Context, batch []*writeReq) error {
 			}
 			continue
 		}
-		r.isNew = make([]bool, len(r.entries))
+		r.ingest = make([]store.InboxResult, len(r.entries))
 		for i, e := range r.entries {
-			payload := e.Payload
-			if payload == nil {
-				payload = []byte{}
+			if r.ingest[i], err = s.ingestOne(ts, e, now); err != nil {
+				return err
 			}
-			res, err := ts.exec(s.st.insInbox, e.Provider, e.EventID, e.MessageID, payload,
-				store.Nanos(sqlq.OrNow(e.ReceivedAt, now)), e.Target, store.Nanos(e.ProcessedAt))
-			if err != nil {
-				return fmt.Errorf("sqlite: insert inbox: %w", err)
-			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				return fmt.Errorf("sqlite: insert inbox: %w", err)
-			}
-			r.isNew[i] = n == 1
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: commit: %w", err)
 	}
 	return nil
+}
+
+// ingestOne records e's replay hash and, when it is new, stores e. A hash
+// already recorded is a duplicate while its inbox row is there (a
+// provider retry, or a repeat in the same round) and a replay once
+// retention purged it; an inbox row without a record (stored before the
+// record existed) is a duplicate.
+func (s *Store) ingestOne(ts *txStmts, e store.InboxEntry, now time.Time) (store.InboxResult, error) {
+	n, err := rowsAffected(ts.exec(s.st.insSeen, store.ReplayHash(e.Provider, e.EventID), store.Nanos(now)))
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: insert inbox: replay record: %w", err)
+	}
+	if n == 0 {
+		var rows int
+		if err := ts.get(s.st.hasInbox).QueryRowContext(ts.ctx, e.Provider, e.EventID).Scan(&rows); err != nil {
+			return 0, fmt.Errorf("sqlite: insert inbox: %w", err)
+		}
+		if rows == 0 {
+			return store.InboxReplay, nil
+		}
+		return store.InboxDuplicate, nil
+	}
+	payload := e.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	n, err = rowsAffected(ts.exec(s.st.insInbox, e.Provider, e.EventID, e.MessageID, payload,
+		store.Nanos(sqlq.OrNow(e.ReceivedAt, now)), e.Target, store.Nanos(e.ProcessedAt)))
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: insert inbox: %w", err)
+	}
+	if n == 1 {
+		return store.InboxNew, nil
+	}
+	return store.InboxDuplicate, nil
+}
+
+func rowsAffected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // AckInbox marks entries processed (keeping an earlier processing time).

@@ -19,6 +19,7 @@ type stmts struct {
 	fence, headSeq, delReminder             *sql.Stmt
 	upGroup, ackInbox, suppress, unsuppress *sql.Stmt
 	insReply, idemExists, insIdem, insInbox *sql.Stmt
+	insSeen, hasInbox                       *sql.Stmt // the replay record (IngestInbox)
 	isSuppressed                            *sql.Stmt
 	insAudit                                *sql.Stmt
 	savepoint, release, rollbackTo          *sql.Stmt
@@ -66,6 +67,8 @@ func (st *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.insIdem, `INSERT INTO idempotency_keys (key, request_hash, group_id, created_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (key) DO NOTHING`},
 		{&st.insInbox, sqlInsInbox},
+		{&st.insSeen, `INSERT INTO webhook_seen (id_hash, seen_at) VALUES (?, ?) ON CONFLICT (id_hash) DO NOTHING`},
+		{&st.hasInbox, `SELECT COUNT(*) FROM inbox WHERE provider = ? AND event_id = ?`},
 		{&st.insAudit, sqlq.InsertAudit},
 		{&st.savepoint, `SAVEPOINT unit`},
 		{&st.release, `RELEASE SAVEPOINT unit`},

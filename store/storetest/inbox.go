@@ -162,9 +162,18 @@ func testInboxPendingAckPurge(t *testing.T, o Options) {
 	if n, err := s.PurgeInbox(ctx, ackTime.Add(time.Nanosecond)); err != nil || n != 3 {
 		t.Fatalf("purge after the acks = %d, %v, want 3 (pending entries are never purged)", n, err)
 	}
+	// A purged entry stays known by its replay record (testReplayRecord)
+	// until the record is purged too.
 	isNew, err := s.InsertInbox(ctx, []store.InboxEntry{entries[3], entries[0]})
+	if err != nil || !reflect.DeepEqual(isNew, []bool{false, false}) {
+		t.Fatalf("insert after purge = %v, %v; want a duplicate and a replay", isNew, err)
+	}
+	if _, err := s.PurgeReplays(ctx, clock.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	isNew, err = s.InsertInbox(ctx, []store.InboxEntry{entries[3], entries[0]})
 	if err != nil || !reflect.DeepEqual(isNew, []bool{false, true}) {
-		t.Fatalf("insert after purge = %v, %v", isNew, err)
+		t.Fatalf("insert after purging inbox and replay record = %v, %v", isNew, err)
 	}
 	page, err = s.PendingInbox(ctx, store.InboxRef{}, 10)
 	if err != nil || !reflect.DeepEqual(ids(page), []string{"e3", "e4", "e5", "e0"}) {

@@ -90,6 +90,8 @@ func Run(t *testing.T, o Options) {
 		{"InboxConcurrentInsert", testInboxConcurrentInsert},
 		{"InboxBatchMixed", testInboxBatchMixed},
 		{"InboxPendingAckPurge", testInboxPendingAckPurge},
+		{"ReplayRecord", testReplayRecord},
+		{"ServerKeys", testServerKeys},
 		{"AppendAndConflict", testAppendAndConflict},
 		{"CommitBatch", testCommitBatch},
 		{"CommitChainedSameKey", testCommitChainedSameKey},
