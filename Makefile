@@ -1,14 +1,14 @@
 # crewcast — make targets. `make test` is what CI (.ci/run) runs.
 GO ?= go
 
-.PHONY: demo test unit fuzz bench chaos build vet lint cluster
+.PHONY: demo test unit fuzz bench chaos build vet lint openapi-lint cluster
 
 demo:
 	$(GO) run ./cmd/crewcast demo
 
-# Everything CI checks: vet, staticcheck, the race-enabled test suite,
+# Everything CI checks: vet, staticcheck, the OpenAPI linter, the race-enabled test suite,
 # short fuzz runs, and the short reliability harness.
-test: vet lint unit fuzz chaos
+test: vet lint openapi-lint unit fuzz chaos
 
 # bench/peers is a module of its own (it follows crewcast's go.mod through a
 # replace, hence -mod=mod), so ./... does not reach it: vet, lint and test it
@@ -25,6 +25,12 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
 	$(GO) run $(STATICCHECK) ./...
 	$(PEERS) $(GO) run $(STATICCHECK) ./...
+
+# The API document through an outside linter (Redocly, pinned in
+# package-lock.json; `npm ci` installs it): strict validators and client
+# generators must accept it. Errors fail; warnings are printed.
+openapi-lint:
+	npx --no-install redocly lint docs/openapi.yaml
 
 unit:
 	$(GO) test -race -timeout 20m ./...
