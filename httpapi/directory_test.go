@@ -160,23 +160,25 @@ func TestContactsImport(t *testing.T) {
 	}
 }
 
-func TestContactsImport50000Rows(t *testing.T) {
-	if testing.Short() {
-		t.Skip("large import")
-	}
+// TestContactsImportManyRows imports and re-imports several thousand rows
+// (created, then unchanged). The size that matters for speed (50,000 rows)
+// is the bench's contacts_import scenario; here the rows only need to span
+// many of the import's statements.
+func TestContactsImportManyRows(t *testing.T) {
+	const n = 5000
 	e := newEnv(t, nil)
 	var sb strings.Builder
 	sb.WriteString("number,name,tags,timezone,site\n")
-	for i := range 50000 {
+	for i := range n {
 		fmt.Fprintf(&sb, "+1555%07d,Person %d,crew%d;all,America/New_York,Site %d\n", 2000000+i, i, i%10, i%7)
 	}
 	resp, b := e.do("POST", "/v1/contacts/import", sb.String(), "send", csvHeader)
 	rep := decode[importJSON](t, b)
-	if resp.StatusCode != http.StatusOK || rep.Created != 50000 || len(rep.Errors) != 0 {
+	if resp.StatusCode != http.StatusOK || rep.Created != n || len(rep.Errors) != 0 {
 		t.Fatalf("import = %d %+v", resp.StatusCode, rep)
 	}
 	resp, b = e.do("POST", "/v1/contacts/import", sb.String(), "send", csvHeader)
-	if rep := decode[importJSON](t, b); rep.Unchanged != 50000 {
+	if rep := decode[importJSON](t, b); rep.Unchanged != n {
 		t.Fatalf("re-import = %d %+v", resp.StatusCode, rep)
 	}
 }
