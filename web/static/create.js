@@ -271,13 +271,19 @@ export function render(main, ctx) {
     if (templates.length) {
       for (const t of templates) templateSelect.appendChild(h("option", { value: t.id }, t.name));
       templateField.hidden = false;
-      templateSelect.addEventListener("change", () => {
+      const useTemplate = () => {
         const t = templates.find((x) => x.id === templateSelect.value);
         if (!t) return;
         textInput.value = t.text;
         responsesInput.value = (t.responses || []).map((o) => `${o.key}=${o.label}`).join("\n");
         hints();
-      });
+      };
+      templateSelect.addEventListener("change", useTemplate);
+      // #/new?template=<id> ("Use this template") starts from that one.
+      if (ctx.template && templates.some((x) => x.id === ctx.template)) {
+        templateSelect.value = ctx.template;
+        useTemplate();
+      }
     }
   });
 
