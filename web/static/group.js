@@ -2,8 +2,8 @@
 // timelines, operator actions and live refresh over SSE.
 import { api } from "./api.js";
 import { h, replace, coalesce } from "./dom.js";
-import { tally, summaryLine, plural, fmtTime, fmtFull, parseTime, describeEvent, errorClassText, groupStatusInfo } from "./format.js";
-import { chip, groupChip, flagChip, progressBar, toast, ask, live, liveBadge, setLiveBadge, tableRoles } from "./ui.js";
+import { tally, summaryLine, plural, fmtTime, fmtFull, parseTime, describeEvent, errorClassText, groupStatusInfo, scheduledAt, fmtSchedule, scheduledSummary } from "./format.js";
+import { chip, recipientChip, groupChip, flagChip, progressBar, toast, ask, live, liveBadge, setLiveBadge, tableRoles } from "./ui.js";
 import { firstLine } from "./groups.js";
 import * as announce from "./announce.js";
 import * as focus from "./focus.js";
@@ -244,7 +244,7 @@ export function render(main, ctx, id) {
 
   function drawHead() {
     const g = group;
-    const key = JSON.stringify([g.status, g.pause_reason, g.text, g.from, g.mode, ctx.canSend, tally(g.counts).needAttention, policyKey(g)]);
+    const key = JSON.stringify([g.status, g.pause_reason, g.text, g.from, g.mode, ctx.canSend, tally(g.counts).needAttention, policyKey(g), !!scheduledAt(g)]);
     if (key === headKey) return;
     headKey = key;
     const t = tally(g.counts);
@@ -261,8 +261,11 @@ export function render(main, ctx, id) {
           "div",
           { class: "group-title-row" },
           h("h1", { id: "group-title" }, firstLine(g.text)),
-          groupChip(g.status, g.counts),
+          groupChip(g.status, g.counts, !!scheduledAt(g)),
         ),
+        scheduledAt(g)
+          ? h("p", { class: "schedule-line", id: "schedule" }, `Scheduled for ${fmtSchedule(g.send_at)}`)
+          : null,
         // The title is the text's first line; repeat the whole text only
         // when the title does not already show all of it.
         firstLine(g.text) !== (g.text || "").trim()
@@ -326,7 +329,7 @@ export function render(main, ctx, id) {
       progressBar(t, "Delivery progress"),
       hasAnswers(group) ? tallyBar(group) : null,
       hasAnswers(group) ? quorumLine(group) : null,
-      h("p", { class: "summary", id: "summary" }, summaryLine(t)),
+      h("p", { class: "summary", id: "summary" }, scheduledAt(group) ? scheduledSummary(t) : summaryLine(t)),
     );
     if (t.needAttention) {
       // Everyone who needs a person, by kind, and what to do about each.
@@ -454,7 +457,7 @@ export function render(main, ctx, id) {
       h(
         "td",
         { class: "col-status", "data-label": "Status" },
-        h("div", { class: "chips" }, chip(r.status), answerLabel(group, r) ? flagChip(answerLabel(group, r), "info", "answer") : replyChips(r)),
+        h("div", { class: "chips" }, recipientChip(r, group), answerLabel(group, r) ? flagChip(answerLabel(group, r), "info", "answer") : replyChips(r)),
         errorLine(r),
         followupLine(r),
       ),
@@ -590,7 +593,7 @@ export function render(main, ctx, id) {
     const before = seen;
     seen = new Map(g.recipients.map((r) => [r.number, { status: r.status, reply_text: r.reply_text || "" }]));
     const t = tally(g.counts);
-    const label = groupStatusInfo(g.status, g.counts).label;
+    const label = groupStatusInfo(g.status, g.counts, !!scheduledAt(g)).label;
     if (first) {
       // What the page opened with is on screen; only changes are spoken.
       announce.reset(spokenSummary(t));

@@ -1,8 +1,8 @@
 // The list of groups with live counters.
 import { api } from "./api.js";
 import { h, replace, coalesce } from "./dom.js";
-import { tally, summaryLine, plural, fmtShort, fmtFull, groupStatusInfo } from "./format.js";
-import { groupChip, progressBar, live, liveBadge, setLiveBadge } from "./ui.js";
+import { tally, summaryLine, plural, fmtShort, fmtFull, groupStatusInfo, scheduledAt, fmtSchedule, scheduledSummary } from "./format.js";
+import { groupChip, progressBar, live, liveBadge, setLiveBadge, ask, toast } from "./ui.js";
 import * as announce from "./announce.js";
 import * as focus from "./focus.js";
 
@@ -14,8 +14,9 @@ export function firstLine(text, max = 90) {
   return line.length > max ? line.slice(0, max - 1) + "…" : line || "(no text)";
 }
 
-function card(g) {
+function card(g, ctx, onCancel) {
   const t = tally(g.counts);
+  const at = scheduledAt(g);
   const extras = [];
   if (t.replied) extras.push(plural(t.replied, "reply", "replies"));
   if (t.ackYes) extras.push(`${t.ackYes} yes`);
@@ -29,7 +30,7 @@ function card(g) {
     h(
       "div",
       { class: "card-top" },
-      groupChip(g.status, g.counts),
+      groupChip(g.status, g.counts, !!at),
       h("time", { class: "card-time", datetime: g.created_at, title: fmtFull(g.created_at) }, fmtShort(g.created_at)),
     ),
     h(
@@ -38,14 +39,22 @@ function card(g) {
       h("a", { class: "card-link", href: `#/groups/${encodeURIComponent(g.id)}`, dataset: { focusKey: "open" } }, firstLine(g.text)),
     ),
     h("p", { class: "card-meta" }, `From ${g.from} · ${MODE_LABEL[g.mode] || g.mode} · ${plural(t.total, "recipient")}`),
+    at ? h("p", { class: "card-schedule" }, `Scheduled for ${fmtSchedule(g.send_at)}`) : null,
     progressBar(t, "Delivery progress"),
     h(
       "p",
       { class: "card-summary" },
-      h("span", { class: "summary-main" }, summaryLine(t)),
+      h("span", { class: "summary-main" }, at ? scheduledSummary(t) : summaryLine(t)),
       extras.length ? h("span", { class: "summary-extra" }, extras.join(" · ")) : null,
     ),
     g.status === "paused" && g.pause_reason ? h("p", { class: "card-warn" }, `Paused: ${g.pause_reason}`) : null,
+    at && ctx.canSend
+      ? h(
+          "div",
+          { class: "card-actions" },
+          h("button", { type: "button", class: "button button-small button-danger card-cancel", dataset: { focusKey: "cancel" }, onclick: () => onCancel(g) }, "Cancel", h("span", { class: "sr-only" }, ` scheduled group: ${firstLine(g.text, 60)}`)),
+        )
+      : null,
   );
 }
 
@@ -102,7 +111,7 @@ export function render(main, ctx) {
       const key = JSON.stringify(g);
       let entry = cards.get(id);
       if (!entry || entry.key !== key) {
-        entry = { key, li: card(g) };
+        entry = { key, li: card(g, ctx, cancelScheduled) };
         cards.set(id, entry);
       }
       return entry.li;
@@ -124,7 +133,7 @@ export function render(main, ctx) {
   // announceChanges tells a screen reader about new groups and status
   // changes (not the first load: that is the page itself).
   function announceChanges(first) {
-    const now = new Map(order.map((id) => [id, groupStatusInfo(byId.get(id).status, byId.get(id).counts).label]));
+    const now = new Map(order.map((id) => [id, groupStatusInfo(byId.get(id).status, byId.get(id).counts, !!scheduledAt(byId.get(id))).label]));
     if (labels && first) {
       for (const [id, label] of now) {
         const title = firstLine(byId.get(id).text, 60);
@@ -182,6 +191,28 @@ export function render(main, ctx) {
         load(true);
       }
     }
+  }
+
+  // cancelScheduled cancels a group still waiting for its send time; the
+  // list then redraws its card and focus stays on it (draw keeps it).
+  function cancelScheduled(g) {
+    ask({
+      title: "Cancel this scheduled group?",
+      body: h("p", null, `Nobody has been sent “${firstLine(g.text, 60)}” yet; after Cancel nobody will be.`),
+      choices: [
+        { value: null, label: "Keep it scheduled", kind: "quiet" },
+        { value: "cancel", label: "Cancel group", kind: "danger" },
+      ],
+      act: async () => {
+        const c = await api.cancel(g.id);
+        if (c && c.id) byId.set(g.id, { ...g, ...c });
+      },
+    }).then((v) => {
+      if (!v || !alive) return;
+      draw();
+      toast("Group canceled.");
+      load(true);
+    });
   }
 
   const refresh = coalesce(() => load(true), 300);
