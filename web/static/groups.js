@@ -8,9 +8,22 @@ import * as focus from "./focus.js";
 
 const MODE_LABEL = { individual: "Individual", group_mms: "Group MMS" };
 
-/** firstLine is a short title for a group: the first line of its text. */
+/**
+ * placeholders shows a template as people read it, each variable as a
+ * placeholder: "Hi {{first_name}}" → "Hi ‹first name›", "{{fields.site |
+ * default "x"}}" → "‹site›". Text without variables is unchanged.
+ */
+export function placeholders(text) {
+  return String(text || "").replace(/\{\{([^}]*)\}\}/g, (all, inner) => {
+    const v = inner.split("|", 1)[0].trim().replace(/^fields\./, "");
+    return v ? `‹${v.replace(/[_-]+/g, " ")}›` : all;
+  });
+}
+
+/** firstLine is a short title for a group: the first line of its text,
+ * a template's variables shown as placeholders. */
 export function firstLine(text, max = 90) {
-  const line = (text || "").split("\n", 1)[0].trim();
+  const line = placeholders((text || "").split("\n", 1)[0]).trim();
   return line.length > max ? line.slice(0, max - 1) + "…" : line || "(no text)";
 }
 
