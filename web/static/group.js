@@ -289,7 +289,8 @@ export function render(main, ctx, id) {
         h(
           "div",
           { class: "group-actions" },
-          h("a", { class: "button", href: api.csvURL(g.id), download: `crewcast-${g.id}.csv`, id: "export-csv" }, "Export CSV"),
+          // download without a name: the server's (the group's text and day) wins.
+          h("a", { class: "button", href: api.csvURL(g.id), download: "", id: "export-csv" }, "Export CSV"),
           policyButtons(g, ctx.canSend, { nudge: nudgeGroup, retryFailed: retryAllFailed }),
           ctx.canSend && g.status === "paused"
             ? h("button", { type: "button", class: "button button-primary", id: "resume-group", onclick: resumeGroup }, "Resume sending")
