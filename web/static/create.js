@@ -3,6 +3,7 @@
 import { api, request } from "./api.js";
 import { h, replace } from "./dom.js";
 import { E164, cleanNumber, plural, segments, maxChars, MAX_SEGMENTS } from "./format.js";
+import { sendOptions } from "./sendoptions.js";
 
 const MAX_GROUP_MMS = 8;
 const LAST_FROM = "crewcast.lastFrom";
@@ -150,6 +151,8 @@ export function render(main, ctx) {
     placeholder: "1=Coming\n2=Can't make it",
     "aria-describedby": "responses-help responses-error",
   });
+  // Quorum, follow-up, escalation, send_at, quiet hours, priority, media.
+  const opts = sendOptions();
   const previewPanel = h("div", { class: "preview-panel", id: "preview", tabindex: "-1", hidden: true });
   const previewBtn = h("button", { type: "button", class: "button", id: "preview-button", onclick: () => preview() }, "Preview");
   const modeIndividual = h("input", { type: "radio", name: "mode", id: "mode-individual", value: "individual", checked: true });
@@ -208,6 +211,7 @@ export function render(main, ctx) {
       responsesInput,
       errors.responses,
     ),
+    opts.node,
     h(
       "fieldset",
       { class: "field mode", "aria-describedby": "mode-error" },
@@ -253,6 +257,7 @@ export function render(main, ctx) {
   Promise.all([request("GET", "/v1/crews").catch(() => null), request("GET", "/v1/templates").catch(() => null)]).then(([cr, tp]) => {
     if (!alive) return;
     const crews = (cr && cr.crews) || [];
+    opts.setCrews(crews);
     if (crews.length) {
       replace(
         crewBox,
@@ -295,6 +300,7 @@ export function render(main, ctx) {
     if (crews.length) body.crews = crews;
     const responses = parseResponses(responsesInput.value);
     if (responses.length) body.responses = responses;
+    opts.apply(body);
     return { body, parsed };
   }
 
@@ -310,6 +316,7 @@ export function render(main, ctx) {
         previewPanel,
         h("h2", null, "Preview"),
         h("p", { id: "preview-summary" }, `${plural(p.recipients, "person", "people")} will get this message · ${plural(p.segments, "SMS segment")} (${p.encoding}).`),
+        h("p", { id: "preview-when" }, `What happens when: ${opts.when(p.recipients, body)}.`),
         p.suppressed_total
           ? h("p", null, `Not texted (opted out): ${p.suppressed.map((s) => `${s.number} (${s.reason})`).join(", ")}`)
           : null,
@@ -355,6 +362,7 @@ export function render(main, ctx) {
 
   function clearErrors() {
     for (const name of Object.keys(errors)) setFieldError(name, null);
+    opts.clear();
     own.from = own.text = false;
     formError.hidden = true;
     formError.textContent = "";
@@ -429,7 +437,8 @@ export function render(main, ctx) {
   // fieldErrors places the server's field errors: "from", "text", "mode",
   // "to" / "to[3]" / "recipients[3].number" (→ the recipients box, naming
   // the line); anything else goes to the form-level message.
-  function fieldErrors(fields) {
+  function fieldErrors(all) {
+    const { rest: fields, first: optionBad } = opts.fieldErrors(all);
     const by = { from: [], to: [], text: [], mode: [], responses: [] };
     const other = [];
     for (const f of fields) {
@@ -459,6 +468,7 @@ export function render(main, ctx) {
     for (const [name, msgs] of Object.entries(by)) setFieldError(name, msgs);
     const firstBad = ["from", "to", "text", "mode", "responses"].find((n) => by[n].length);
     if (firstBad) inputs[firstBad].focus();
+    else if (optionBad) optionBad.focus();
     return other;
   }
 

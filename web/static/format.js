@@ -364,8 +364,8 @@ const scheduleFmt = new Intl.DateTimeFormat(undefined, {
   hourCycle: "h23",
   timeZoneName: "short",
 });
-const heldClock = new Intl.DateTimeFormat(undefined, { hour: "numeric", minute: "2-digit", hourCycle: "h23" });
-const heldDay = new Intl.DateTimeFormat(undefined, { weekday: "short", hour: "numeric", minute: "2-digit", hourCycle: "h23" });
+const heldClock = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+const heldDay = new Intl.DateTimeFormat(undefined, { weekday: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
 
 /** fmtSchedule is a send time in the viewer's zone, with the zone: "Fri, 1 Jan, 07:00 CST". */
 export function fmtSchedule(s) {
