@@ -14,21 +14,24 @@ import (
 )
 
 // TestBoardSendFormHasEverything is issue 28 item 1, as a dispatcher in
-// Chicago on the real server: from a saved template, to a crew, with a
+// Chicago on the real server: from a saved template, to a crew, a contact
+// picked by name and a tag, with a
 // quorum, a follow-up, an escalation to another crew, send_at in 5 s typed
 // in local time, quiet hours off, priority critical and a media URL. The
 // preview says what happens when; the group is created with all of it,
 // says "Scheduled", goes out at its time and the simulator's answers count.
 func TestBoardSendFormHasEverything(t *testing.T) {
-	ada, bo, sue := "+15550100701", "+15550100702", "+15550100709"
+	ada, bo, cy, dee, sue := "+15550100701", "+15550100702", "+15550100703", "+15550100704", "+15550100709"
 	faults := sim.DefaultFaults()
 	faults.DelayMS = [2]int{10, 50}
-	faults.Script = map[string]string{ada: "reply:1", bo: "reply:1"}
+	faults.Script = map[string]string{ada: "reply:1", bo: "reply:1", cy: "reply:1", dee: "reply:1"}
 	srv, key := startServer(t, "e2e", server.Config{DemoFaults: &faults, ProviderTimeout: 2 * time.Second, Settings: group.Settings{CheckAfter: time.Minute}})
 	createVia(t, srv.URL()+"/v1/templates", key, map[string]any{"name": "Call", "text": "Crew call 7am: {{name}}?",
 		"responses": []map[string]string{{"key": "1", "label": "Coming"}, {"key": "2", "label": "Cannot"}}})
 	createVia(t, srv.URL()+"/v1/crews", key, map[string]any{"name": "Night", "members": []string{ada, bo}})
 	createVia(t, srv.URL()+"/v1/crews", key, map[string]any{"name": "Supervisors", "members": []string{sue}})
+	createVia(t, srv.URL()+"/v1/contacts", key, map[string]any{"number": cy, "name": "Cy Young"})
+	createVia(t, srv.URL()+"/v1/contacts", key, map[string]any{"number": dee, "name": "Dee Dee", "tags": []string{"day"}})
 
 	b := openTab(t)
 	ctx, wait, do, text := b.ctx, b.wait, b.do, b.text
@@ -49,8 +52,12 @@ func TestBoardSendFormHasEverything(t *testing.T) {
 		webtest.Eval[bool](t, ctx, `(() => { [...document.querySelectorAll(`+webtest.JS(scope+" label")+`)].find(l => l.textContent.startsWith(`+webtest.JS(label)+`)).querySelector("input").click(); return true; })()`)
 	}
 	clickLabel("#crew-picks", "Night")
+	webtest.Type(t, ctx, "#contact-filter", "young")
+	wait("the filter narrows to Cy", `[...document.querySelectorAll("#contact-picks label")].filter(l => !l.hidden).length === 1`)
+	clickLabel("#contact-picks", "Cy Young")
+	webtest.Fill(t, ctx, "#tags", "day")
 	webtest.Fill(t, ctx, "#quorum-response", "1")
-	webtest.Fill(t, ctx, "#quorum-count", "2")
+	webtest.Fill(t, ctx, "#quorum-count", "4")
 	webtest.Fill(t, ctx, "#followup-after", "1h")
 	webtest.Fill(t, ctx, "#followup-max", "1")
 	webtest.Fill(t, ctx, "#escalate-after", "2h")
@@ -66,7 +73,7 @@ func TestBoardSendFormHasEverything(t *testing.T) {
 	wait("the preview", `((document.querySelector("#preview-when") || {}).textContent || "").length > 0`)
 	when := text("#preview-when")
 	rem, esc := at.Add(time.Hour).In(chicago), at.Add(2*time.Hour).In(chicago)
-	for _, want := range []string{"2 at ", "reminder at " + rem.Format("15:04"), "to whoever has not answered", "escalate to Supervisors at " + esc.Format("15:04"), "quiet hours off", "critical"} {
+	for _, want := range []string{"4 at ", "reminder at " + rem.Format("15:04"), "to whoever has not answered", "escalate to Supervisors at " + esc.Format("15:04"), "quiet hours off", "critical"} {
 		if !strings.Contains(when, want) {
 			t.Errorf("preview %q lacks %q", when, want)
 		}
@@ -97,13 +104,13 @@ func TestBoardSendFormHasEverything(t *testing.T) {
 		}
 	}
 	getJSON(t, srv.URL()+"/v1/groups/"+id, key, &g)
-	if !g.SendAt.Equal(at) || g.Priority != "critical" || g.QuietHours != "off" || g.Quorum.Response != "1" || g.Quorum.Count != 2 ||
+	if !g.SendAt.Equal(at) || g.Priority != "critical" || g.QuietHours != "off" || g.Quorum.Response != "1" || g.Quorum.Count != 4 ||
 		g.Followup.After != "1h" || g.Followup.Max != 1 || g.Escalate.After != "2h" || len(g.Escalate.Crews) != 1 || g.Escalate.Crews[0] != "Supervisors" {
 		t.Errorf("group as created: %+v (send_at want %v)", g, at)
 	}
 	// It goes out at its time, and the simulator's answers count.
 	time.Sleep(time.Until(at))
-	wait("both answered 1", counter("response_1")+` === "2"`)
+	wait("all four answered 1", counter("response_1")+` === "4"`)
 	if got := text("#schedule"); got != "" {
 		t.Errorf("still says %q after it went out", got)
 	}

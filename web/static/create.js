@@ -3,7 +3,7 @@
 import { api, request } from "./api.js";
 import { h, replace } from "./dom.js";
 import { E164, cleanNumber, plural, segments, maxChars, MAX_SEGMENTS } from "./format.js";
-import { sendOptions } from "./sendoptions.js";
+import { sendOptions, contactPicker } from "./sendoptions.js";
 
 const MAX_GROUP_MMS = 8;
 const LAST_FROM = "crewcast.lastFrom";
@@ -153,6 +153,7 @@ export function render(main, ctx) {
   });
   // Quorum, follow-up, escalation, send_at, quiet hours, priority, media.
   const opts = sendOptions();
+  const picker = contactPicker(() => hints());
   const previewPanel = h("div", { class: "preview-panel", id: "preview", tabindex: "-1", hidden: true });
   const previewBtn = h("button", { type: "button", class: "button", id: "preview-button", onclick: () => preview() }, "Preview");
   const modeIndividual = h("input", { type: "radio", name: "mode", id: "mode-individual", value: "individual", checked: true });
@@ -190,6 +191,7 @@ export function render(main, ctx) {
       errors.to,
     ),
     crewField,
+    picker.node,
     templateField,
     h(
       "div",
@@ -254,8 +256,13 @@ export function render(main, ctx) {
 
   // The directory is optional: without crews or templates (or a key that
   // may not read them) the form is the plain numbers form.
-  Promise.all([request("GET", "/v1/crews").catch(() => null), request("GET", "/v1/templates").catch(() => null)]).then(([cr, tp]) => {
+  Promise.all([
+    request("GET", "/v1/crews").catch(() => null),
+    request("GET", "/v1/templates").catch(() => null),
+    request("GET", "/v1/contacts?limit=1000").catch(() => null),
+  ]).then(([cr, tp, ct]) => {
     if (!alive) return;
+    picker.setContacts((ct && ct.contacts) || []);
     const crews = (cr && cr.crews) || [];
     opts.setCrews(crews);
     if (crews.length) {
@@ -298,6 +305,8 @@ export function render(main, ctx) {
     if (parsed.raw.length) body.to = parsed.raw;
     const crews = chosenCrews();
     if (crews.length) body.crews = crews;
+    const contacts = picker.chosen();
+    if (contacts.length) body.contacts = contacts;
     const responses = parseResponses(responsesInput.value);
     if (responses.length) body.responses = responses;
     opts.apply(body);
@@ -411,8 +420,11 @@ export function render(main, ctx) {
     if (bad) toInput.setAttribute("aria-invalid", "true");
     else if (!errors.to.hasChildNodes()) toInput.removeAttribute("aria-invalid");
     const crewCount = chosenCrews().length;
-    submit.textContent = crewCount
-      ? `Send to ${plural(crewCount, "crew")}${count ? ` and ${plural(count, "number")}` : ""}`
+    const contactCount = picker.chosen().length;
+    const chosen = [crewCount && plural(crewCount, "crew"), contactCount && plural(contactCount, "contact")].filter(Boolean);
+    if (chosen.length && count) chosen.push(plural(count, "number"));
+    submit.textContent = chosen.length
+      ? `Send to ${chosen.length > 1 ? chosen.slice(0, -1).join(", ") + " and " + chosen.at(-1) : chosen[0]}`
       : count
         ? `Send to ${plural(count, "recipient")}`
         : "Send";
@@ -481,7 +493,7 @@ export function render(main, ctx) {
     fromTouched = true;
     const missing = [
       ["from", fromProblem(fromInput.value) !== "", fromProblem(fromInput.value)],
-      ["to", !body.to && !body.crews, "Add at least one recipient or choose a crew."],
+      ["to", !body.to && !body.crews && !body.contacts && !body.tags, "Add at least one recipient or choose a crew, contact or tag."],
       ["text", !body.text.trim(), "Write the message."],
       ["text", body.text.trim() !== "" && textProblem(body.text) !== "", textProblem(body.text)],
     ].filter(([, bad]) => bad);

@@ -172,3 +172,45 @@ export function sendOptions() {
     },
   };
 }
+
+/**
+ * contactPicker lets the dispatcher choose saved contacts by name or
+ * number (the API's `contacts`, by id), with a filter for a long list.
+ */
+export function contactPicker(onChange) {
+  const filter = h("input", { id: "contact-filter", type: "search", autocomplete: "off", "aria-describedby": "contact-filter-help" });
+  const box = h("div", { class: "pick-list", id: "contact-picks" });
+  const node = h(
+    "fieldset",
+    { class: "field", id: "contacts-field", hidden: true },
+    h("legend", null, "Contacts"),
+    h("label", { for: "contact-filter" }, "Find"),
+    h("p", { class: "help", id: "contact-filter-help" }, "Type part of a name or number; tick the people to text."),
+    filter,
+    box,
+  );
+  filter.addEventListener("input", () => {
+    const q = filter.value.trim().toLowerCase();
+    for (const l of box.querySelectorAll("label")) l.hidden = q !== "" && !l.dataset.search.includes(q);
+  });
+  return {
+    node,
+    setContacts(contacts) {
+      replace(
+        box,
+        contacts.map((c) =>
+          h(
+            "label",
+            { for: `pick-contact-${c.id}`, dataset: { search: `${c.name || ""} ${c.number}`.toLowerCase() } },
+            h("input", { type: "checkbox", id: `pick-contact-${c.id}`, value: c.id, class: "contact-choice", onchange: onChange }),
+            h("span", null, c.name || c.number, c.name ? h("span", { class: "muted" }, ` ${c.number}`) : null),
+          ),
+        ),
+      );
+      node.hidden = contacts.length === 0;
+    },
+    chosen() {
+      return [...box.querySelectorAll("input:checked")].map((i) => i.value);
+    },
+  };
+}
