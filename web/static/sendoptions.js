@@ -31,9 +31,9 @@ function field(id, label, help, input) {
   );
 }
 
-/** sendOptions builds the option fields; see the returned object's methods. */
-export function sendOptions() {
-  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "your time zone";
+// optionInputs builds the option inputs, their error boxes and which
+// input each error focuses.
+function optionInputs() {
   // describedby names the help and error texts (ids that exist) of a field.
   const input = (id, describedby, attrs = {}) => h("input", { id, type: "text", autocomplete: "off", "aria-describedby": describedby, ...attrs });
   const el = {
@@ -50,25 +50,40 @@ export function sendOptions() {
     quietHours: input("quiet-hours", "quiet-help quiet_hours-error", { placeholder: "22:00-06:30" }),
     critical: h("input", { id: "priority-critical", type: "checkbox", "aria-describedby": "priority-help" }),
     media: h("textarea", { id: "media-urls", rows: 2, spellcheck: "false", "aria-describedby": "media-urls-help media_urls-error" }),
+    escalateCrews: h("div", { class: "pick-list", id: "escalate-crews", role: "group", "aria-labelledby": "escalate-crews-label" }),
+    quiet: ["default", "custom", "off"].map((v) => h("input", { type: "radio", name: "quiet", id: `quiet-${v}`, value: v, checked: v === "default" })),
   };
-  const escalateCrews = h("div", { class: "pick-list", id: "escalate-crews" });
-  const quiet = ["default", "custom", "off"].map((v) => h("input", { type: "radio", name: "quiet", id: `quiet-${v}`, value: v, checked: v === "default" }));
+  el.quietHours.addEventListener("input", () => (el.quiet[1].checked = true));
   const errBox = (name) => h("div", { class: "field-error", id: `${name}-error` });
-  const errors = { tags: errBox("tags"), quorum: errBox("quorum"), followup: errBox("followup"), escalate: errBox("escalate"), send_at: errBox("send_at"), quiet_hours: errBox("quiet_hours"), media_urls: errBox("media_urls") };
+  const errors = {};
+  for (const k of ["tags", "quorum", "followup", "escalate", "send_at", "quiet_hours", "media_urls"]) errors[k] = errBox(k);
   const focusOf = { tags: el.tags, quorum: el.quorumResponse, followup: el.followupAfter, escalate: el.escalateAfter, send_at: el.sendAt, quiet_hours: el.quietHours, media_urls: el.media };
-  const set = (legend, ...kids) => h("fieldset", { class: "field option-set" }, h("legend", null, legend), ...kids);
+  return { el, errors, focusOf };
+}
 
-  const node = h(
+// optionsNode lays the inputs out as labelled fields and fieldsets.
+function optionsNode(el, errors) {
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "your time zone";
+  const set = (legend, ...kids) => h("fieldset", { class: "field option-set" }, h("legend", null, legend), ...kids);
+  const help = (id, text) => h("p", { class: "help", id }, text);
+  const pair = (...kids) => h("div", { class: "inline-fields" }, ...kids);
+  return h(
     "div",
     { class: "send-options", id: "send-options" },
     field("tags", "Tags", "Optional. Everyone whose contact has one of these tags, comma-separated.", [el.tags, errors.tags]),
-    set("Quorum", h("p", { class: "help", id: "quorum-help" }, "Optional. Stop when this many choose the option (its key, such as 1)."), h("div", { class: "inline-fields" }, field("quorum-response", "Option", null, el.quorumResponse), field("quorum-count", "How many", null, el.quorumCount)), errors.quorum),
-    set("Follow-up", h("p", { class: "help", id: "followup-help" }, "Optional. Remind whoever has not answered after a while (10m, 1h), at most Max times."), h("div", { class: "inline-fields" }, field("followup-after", "After", null, el.followupAfter), field("followup-max", "Max", null, el.followupMax)), field("followup-text", "Reminder text", null, el.followupText), errors.followup),
+    set("Quorum", help("quorum-help", "Optional. Stop when this many choose the option (its key, such as 1)."), pair(field("quorum-response", "Option", null, el.quorumResponse), field("quorum-count", "How many", null, el.quorumCount)), errors.quorum),
+    set(
+      "Follow-up",
+      help("followup-help", "Optional. Remind whoever has not answered after a while (10m, 1h), at most Max times."),
+      pair(field("followup-after", "After", null, el.followupAfter), field("followup-max", "Max", null, el.followupMax)),
+      field("followup-text", "Reminder text", null, el.followupText),
+      errors.followup,
+    ),
     set(
       "Escalation",
-      h("p", { class: "help", id: "escalate-help" }, "Optional. Tell these crews or numbers who has not answered after a while."),
+      help("escalate-help", "Optional. Tell these crews or numbers who has not answered after a while."),
       field("escalate-after", "After", null, el.escalateAfter),
-      h("div", { class: "field" }, h("span", { class: "label", id: "escalate-crews-label" }, "Crews"), escalateCrews),
+      h("div", { class: "field" }, h("span", { class: "label", id: "escalate-crews-label" }, "Crews"), el.escalateCrews),
       field("escalate-to", "Numbers", "One per line.", el.escalateTo),
       field("escalate-text", "Text", null, el.escalateText),
       errors.escalate,
@@ -76,55 +91,79 @@ export function sendOptions() {
     field("send-at", "Send at", `Optional; empty sends now. In your time zone (${zone}).`, [el.sendAt, errors.send_at]),
     set(
       "Quiet hours",
-      h("p", { class: "help", id: "quiet-help" }, "When people are not texted; a message due then waits until they end."),
-      h("label", { class: "choice", for: "quiet-default" }, quiet[0], h("span", null, "Server default")),
-      h("label", { class: "choice", for: "quiet-custom" }, quiet[1], h("span", null, "These hours")),
+      help("quiet-help", "When people are not texted; a message due then waits until they end."),
+      h("label", { class: "choice", for: "quiet-default" }, el.quiet[0], h("span", null, "Server default")),
+      h("label", { class: "choice", for: "quiet-custom" }, el.quiet[1], h("span", null, "These hours")),
       h("div", { class: "field" }, h("label", { for: "quiet-hours" }, "Hours (HH:MM-HH:MM)"), el.quietHours),
-      h("label", { class: "choice", for: "quiet-off" }, quiet[2], h("span", null, "Off: send at any hour")),
+      h("label", { class: "choice", for: "quiet-off" }, el.quiet[2], h("span", null, "Off: send at any hour")),
       errors.quiet_hours,
     ),
-    h("div", { class: "field" }, h("label", { class: "check", for: "priority-critical" }, el.critical, " Critical"), h("p", { class: "help", id: "priority-help" }, "A critical message is sent even during quiet hours.")),
+    h("div", { class: "field" }, h("label", { class: "check", for: "priority-critical" }, el.critical, " Critical"), help("priority-help", "A critical message is sent even during quiet hours.")),
     field("media-urls", "Media URLs", "Optional. Pictures or files to attach, one https URL per line (sent as MMS).", [el.media, errors.media_urls]),
   );
-  escalateCrews.setAttribute("role", "group");
-  escalateCrews.setAttribute("aria-labelledby", "escalate-crews-label");
-  el.quietHours.addEventListener("input", () => (quiet[1].checked = true));
+}
 
-  const quietChoice = () => quiet.find((q) => q.checked).value;
+// applyOptions adds the options that are set to a create/preview body.
+function applyOptions(el, body) {
+  if (lines(el.tags.value).length) body.tags = lines(el.tags.value);
+  if (el.quorumResponse.value.trim() || el.quorumCount.value) body.quorum = { response: el.quorumResponse.value.trim(), count: Number(el.quorumCount.value) };
+  if (el.followupAfter.value.trim()) {
+    body.followup = { after: el.followupAfter.value.trim(), max: Number(el.followupMax.value) || 1 };
+    if (el.followupText.value.trim()) body.followup.text = el.followupText.value.trim();
+  }
+  const crews = [...el.escalateCrews.querySelectorAll("input:checked")].map((i) => i.value);
+  if (el.escalateAfter.value.trim() || crews.length || el.escalateTo.value.trim()) {
+    body.escalate = { after: el.escalateAfter.value.trim() };
+    if (crews.length) body.escalate.crews = crews;
+    if (lines(el.escalateTo.value).length) body.escalate.to = lines(el.escalateTo.value);
+    if (el.escalateText.value.trim()) body.escalate.text = el.escalateText.value.trim();
+  }
+  // datetime-local is the viewer's wall clock; Date reads it in their zone.
+  if (el.sendAt.value) body.send_at = new Date(el.sendAt.value).toISOString();
+  const q = el.quiet.find((r) => r.checked).value;
+  if (q === "off") body.quiet_hours = "off";
+  else if (q === "custom") body.quiet_hours = el.quietHours.value.trim();
+  if (el.critical.checked) body.priority = "critical";
+  if (lines(el.media.value).length) body.media_urls = lines(el.media.value);
+  return body;
+}
 
+/** whenLine says what a body will do when, for n recipients: "8 now, reminder at 10:40 …". */
+export function whenLine(n, body) {
+  const start = body.send_at ? new Date(body.send_at) : new Date();
+  const parts = [body.send_at ? `${n} at ${fmtSchedule(body.send_at)}` : `${n} now`];
+  const at = (after) => {
+    const ms = parseDuration(after);
+    return ms === null ? `after ${after}` : `at ${fmtHeld(new Date(start.getTime() + ms).toISOString())}`;
+  };
+  if (body.followup) {
+    const f = body.followup;
+    parts.push(`reminder ${at(f.after)} to whoever has not answered${f.max > 1 ? `, then every ${f.after} (${plural(f.max, "reminder")} at most)` : ""}`);
+  }
+  if (body.escalate) {
+    const who = [...(body.escalate.crews || []), ...(body.escalate.to || [])].join(", ") || "nobody yet";
+    parts.push(`escalate to ${who} ${at(body.escalate.after)}`);
+  }
+  if (body.quiet_hours === "off") parts.push("quiet hours off");
+  else if (body.quiet_hours) parts.push(`quiet hours ${body.quiet_hours}`);
+  if (body.priority === "critical") parts.push("critical: sent even in quiet hours");
+  if (body.quorum) parts.push(`stops when ${body.quorum.count} choose ${body.quorum.response}`);
+  return parts.join(", ");
+}
+
+/** sendOptions builds the option fields; see the returned object's methods. */
+export function sendOptions() {
+  const { el, errors, focusOf } = optionInputs();
   return {
-    node,
+    node: optionsNode(el, errors),
     /** setCrews offers the directory's crews as escalation targets. */
     setCrews(crews) {
       replace(
-        escalateCrews,
+        el.escalateCrews,
         crews.map((k) => h("label", { for: `esc-${k.id}` }, h("input", { type: "checkbox", id: `esc-${k.id}`, value: k.name }), h("span", null, k.name))),
       );
     },
-    /** apply adds the options that are set to a create/preview body. */
-    apply(body) {
-      if (lines(el.tags.value).length) body.tags = lines(el.tags.value);
-      if (el.quorumResponse.value.trim() || el.quorumCount.value) body.quorum = { response: el.quorumResponse.value.trim(), count: Number(el.quorumCount.value) };
-      if (el.followupAfter.value.trim()) {
-        body.followup = { after: el.followupAfter.value.trim(), max: Number(el.followupMax.value) || 1 };
-        if (el.followupText.value.trim()) body.followup.text = el.followupText.value.trim();
-      }
-      const crews = [...escalateCrews.querySelectorAll("input:checked")].map((i) => i.value);
-      if (el.escalateAfter.value.trim() || crews.length || el.escalateTo.value.trim()) {
-        body.escalate = { after: el.escalateAfter.value.trim() };
-        if (crews.length) body.escalate.crews = crews;
-        if (lines(el.escalateTo.value).length) body.escalate.to = lines(el.escalateTo.value);
-        if (el.escalateText.value.trim()) body.escalate.text = el.escalateText.value.trim();
-      }
-      // datetime-local is the viewer's wall clock; Date reads it in their zone.
-      if (el.sendAt.value) body.send_at = new Date(el.sendAt.value).toISOString();
-      const q = quietChoice();
-      if (q === "off") body.quiet_hours = "off";
-      else if (q === "custom") body.quiet_hours = el.quietHours.value.trim();
-      if (el.critical.checked) body.priority = "critical";
-      if (lines(el.media.value).length) body.media_urls = lines(el.media.value);
-      return body;
-    },
+    apply: (body) => applyOptions(el, body),
     /** fieldErrors shows the server's errors on these options; returns the others. */
     fieldErrors(fields) {
       const rest = [];
@@ -148,28 +187,7 @@ export function sendOptions() {
         focusOf[k].removeAttribute("aria-invalid");
       }
     },
-    /** when says what will happen when, for n recipients: "8 now, reminder at 10:40 …". */
-    when(n, body) {
-      const start = body.send_at ? new Date(body.send_at) : new Date();
-      const parts = [body.send_at ? `${n} at ${fmtSchedule(body.send_at)}` : `${n} now`];
-      const at = (after) => {
-        const ms = parseDuration(after);
-        return ms === null ? `after ${after}` : `at ${fmtHeld(new Date(start.getTime() + ms).toISOString())}`;
-      };
-      if (body.followup) {
-        const f = body.followup;
-        parts.push(`reminder ${at(f.after)} to whoever has not answered${f.max > 1 ? `, then every ${f.after} (${plural(f.max, "reminder")} at most)` : ""}`);
-      }
-      if (body.escalate) {
-        const who = [...(body.escalate.crews || []), ...(body.escalate.to || [])].join(", ") || "nobody yet";
-        parts.push(`escalate to ${who} ${at(body.escalate.after)}`);
-      }
-      if (body.quiet_hours === "off") parts.push("quiet hours off");
-      else if (body.quiet_hours) parts.push(`quiet hours ${body.quiet_hours}`);
-      if (body.priority === "critical") parts.push("critical: sent even in quiet hours");
-      if (body.quorum) parts.push(`stops when ${body.quorum.count} choose ${body.quorum.response}`);
-      return parts.join(", ");
-    },
+    when: whenLine,
   };
 }
 

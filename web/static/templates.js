@@ -13,11 +13,9 @@ export function optionsLine(responses) {
   return (responses || []).map((o) => `${o.key} ${o.label}`).join(" · ");
 }
 
-/** render shows the templates page and returns a cleanup function. */
-export function render(main, ctx) {
-  let alive = true;
-  let editing = null; // the template being edited, or null for a new one
-  const list = h("div", { id: "templates-list" });
+// templateForm builds the create/edit form; onSave handles its submit and
+// onCancel its "Cancel edit".
+function templateForm(onSave, onCancel) {
   const err = (name) => h("div", { class: "field-error", id: `template-${name}-error` });
   const errors = { name: err("name"), text: err("text"), responses: err("responses") };
   const inputs = {
@@ -28,7 +26,7 @@ export function render(main, ctx) {
   const title = h("h2", { id: "template-form-title" }, "New template");
   const status = h("p", { class: "form-status", id: "template-status", role: "status" });
   const save = h("button", { type: "submit", class: "button button-primary", id: "template-save" }, "Save template");
-  const cancel = h("button", { type: "button", class: "button button-quiet", id: "template-cancel", hidden: true, onclick: () => startNew() }, "Cancel edit");
+  const cancel = h("button", { type: "button", class: "button button-quiet", id: "template-cancel", hidden: true, onclick: onCancel }, "Cancel edit");
   const form = h(
     "form",
     { class: "card", id: "template-form", novalidate: true, "aria-labelledby": "template-form-title", onsubmit: onSave },
@@ -53,11 +51,14 @@ export function render(main, ctx) {
     status,
     h("div", { class: "form-actions" }, cancel, save),
   );
+  return { form, errors, inputs, title, status, save, cancel };
+}
 
-  replace(main, h("section", { class: "page" }, h("h1", null, "Templates"), list, ctx.canSend ? form : null));
-
-  function row(t) {
-    return h(
+// templateTable lists templates with their actions (on.edit, on.remove).
+function templateTable(ts, canSend, on) {
+  if (!ts.length) return h("p", { class: "muted" }, "No templates yet. Save a message you send often, with its response options.");
+  const row = (t) =>
+    h(
       "tr",
       { class: "template", dataset: { name: t.name, id: t.id } },
       h("th", { scope: "row" }, t.name),
@@ -66,31 +67,37 @@ export function render(main, ctx) {
       h(
         "td",
         { class: "row-actions" },
-        ctx.canSend ? h("a", { class: "button button-small template-use", href: `#/new?template=${enc(t.id)}` }, "Use this template", h("span", { class: "sr-only" }, `: ${t.name}`)) : null,
-        ctx.canSend ? h("button", { type: "button", class: "button button-small template-edit", "aria-label": `Edit ${t.name}`, onclick: () => startEdit(t) }, "Edit") : null,
-        ctx.canSend
-          ? h("button", { type: "button", class: "button button-small button-danger template-delete", "aria-label": `Delete ${t.name}`, onclick: () => remove(t) }, "Delete")
-          : null,
+        canSend ? h("a", { class: "button button-small template-use", href: `#/new?template=${enc(t.id)}` }, "Use this template", h("span", { class: "sr-only" }, `: ${t.name}`)) : null,
+        canSend ? h("button", { type: "button", class: "button button-small template-edit", "aria-label": `Edit ${t.name}`, onclick: () => on.edit(t) }, "Edit") : null,
+        canSend ? h("button", { type: "button", class: "button button-small button-danger template-delete", "aria-label": `Delete ${t.name}`, onclick: () => on.remove(t) }, "Delete") : null,
       ),
     );
-  }
+  return h(
+    "table",
+    { class: "directory-table", "aria-label": "Templates" },
+    h("thead", null, h("tr", null, ["Name", "Message", "Responses"].map((c) => h("th", { scope: "col" }, c)), h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Actions")))),
+    h("tbody", { id: "templates-body" }, ts.map(row)),
+  );
+}
+
+// fieldOf is the form field a server error names, or null.
+function fieldOf(name) {
+  if (name.startsWith("responses")) return "responses";
+  return name === "name" || name === "text" ? name : null;
+}
+
+/** render shows the templates page and returns a cleanup function. */
+export function render(main, ctx) {
+  let alive = true;
+  let editing = null; // the template being edited, or null for a new one
+  const list = h("div", { id: "templates-list" });
+  const { form, errors, inputs, title, status, save, cancel } = templateForm(onSave, () => startNew());
+  replace(main, h("section", { class: "page" }, h("h1", null, "Templates"), list, ctx.canSend ? form : null));
 
   async function load() {
     try {
       const out = await request("GET", "/v1/templates");
-      if (!alive) return;
-      const ts = (out && out.templates) || [];
-      replace(
-        list,
-        ts.length
-          ? h(
-              "table",
-              { class: "directory-table", "aria-label": "Templates" },
-              h("thead", null, h("tr", null, ["Name", "Message", "Responses"].map((c) => h("th", { scope: "col" }, c)), h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Actions")))),
-              h("tbody", { id: "templates-body" }, ts.map(row)),
-            )
-          : h("p", { class: "muted" }, "No templates yet. Save a message you send often, with its response options."),
-      );
+      if (alive) replace(list, templateTable((out && out.templates) || [], ctx.canSend, { edit: startEdit, remove }));
     } catch (e) {
       if (alive) replace(list, h("p", { class: "form-error" }, `Could not load templates: ${e.message}`));
     }
@@ -140,11 +147,6 @@ export function render(main, ctx) {
         load();
       },
     });
-  }
-
-  function fieldOf(name) {
-    if (name.startsWith("responses")) return "responses";
-    return name === "name" || name === "text" ? name : null;
   }
 
   async function onSave(e) {
