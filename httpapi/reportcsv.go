@@ -14,7 +14,7 @@ import (
 	"github.com/crewcast/crewcast/store"
 )
 
-// The group CSV's answer columns (docs/operations.md, "Reports"): what
+// The group CSV's answer columns (docs/openapi.yaml, /v1/reports/deliveries): what
 // each person was sent, what they chose, whether their answer counts for
 // the quorum, follow-ups sent and the channel. They come from each group's
 // group.created event and, for a group with a policy, its state: read

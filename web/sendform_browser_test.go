@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"encoding/csv"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,8 @@ import (
 // quorum, a follow-up, an escalation to another crew, send_at in 5 s typed
 // in local time, quiet hours off, priority critical and a media URL. The
 // preview says what happens when; the group is created with all of it,
-// says "Scheduled", goes out at its time and the simulator's answers count.
+// says "Scheduled", goes out at its time, the simulator's answers count
+// and the CSV export names each person's chosen option.
 func TestBoardSendFormHasEverything(t *testing.T) {
 	ada, bo, cy, dee, sue := "+15550100701", "+15550100702", "+15550100703", "+15550100704", "+15550100709"
 	faults := sim.DefaultFaults()
@@ -113,6 +115,21 @@ func TestBoardSendFormHasEverything(t *testing.T) {
 	wait("all four answered 1", counter("response_1")+` === "4"`)
 	if got := text("#schedule"); got != "" {
 		t.Errorf("still says %q after it went out", got)
+	}
+	// The export names the chosen option of each of the four.
+	raw := webtest.Eval[string](t, ctx, `fetch(document.querySelector("#export-csv").href, {credentials: "same-origin"}).then(r => r.text())`, chromedp.EvalAwaitPromise)
+	rows, err := csv.NewReader(strings.NewReader(raw)).ReadAll()
+	if err != nil || len(rows) != 5 {
+		t.Fatalf("csv %v: %q", err, raw)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	for _, r := range rows[1:] {
+		if r[col["response"]] != "1" || r[col["response_label"]] != "Coming" || r[col["selected"]] != "true" || r[col["channel"]] != "mms" {
+			t.Errorf("csv row for %s: response %q %q selected %q channel %q", r[col["number"]], r[col["response"]], r[col["response_label"]], r[col["selected"]], r[col["channel"]])
+		}
 	}
 	if dups := srv.Sim().Duplicates(); len(dups) != 0 {
 		t.Fatalf("duplicate sends: %+v", dups)
