@@ -1,6 +1,6 @@
 // The board's entry point: session check, hash routing and the top bar.
 // Routes: #/signin, #/groups, #/groups/{id}, #/new (?template=<id>),
-// #/contacts, #/crews, #/templates, and
+// #/contacts, #/crews, #/templates, #/replies, #/opt-outs, #/people/{number}, and
 // for admins #/users, #/keys, #/audit, #/settings, #/webhooks.
 import { api, setUnauthorizedHandler } from "./api.js";
 import { h, replace } from "./dom.js";
@@ -19,6 +19,7 @@ import * as webhooks from "./webhooks.js";
 import * as contacts from "./contacts.js";
 import * as crews from "./crews.js";
 import * as templates from "./templates.js";
+import * as inbox from "./inbox.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -36,6 +37,9 @@ export function route(hash) {
   if (path === "/new") return { name: "new" };
   if ((m = /^\/new\?template=([^&]+)$/.exec(path))) return { name: "new", template: decodeURIComponent(m[1]) };
   if (path === "/templates") return { name: "templates" };
+  if (path === "/replies") return { name: "replies" };
+  if (path === "/opt-outs") return { name: "opt-outs" };
+  if ((m = /^\/people\/([^/]+)$/.exec(path))) return { name: "person", number: decodeURIComponent(m[1]) };
   if (path === "/users" || path === "/keys" || path === "/audit") return { name: path.slice(1) };
   if (path === "/settings") return { name: "settings" };
   if (path === "/webhooks") return { name: "webhooks" };
@@ -87,7 +91,7 @@ function render() {
   }
   drawNav();
   const ctx = { session, canSend: canSend(session), navigate, signedIn };
-  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", users: "Users", keys: "API keys", audit: "Audit trail", settings: "Settings", webhooks: "Webhook endpoints", contacts: "Contacts", crews: "Crews", templates: "Templates" };
+  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", users: "Users", keys: "API keys", audit: "Audit trail", settings: "Settings", webhooks: "Webhook endpoints", contacts: "Contacts", crews: "Crews", templates: "Templates", replies: "Replies", "opt-outs": "Opt-outs", person: "History" };
   document.title = `${titles[r.name]} — crewcast`;
   main.replaceChildren();
   switch (r.name) {
@@ -123,6 +127,15 @@ function render() {
       break;
     case "templates":
       cleanup = templates.render(main, ctx);
+      break;
+    case "replies":
+      cleanup = inbox.renderReplies(main, ctx);
+      break;
+    case "opt-outs":
+      cleanup = inbox.renderOptOuts(main, ctx);
+      break;
+    case "person":
+      cleanup = inbox.renderPerson(main, ctx, r.number);
       break;
     default:
       cleanup = groups.render(main, ctx);

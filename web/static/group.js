@@ -452,6 +452,7 @@ export function render(main, ctx, id) {
         // Names first: a dispatcher texts people, not numbers.
         r.name ? h("span", { class: "name" }, r.name) : null,
         h("span", { class: "number mono" }, r.number),
+        h("a", { class: "person-link small", href: `#/people/${encodeURIComponent(r.number)}` }, "History", h("span", { class: "sr-only" }, ` of ${r.name || r.number} across groups`)),
         // A template gives each person their own text: show what they got.
         r.text && r.text !== group.text ? h("p", { class: "sent-text" }, r.text) : null,
       ),
