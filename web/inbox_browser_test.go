@@ -60,6 +60,7 @@ func TestBoardRepliesOptOutsAndPeople(t *testing.T) {
 	row := `#optouts-body tr[data-number="` + extra + `"]`
 	wait("added", `!!document.querySelector(`+webtest.JS(row)+`)`)
 	b.axeClean(t, "opt-outs")
+	webtest.SaveScreenshot(t, ctx, "board-opt-outs.png", webtest.DesktopWidth, webtest.DesktopHeight)
 	do("lift", chromedp.Click(chromedp.CSS(row+` button.optout-lift`)))
 	wait("the dialog", `document.querySelector("#confirm-dialog").open`)
 	do("confirm", chromedp.Click(chromedp.CSS(`#confirm-dialog [data-choice="lift"]`)))

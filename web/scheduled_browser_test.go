@@ -57,6 +57,7 @@ func TestBoardScheduledGroup(t *testing.T) {
 		t.Errorf("list summary %q still says in progress", got)
 	}
 	b.axeClean(t, "groups list with a scheduled group")
+	webtest.SaveScreenshot(t, ctx, "board-scheduled.png", webtest.DesktopWidth, webtest.DesktopHeight)
 
 	do("open it", chromedp.Click(chromedp.CSS(card+` .card-link`)))
 	wait("the group page", `!!document.querySelector("#schedule") && document.querySelectorAll("#roster-body tr.recipient").length === 2`)

@@ -81,6 +81,7 @@ func TestBoardSendFormHasEverything(t *testing.T) {
 		}
 	}
 	b.axeClean(t, "the form with its preview")
+	webtest.SaveScreenshot(t, ctx, "board-new-message.png", webtest.DesktopWidth, webtest.DesktopHeight)
 	do("send", chromedp.Click(chromedp.CSS("#submit")))
 	wait("scheduled", `location.hash.startsWith("#/groups/grp_") && /^Scheduled for/.test((document.querySelector("#schedule") || {}).textContent || "")`)
 	id := strings.TrimPrefix(webtest.Eval[string](t, ctx, `location.hash`), "#/groups/")

@@ -50,6 +50,7 @@ func TestBoardTemplates(t *testing.T) {
 		t.Error("the text field stayed invalid after a good save")
 	}
 	b.axeClean(t, "templates, one listed")
+	webtest.SaveScreenshot(t, ctx, "board-templates.png", webtest.DesktopWidth, webtest.DesktopHeight)
 
 	// Edit: the form fills, saves with PATCH, the row shows the change.
 	do("edit", chromedp.Click(chromedp.CSS(sel+` button.template-edit`)))
