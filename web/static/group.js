@@ -16,6 +16,11 @@ const CANCELABLE = new Set(["sending", "awaiting", "paused"]);
 // Recipients an operator may resolve: the outcome is unknowable
 // (unconfirmed) or the provider never said (unknown).
 const RESOLVABLE = new Set(["unconfirmed", "unknown"]);
+// One line each on the two statuses people confuse.
+const STATUS_WHY = {
+  unconfirmed: "Unconfirmed: the provider may or may not have taken it; crewcast will not resend on its own. Check, then mark it.",
+  unknown: "Unknown: the provider took it, but no delivery receipt came in time.",
+};
 
 // Roster filters: value → [label, predicate].
 const FILTERS = {
@@ -461,6 +466,7 @@ export function render(main, ctx, id) {
         { class: "col-status", "data-label": "Status" },
         h("div", { class: "chips" }, recipientChip(r, group), answerLabel(group, r) ? flagChip(answerLabel(group, r), "info", "answer") : replyChips(r)),
         errorLine(r),
+        STATUS_WHY[r.status] ? h("p", { class: "status-why small" }, STATUS_WHY[r.status]) : null,
         followupLine(r),
       ),
       h(

@@ -5,6 +5,7 @@ import { tally, summaryLine, plural, fmtShort, fmtFull, groupStatusInfo, schedul
 import { groupChip, progressBar, live, liveBadge, setLiveBadge, ask, toast } from "./ui.js";
 import * as announce from "./announce.js";
 import * as focus from "./focus.js";
+import { hasAnswers, answersLine } from "./answers.js";
 
 const MODE_LABEL = { individual: "Individual", group_mms: "Group MMS" };
 
@@ -30,10 +31,14 @@ export function firstLine(text, max = 90) {
 function card(g, ctx, onCancel) {
   const t = tally(g.counts);
   const at = scheduledAt(g);
+  // The same three numbers as the group page's Yes, No and Replied tiles;
+  // a group with options shows its option counts instead.
   const extras = [];
-  if (t.replied) extras.push(plural(t.replied, "reply", "replies"));
-  if (t.ackYes) extras.push(`${t.ackYes} yes`);
-  if (t.ackNo) extras.push(`${t.ackNo} no`);
+  if (!hasAnswers(g)) {
+    if (t.ackYes) extras.push(`${t.ackYes} yes`);
+    if (t.ackNo) extras.push(`${t.ackNo} no`);
+    if (t.repliedOther) extras.push(`${t.repliedOther} replied`);
+  }
   // Only the title is the link (its name is short; the whole card is
   // clickable through CSS): a link wrapping the card would read every
   // number on it, twice counting the progress bar's text.
@@ -60,6 +65,7 @@ function card(g, ctx, onCancel) {
       h("span", { class: "summary-main" }, at ? scheduledSummary(t) : summaryLine(t)),
       extras.length ? h("span", { class: "summary-extra" }, extras.join(" · ")) : null,
     ),
+    hasAnswers(g) ? h("p", { class: "card-answers" }, answersLine(g)) : null,
     g.status === "paused" && g.pause_reason ? h("p", { class: "card-warn" }, `Paused: ${g.pause_reason}`) : null,
     at && ctx.canSend
       ? h(
