@@ -16,6 +16,16 @@ const CANCELABLE = new Set(["sending", "awaiting", "paused"]);
 // Recipients an operator may resolve: the outcome is unknowable
 // (unconfirmed) or the provider never said (unknown).
 const RESOLVABLE = new Set(["unconfirmed", "unknown"]);
+/** searchMatch is a roster search's predicate: a name containing the
+ * words, or a number containing the digits typed. */
+export function searchMatch(query) {
+  const q = query.trim().toLowerCase();
+  if (!q) return () => true;
+  const digits = q.replace(/\D/g, "");
+  const numeric = /^[\d\s()+.-]+$/.test(q);
+  return (r) => (r.name || "").toLowerCase().includes(q) || (numeric && digits !== "" && r.number.includes(digits));
+}
+
 // One line each on the two statuses people confuse.
 const STATUS_WHY = {
   unconfirmed: "Unconfirmed: the provider may or may not have taken it; crewcast will not resend on its own. Check, then mark it.",
@@ -184,6 +194,13 @@ export function render(main, ctx, id) {
       drawRoster();
     },
   });
+  // A search by name or number (digits match however the number is typed).
+  const search = h("input", {
+    id: "roster-search",
+    type: "search",
+    autocomplete: "off",
+    oninput: () => drawRoster(),
+  });
   const tbody = h("tbody", { id: "roster-body" });
   let headKey = "";
 
@@ -216,6 +233,7 @@ export function render(main, ctx, id) {
             "div",
             { class: "roster-head" },
             h("h2", { id: "roster-title" }, "Recipients"),
+            h("label", { class: "filter", for: "roster-search" }, h("span", null, "Find"), search),
             h("label", { class: "filter", for: "roster-filter" }, h("span", null, "Show"), select),
           ),
           h(
@@ -457,7 +475,7 @@ export function render(main, ctx, id) {
         // Names first: a dispatcher texts people, not numbers.
         r.name ? h("span", { class: "name" }, r.name) : null,
         h("span", { class: "number mono" }, r.number),
-        h("a", { class: "person-link small", href: `#/people/${encodeURIComponent(r.number)}` }, "History", h("span", { class: "sr-only" }, ` of ${r.name || r.number} across groups`)),
+        h("a", { class: "person-link small", href: `#/people/${encodeURIComponent(r.number)}` }, "Across groups", h("span", { class: "sr-only" }, `: ${r.name || r.number}`)),
         // A template gives each person their own text: show what they got.
         r.text && r.text !== group.text ? h("p", { class: "sent-text" }, r.text) : null,
       ),
@@ -550,7 +568,9 @@ export function render(main, ctx, id) {
     const mem = focus.remember(tbody);
     drawFilter();
     const list = group.recipients || [];
-    const pred = (filters()[filter] || FILTERS.all)[1];
+    const shown = (filters()[filter] || FILTERS.all)[1];
+    const found = searchMatch(search.value);
+    const pred = (r) => shown(r) && found(r);
     const nodes = [];
     list.forEach((r, index) => {
       if (!pred(r)) return;
