@@ -200,10 +200,12 @@ export function renderPerson(main, ctx, number) {
     try {
       const res = await request("GET", `/v1/reports/recipients/${enc(number)}?limit=500`);
       const rows = (res && res.deliveries) || [];
-      const titles = await groupTitles(rows.map((d) => d.group_id));
       if (!alive) return;
       const s = res.suppression;
+      // The person's standing first; the group titles take one read each.
       state.textContent = s ? `Opted out (${REASONS[s.reason] || s.reason}) since ${fmtFull(s.created_at)}.` : `Not opted out · in ${rows.length} group${rows.length === 1 ? "" : "s"}.`;
+      const titles = await groupTitles(rows.map((d) => d.group_id));
+      if (!alive) return;
       replace(
         list,
         rows.length
