@@ -523,8 +523,28 @@ func (a *api) listGroups(w http.ResponseWriter, r *http.Request) error {
 	out := groupListJSON{Groups: make([]groupJSON, len(rows)), NextCursor: next}
 	for i, g := range rows {
 		out.Groups[i] = groupOf(g)
+		if err := a.listSendAt(r.Context(), &out.Groups[i]); err != nil {
+			return err
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// listSendAt sets send_at on a listed group that still holds recipients
+// (counts.scheduled > 0), so a list can say "Scheduled for …"; it costs
+// one journal read for those groups only, none for the others.
+func (a *api) listSendAt(ctx context.Context, g *groupJSON) error {
+	if g.Counts["scheduled"] == 0 {
+		return nil
+	}
+	created, err := a.createdHead(ctx, g.ID)
+	if err != nil {
+		return err
+	}
+	if created != nil && created.Policy != nil {
+		g.SendAt = tsOrNil(created.Policy.SendAt)
+	}
 	return nil
 }
 

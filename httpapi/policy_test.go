@@ -162,3 +162,37 @@ func TestShortDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestListShowsSendAtOfScheduledGroups: GET /v1/groups carries send_at
+// for a group still waiting for it, so a list can say "Scheduled for …"
+// (issue 28 item 4); a group without one has none.
+func TestListShowsSendAtOfScheduledGroups(t *testing.T) {
+	e := newEnv(t, nil)
+	sendAt := e.clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	if resp, b := e.do("POST", "/v1/groups", `{"from":"+15550100000","to":["+15550100001"],"text":"Later","send_at":"`+sendAt+`"}`, "send", nil); resp.StatusCode != 201 {
+		t.Fatalf("create: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := e.do("POST", "/v1/groups", `{"from":"+15550100000","to":["+15550100002"],"text":"Now"}`, "send", nil); resp.StatusCode != 201 {
+		t.Fatalf("create: %d %s", resp.StatusCode, b)
+	}
+	resp, b := e.do("GET", "/v1/groups", "", "read", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("list: %d %s", resp.StatusCode, b)
+	}
+	list := decode[groupListJSON](t, b)
+	if len(list.Groups) != 2 {
+		t.Fatalf("list: %s", b)
+	}
+	for _, g := range list.Groups {
+		switch g.Text {
+		case "Later":
+			if g.SendAt == nil || g.SendAt.Format(time.RFC3339) != sendAt {
+				t.Errorf("scheduled group in the list: send_at %v, want %s", g.SendAt, sendAt)
+			}
+		case "Now":
+			if g.SendAt != nil {
+				t.Errorf("unscheduled group in the list has send_at %v", g.SendAt)
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/csv"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,7 +76,11 @@ type deliveryJSON struct {
 	recipientJSON
 }
 
-var deliveryCSVHeader = []string{"group_id", "number", "name", "status", "attempts", "provider_message_id",
+// deliveryCSVHeader is the base columns, then the answer columns
+// (deliveryCSVExtra, reportcsv.go).
+var deliveryCSVHeader = slices.Concat(deliveryCSVBase, deliveryCSVExtra)
+
+var deliveryCSVBase = []string{"group_id", "number", "name", "status", "attempts", "provider_message_id",
 	"error_code", "error_class", "claimed_at", "sent_at", "delivered_at", "failed_at", "replied_at", "reply_text",
 	"ack", "updated_at"}
 
@@ -137,7 +142,13 @@ func (a *api) reportDeliveries(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if asCSV {
-		return a.deliveriesCSV(w, r, q, "deliveries.csv")
+		name := "deliveries.csv"
+		if q.GroupID != "" {
+			if name, err = a.groupCSVName(r.Context(), q.GroupID); err != nil {
+				return err
+			}
+		}
+		return a.deliveriesCSV(w, r, q, name)
 	}
 	rows, next, err := a.store.ListDeliveries(r.Context(), q)
 	if err != nil {
@@ -158,11 +169,16 @@ func deliveryList(rows []store.DeliveryRow, next string) deliveryListJSON {
 // deliveriesCSV streams every delivery matching q from its cursor on; a
 // limit caps the number of rows.
 func (a *api) deliveriesCSV(w http.ResponseWriter, r *http.Request, q store.DeliveryQuery, filename string) error {
+	groups := a.newCSVGroups()
 	return streamCSVPages(a, w, r, filename, deliveryCSVHeader, q.Limit, q.Cursor,
 		func(cursor string, limit int) ([]store.DeliveryRow, string, error) {
 			q.Cursor, q.Limit = cursor, limit
-			return a.store.ListDeliveries(r.Context(), q)
-		}, deliveryCSVRow)
+			rows, next, err := a.store.ListDeliveries(r.Context(), q)
+			if err == nil {
+				err = groups.load(r.Context(), rows)
+			}
+			return rows, next, err
+		}, groups.row)
 }
 
 // streamCSVPages streams the rows list returns, page by page from cursor

@@ -117,3 +117,55 @@ func (b *tab) signIn(url, key string) {
 	b.do("sign in", chromedp.Click(chromedp.CSS("#signin-submit")))
 	b.wait("signed in", `location.hash !== "#/signin" && !document.querySelector("#signin-form")`)
 }
+
+// dispatcherPassword is the password of the dispatcher user tests create.
+const dispatcherPassword = "correct horse battery staple"
+
+// signInDispatcher creates a dispatcher user with the admin key (through
+// the API) and signs in as that user on the board's email form, so a test
+// drives the board as a dispatcher would, not with the admin key.
+func (b *tab) signInDispatcher(baseURL, adminKey, email, name string) {
+	b.t.Helper()
+	t, ok := b.t.(*testing.T)
+	if !ok {
+		b.t.Fatal("signInDispatcher needs a *testing.T")
+	}
+	createVia(t, baseURL+"/v1/users", adminKey, map[string]any{"email": email, "name": name, "role": "dispatcher", "password": dispatcherPassword})
+	b.do("open the board", chromedp.Navigate(baseURL+"/"))
+	b.wait("the user sign-in form", `!!document.querySelector("#user-signin-form")`)
+	webtest.Type(b.t, b.ctx, "#email", email)
+	webtest.Type(b.t, b.ctx, "#password", dispatcherPassword)
+	b.do("sign in as "+name, chromedp.Click(chromedp.CSS("#user-signin-submit")))
+	b.wait("signed in as "+name, `location.hash !== "#/signin" && document.querySelector("#who").textContent === `+webtest.JS(name))
+}
+
+// axeClean fails the test when the page as it is now has serious or
+// critical accessibility violations.
+func (b *tab) axeClean(t *testing.T, where string) {
+	t.Helper()
+	if vs := runAxe(t, b.ctx, axeSource(t), where); len(vs) > 0 {
+		t.Errorf("%s: %d serious or critical WCAG 2.1 A/AA violations:%s", where, len(vs), describeViolations(vs))
+	}
+}
+
+// getJSON GETs url with the bearer key, wants 200 and decodes into out.
+func getJSON(t *testing.T, url, key string, out any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d: %s", url, res.StatusCode, raw)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		t.Fatalf("GET %s: %v: %s", url, err, raw)
+	}
+}

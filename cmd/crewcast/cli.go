@@ -105,9 +105,9 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprint(w, `
 Client commands (keys, users, send, status, report, cancel, retry, resolve,
-contacts, crews) talk to a running server at CREWCAST_URL (--url, default
-http://127.0.0.1:8080) with the API key in CREWCAST_KEY (--key). 'crewcast
-demo' prints both.
+contacts, crews, templates, groups) talk to a running server at CREWCAST_URL
+(--url, default http://127.0.0.1:8080) with the API key in CREWCAST_KEY
+(--key). 'crewcast demo' prints both.
 
 Exit codes: 0 done; 1 an error, or (send) recipients that failed, are
 unconfirmed or unknown; 2 a wrong argument, flag or environment value;

@@ -45,6 +45,8 @@ func TestHelpGolden(t *testing.T) {
 		{"contacts-import", []string{"contacts", "import", "-h"}},
 		{"contacts-list", []string{"contacts", "list", "-h"}},
 		{"crews", []string{"crews", "-h"}},
+		{"templates", []string{"templates", "-h"}},
+		{"groups", []string{"groups", "list", "-h"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(context.Background(), c.args...)

@@ -86,3 +86,9 @@ export function answerLabel(g, r) {
   const o = g.responses.find((x) => x.key === r.response);
   return o ? `${o.key} ${o.label}` : r.response;
 }
+
+/** answersLine is a list card's option counts: "5 Coming · 2 Can't · 1 no answer". */
+export function answersLine(g) {
+  const noReply = (g.counts && g.counts.no_reply) || 0;
+  return g.responses.map((o) => `${responseCount(g, o.key)} ${o.label}`).concat([`${noReply} no answer`]).join(" · ");
+}

@@ -1,5 +1,6 @@
 // The board's entry point: session check, hash routing and the top bar.
-// Routes: #/signin, #/groups, #/groups/{id}, #/new, #/contacts, #/crews, and
+// Routes: #/signin, #/groups, #/groups/{id}, #/new (?template=<id>),
+// #/contacts, #/crews, #/templates, #/replies, #/opt-outs, #/people/{number}, and
 // for admins #/users, #/keys, #/audit, #/settings, #/webhooks.
 import { api, setUnauthorizedHandler } from "./api.js";
 import { h, replace } from "./dom.js";
@@ -17,6 +18,8 @@ import * as settings from "./settings.js";
 import * as webhooks from "./webhooks.js";
 import * as contacts from "./contacts.js";
 import * as crews from "./crews.js";
+import * as templates from "./templates.js";
+import * as inbox from "./inbox.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -32,6 +35,11 @@ export function route(hash) {
   let m;
   if (path === "/signin") return { name: "signin" };
   if (path === "/new") return { name: "new" };
+  if ((m = /^\/new\?template=([^&]+)$/.exec(path))) return { name: "new", template: decodeURIComponent(m[1]) };
+  if (path === "/templates") return { name: "templates" };
+  if (path === "/replies") return { name: "replies" };
+  if (path === "/opt-outs") return { name: "opt-outs" };
+  if ((m = /^\/people\/([^/]+)$/.exec(path))) return { name: "person", number: decodeURIComponent(m[1]) };
   if (path === "/users" || path === "/keys" || path === "/audit") return { name: path.slice(1) };
   if (path === "/settings") return { name: "settings" };
   if (path === "/webhooks") return { name: "webhooks" };
@@ -83,7 +91,7 @@ function render() {
   }
   drawNav();
   const ctx = { session, canSend: canSend(session), navigate, signedIn };
-  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", users: "Users", keys: "API keys", audit: "Audit trail", settings: "Settings", webhooks: "Webhook endpoints", contacts: "Contacts", crews: "Crews" };
+  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", users: "Users", keys: "API keys", audit: "Audit trail", settings: "Settings", webhooks: "Webhook endpoints", contacts: "Contacts", crews: "Crews", templates: "Templates", replies: "Replies", "opt-outs": "Opt-outs", person: "History" };
   document.title = `${titles[r.name]} — crewcast`;
   main.replaceChildren();
   switch (r.name) {
@@ -91,7 +99,7 @@ function render() {
       cleanup = signin.render(main, ctx);
       break;
     case "new":
-      cleanup = canSend(session) ? create.render(main, ctx) : forbidden();
+      cleanup = canSend(session) ? create.render(main, { ...ctx, template: r.template }) : forbidden();
       break;
     case "group":
       cleanup = group.render(main, ctx, r.id);
@@ -116,6 +124,18 @@ function render() {
       break;
     case "crews":
       cleanup = crews.render(main, ctx);
+      break;
+    case "templates":
+      cleanup = templates.render(main, ctx);
+      break;
+    case "replies":
+      cleanup = inbox.renderReplies(main, ctx);
+      break;
+    case "opt-outs":
+      cleanup = inbox.renderOptOuts(main, ctx);
+      break;
+    case "person":
+      cleanup = inbox.renderPerson(main, ctx, r.number);
       break;
     default:
       cleanup = groups.render(main, ctx);

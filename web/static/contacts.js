@@ -1,9 +1,10 @@
-// Contacts: search, add, edit and CSV import with a per-line report
+// Contacts: search, add, edit, delete and CSV import with a per-line report
 // (design §11). Every field is labelled; errors are tied to their field
 // with aria-invalid and aria-describedby.
 import { request } from "./api.js";
 import { h, replace } from "./dom.js";
 import { plural } from "./format.js";
+import { ask } from "./ui.js";
 
 const enc = encodeURIComponent;
 
@@ -175,9 +176,12 @@ export function render(main, ctx) {
                 h("td", null, Object.entries(c.fields || {}).map(([k, v]) => `${k}=${v}`).join(", ") || "—"),
                 h(
                   "td",
-                  null,
+                  { class: "row-actions" },
                   ctx.canSend
                     ? h("button", { type: "button", class: "button button-small edit-contact", onclick: () => edit(c) }, `Edit ${c.name || c.number}`)
+                    : null,
+                  ctx.canSend
+                    ? h("button", { type: "button", class: "button button-small button-danger delete-contact", "aria-label": `Delete ${c.name || c.number}`, onclick: () => remove(c) }, "Delete")
                     : null,
                 ),
               ),
@@ -187,6 +191,25 @@ export function render(main, ctx) {
     } catch (e) {
       if (alive) count.textContent = `Could not load contacts: ${e.message}`;
     }
+  }
+
+  // remove deletes a contact after a confirmation; groups already sent
+  // keep their recipients.
+  function remove(c) {
+    const who = c.name || c.number;
+    ask({
+      title: `Delete contact ${who}?`,
+      body: "They leave every crew; groups already sent keep them as recipients.",
+      choices: [
+        { value: null, label: "Keep" },
+        { value: "delete", label: `Delete ${who}`, kind: "danger" },
+      ],
+      act: async () => {
+        await request("DELETE", `/v1/contacts/${enc(c.id)}`);
+        if (editing && editing.id === c.id) edit(null);
+        load();
+      },
+    });
   }
 
   async function onSave(e) {

@@ -3,6 +3,7 @@
 import { api, request } from "./api.js";
 import { h, replace } from "./dom.js";
 import { E164, cleanNumber, plural, segments, maxChars, MAX_SEGMENTS } from "./format.js";
+import { sendOptions, contactPicker } from "./sendoptions.js";
 
 const MAX_GROUP_MMS = 8;
 const LAST_FROM = "crewcast.lastFrom";
@@ -150,6 +151,9 @@ export function render(main, ctx) {
     placeholder: "1=Coming\n2=Can't make it",
     "aria-describedby": "responses-help responses-error",
   });
+  // Quorum, follow-up, escalation, send_at, quiet hours, priority, media.
+  const opts = sendOptions();
+  const picker = contactPicker(() => hints());
   const previewPanel = h("div", { class: "preview-panel", id: "preview", tabindex: "-1", hidden: true });
   const previewBtn = h("button", { type: "button", class: "button", id: "preview-button", onclick: () => preview() }, "Preview");
   const modeIndividual = h("input", { type: "radio", name: "mode", id: "mode-individual", value: "individual", checked: true });
@@ -187,6 +191,7 @@ export function render(main, ctx) {
       errors.to,
     ),
     crewField,
+    picker.node,
     templateField,
     h(
       "div",
@@ -208,6 +213,7 @@ export function render(main, ctx) {
       responsesInput,
       errors.responses,
     ),
+    opts.node,
     h(
       "fieldset",
       { class: "field mode", "aria-describedby": "mode-error" },
@@ -250,9 +256,15 @@ export function render(main, ctx) {
 
   // The directory is optional: without crews or templates (or a key that
   // may not read them) the form is the plain numbers form.
-  Promise.all([request("GET", "/v1/crews").catch(() => null), request("GET", "/v1/templates").catch(() => null)]).then(([cr, tp]) => {
+  Promise.all([
+    request("GET", "/v1/crews").catch(() => null),
+    request("GET", "/v1/templates").catch(() => null),
+    request("GET", "/v1/contacts?limit=1000").catch(() => null),
+  ]).then(([cr, tp, ct]) => {
     if (!alive) return;
+    picker.setContacts((ct && ct.contacts) || []);
     const crews = (cr && cr.crews) || [];
+    opts.setCrews(crews);
     if (crews.length) {
       replace(
         crewBox,
@@ -271,13 +283,19 @@ export function render(main, ctx) {
     if (templates.length) {
       for (const t of templates) templateSelect.appendChild(h("option", { value: t.id }, t.name));
       templateField.hidden = false;
-      templateSelect.addEventListener("change", () => {
+      const useTemplate = () => {
         const t = templates.find((x) => x.id === templateSelect.value);
         if (!t) return;
         textInput.value = t.text;
         responsesInput.value = (t.responses || []).map((o) => `${o.key}=${o.label}`).join("\n");
         hints();
-      });
+      };
+      templateSelect.addEventListener("change", useTemplate);
+      // #/new?template=<id> ("Use this template") starts from that one.
+      if (ctx.template && templates.some((x) => x.id === ctx.template)) {
+        templateSelect.value = ctx.template;
+        useTemplate();
+      }
     }
   });
 
@@ -287,8 +305,11 @@ export function render(main, ctx) {
     if (parsed.raw.length) body.to = parsed.raw;
     const crews = chosenCrews();
     if (crews.length) body.crews = crews;
+    const contacts = picker.chosen();
+    if (contacts.length) body.contacts = contacts;
     const responses = parseResponses(responsesInput.value);
     if (responses.length) body.responses = responses;
+    opts.apply(body);
     return { body, parsed };
   }
 
@@ -304,6 +325,7 @@ export function render(main, ctx) {
         previewPanel,
         h("h2", null, "Preview"),
         h("p", { id: "preview-summary" }, `${plural(p.recipients, "person", "people")} will get this message · ${plural(p.segments, "SMS segment")} (${p.encoding}).`),
+        h("p", { id: "preview-when" }, `What happens when: ${opts.when(p.recipients, body)}.`),
         p.suppressed_total
           ? h("p", null, `Not texted (opted out): ${p.suppressed.map((s) => `${s.number} (${s.reason})`).join(", ")}`)
           : null,
@@ -349,6 +371,7 @@ export function render(main, ctx) {
 
   function clearErrors() {
     for (const name of Object.keys(errors)) setFieldError(name, null);
+    opts.clear();
     own.from = own.text = false;
     formError.hidden = true;
     formError.textContent = "";
@@ -397,8 +420,11 @@ export function render(main, ctx) {
     if (bad) toInput.setAttribute("aria-invalid", "true");
     else if (!errors.to.hasChildNodes()) toInput.removeAttribute("aria-invalid");
     const crewCount = chosenCrews().length;
-    submit.textContent = crewCount
-      ? `Send to ${plural(crewCount, "crew")}${count ? ` and ${plural(count, "number")}` : ""}`
+    const contactCount = picker.chosen().length;
+    const chosen = [crewCount && plural(crewCount, "crew"), contactCount && plural(contactCount, "contact")].filter(Boolean);
+    if (chosen.length && count) chosen.push(plural(count, "number"));
+    submit.textContent = chosen.length
+      ? `Send to ${chosen.length > 1 ? chosen.slice(0, -1).join(", ") + " and " + chosen.at(-1) : chosen[0]}`
       : count
         ? `Send to ${plural(count, "recipient")}`
         : "Send";
@@ -423,7 +449,8 @@ export function render(main, ctx) {
   // fieldErrors places the server's field errors: "from", "text", "mode",
   // "to" / "to[3]" / "recipients[3].number" (→ the recipients box, naming
   // the line); anything else goes to the form-level message.
-  function fieldErrors(fields) {
+  function fieldErrors(all) {
+    const { rest: fields, first: optionBad } = opts.fieldErrors(all);
     const by = { from: [], to: [], text: [], mode: [], responses: [] };
     const other = [];
     for (const f of fields) {
@@ -453,6 +480,7 @@ export function render(main, ctx) {
     for (const [name, msgs] of Object.entries(by)) setFieldError(name, msgs);
     const firstBad = ["from", "to", "text", "mode", "responses"].find((n) => by[n].length);
     if (firstBad) inputs[firstBad].focus();
+    else if (optionBad) optionBad.focus();
     return other;
   }
 
@@ -465,7 +493,7 @@ export function render(main, ctx) {
     fromTouched = true;
     const missing = [
       ["from", fromProblem(fromInput.value) !== "", fromProblem(fromInput.value)],
-      ["to", !body.to && !body.crews, "Add at least one recipient or choose a crew."],
+      ["to", !body.to && !body.crews && !body.contacts && !body.tags, "Add at least one recipient or choose a crew, contact or tag."],
       ["text", !body.text.trim(), "Write the message."],
       ["text", body.text.trim() !== "" && textProblem(body.text) !== "", textProblem(body.text)],
     ].filter(([, bad]) => bad);

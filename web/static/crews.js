@@ -1,5 +1,6 @@
-// Crews: named lists of contacts (design §11). Create one from saved
-// contacts (checkboxes) and extra numbers; delete one.
+// Crews: named lists of contacts. Create one from saved contacts
+// (checkboxes) and extra numbers; edit one where it is listed (rename,
+// members in and out: the API's PATCH); delete one.
 import { request } from "./api.js";
 import { h, replace } from "./dom.js";
 import { plural } from "./format.js";
@@ -11,6 +12,7 @@ const enc = encodeURIComponent;
 export function render(main, ctx) {
   let alive = true;
   let contacts = [];
+  let editing = null; // the crew being edited, or null for a new one
   const list = h("div", { id: "crews-list" });
   const name = h("input", { id: "crew-name", type: "text", autocomplete: "off", "aria-describedby": "crew-name-error" });
   const desc = h("input", { id: "crew-description", type: "text", autocomplete: "off" });
@@ -20,10 +22,12 @@ export function render(main, ctx) {
   const numbersError = h("div", { class: "field-error", id: "crew-numbers-error" });
   const formError = h("p", { class: "form-error", id: "crew-form-error", role: "alert", hidden: true });
   const save = h("button", { type: "submit", class: "button button-primary", id: "crew-save" }, "Create crew");
+  const title = h("h2", { id: "crew-form-title" }, "New crew");
+  const cancel = h("button", { type: "button", class: "button button-quiet", id: "crew-cancel", hidden: true, onclick: () => startEdit(null) }, "Cancel edit");
   const form = h(
     "form",
     { class: "card", id: "crew-form", novalidate: true, "aria-labelledby": "crew-form-title", onsubmit: onCreate },
-    h("h2", { id: "crew-form-title" }, "New crew"),
+    title,
     h("div", { class: "field" }, h("label", { for: "crew-name" }, "Name"), name, nameError),
     h("div", { class: "field" }, h("label", { for: "crew-description" }, "Description"), desc),
     picks,
@@ -36,7 +40,7 @@ export function render(main, ctx) {
       numbersError,
     ),
     formError,
-    h("div", { class: "form-actions" }, save),
+    h("div", { class: "form-actions" }, cancel, save),
   );
 
   replace(main, h("section", { class: "page" }, h("h1", null, "Crews"), list, ctx.canSend ? form : null));
@@ -71,7 +75,8 @@ export function render(main, ctx) {
                     h("td", null, k.members.map((id) => (byID.get(id) ? byID.get(id).name || byID.get(id).number : id)).join(", ")),
                     h(
                       "td",
-                      null,
+                      { class: "row-actions" },
+                      ctx.canSend ? h("button", { type: "button", class: "button button-small crew-edit", "aria-label": `Edit ${k.name}`, onclick: () => startEdit(k) }, "Edit") : null,
                       ctx.canSend
                         ? h("button", { type: "button", class: "button button-small button-danger", onclick: () => remove(k) }, `Delete ${k.name}`)
                         : null,
@@ -105,6 +110,21 @@ export function render(main, ctx) {
     }
   }
 
+  // startEdit fills the form with crew k (null: back to a new crew).
+  function startEdit(k) {
+    editing = k;
+    title.textContent = k ? `Edit ${k.name}` : "New crew";
+    save.textContent = k ? "Save changes" : "Create crew";
+    cancel.hidden = !k;
+    name.value = k ? k.name : "";
+    desc.value = k ? k.description || "" : "";
+    extra.value = "";
+    const members = new Set(k ? k.members : []);
+    for (const box of picks.querySelectorAll("input.crew-pick")) box.checked = members.has(box.value);
+    formError.hidden = true;
+    if (k) name.focus();
+  }
+
   async function remove(k) {
     ask({
       title: `Delete crew ${k.name}?`,
@@ -136,10 +156,12 @@ export function render(main, ctx) {
     }
     save.disabled = true;
     try {
-      const k = await request("POST", "/v1/crews", { name: name.value.trim(), description: desc.value.trim(), members });
+      const body = { name: name.value.trim(), description: desc.value.trim(), members };
+      const k = editing ? await request("PATCH", `/v1/crews/${enc(editing.id)}`, body) : await request("POST", "/v1/crews", body);
       if (!alive) return;
-      name.value = desc.value = extra.value = "";
-      formError.textContent = `Created ${k.name} with ${plural(k.size, "member")}.`;
+      const verb = editing ? "Saved" : "Created";
+      startEdit(null);
+      formError.textContent = `${verb} ${k.name} with ${plural(k.size, "member")}.`;
       formError.hidden = false;
       load();
     } catch (err) {

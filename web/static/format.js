@@ -32,7 +32,8 @@ export function statusInfo(status) {
   return STATUSES[status] || { label: status || "Unknown", tone: "neutral", hint: "" };
 }
 
-export function groupStatusInfo(status, counts) {
+export function groupStatusInfo(status, counts, scheduled = false) {
+  if (scheduled) return { label: "Scheduled", tone: "neutral" };
   const info = GROUP_STATUSES[status] || { label: status || "Unknown", tone: "neutral" };
   // "Complete" is green only when nobody needs a person: a group that
   // ended with failed, unconfirmed or unknown recipients says so.
@@ -339,4 +340,49 @@ export function segments(text) {
 /** maxChars is how many characters of an encoding fit in MAX_SEGMENTS. */
 export function maxChars(encoding) {
   return MAX_SEGMENTS * (encoding === "GSM-7" ? 153 : 67);
+}
+
+/**
+ * scheduledAt is the send time of a group that has not started: send_at
+ * set, not canceled, and every recipient still waiting for it (none sent,
+ * pending or with an outcome). Otherwise null.
+ */
+export function scheduledAt(g) {
+  const at = parseTime(g && g.send_at);
+  if (!at || g.status === "canceled" || g.status === "complete") return null;
+  const c = g.counts || {};
+  const t = tally(c);
+  return t.scheduled > 0 && t.scheduled + t.stopped === t.total ? at : null;
+}
+
+const scheduleFmt = new Intl.DateTimeFormat(undefined, {
+  weekday: "short",
+  day: "numeric",
+  month: "short",
+  hour: "numeric",
+  minute: "2-digit",
+  hourCycle: "h23",
+  timeZoneName: "short",
+});
+const heldClock = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+const heldDay = new Intl.DateTimeFormat(undefined, { weekday: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+
+/** fmtSchedule is a send time in the viewer's zone, with the zone: "Fri, 1 Jan, 07:00 CST". */
+export function fmtSchedule(s) {
+  const d = parseTime(s);
+  return d ? scheduleFmt.format(d) : "";
+}
+
+/** fmtHeld is the end of a hold: "07:00" today, "Sat 07:00" another day. */
+export function fmtHeld(s) {
+  const d = parseTime(s);
+  if (!d) return "";
+  return d.toDateString() === new Date().toDateString() ? heldClock.format(d) : heldDay.format(d);
+}
+
+/** scheduledSummary replaces summaryLine while a group waits for send_at. */
+export function scheduledSummary(t) {
+  const parts = [`Nothing sent yet · ${plural(t.scheduled, "recipient")} waiting for the send time`];
+  if (t.stopped) parts.push(`${t.stopped} not sent`);
+  return parts.join(" · ");
 }

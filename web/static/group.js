@@ -2,8 +2,8 @@
 // timelines, operator actions and live refresh over SSE.
 import { api } from "./api.js";
 import { h, replace, coalesce } from "./dom.js";
-import { tally, summaryLine, plural, fmtTime, fmtFull, parseTime, describeEvent, errorClassText, groupStatusInfo } from "./format.js";
-import { chip, groupChip, flagChip, progressBar, toast, ask, live, liveBadge, setLiveBadge, tableRoles } from "./ui.js";
+import { tally, summaryLine, plural, fmtTime, fmtFull, parseTime, describeEvent, errorClassText, groupStatusInfo, scheduledAt, fmtSchedule, scheduledSummary } from "./format.js";
+import { chip, recipientChip, groupChip, flagChip, progressBar, toast, ask, live, liveBadge, setLiveBadge, tableRoles } from "./ui.js";
 import { firstLine } from "./groups.js";
 import * as announce from "./announce.js";
 import * as focus from "./focus.js";
@@ -16,6 +16,21 @@ const CANCELABLE = new Set(["sending", "awaiting", "paused"]);
 // Recipients an operator may resolve: the outcome is unknowable
 // (unconfirmed) or the provider never said (unknown).
 const RESOLVABLE = new Set(["unconfirmed", "unknown"]);
+/** searchMatch is a roster search's predicate: a name containing the
+ * words, or a number containing the digits typed. */
+export function searchMatch(query) {
+  const q = query.trim().toLowerCase();
+  if (!q) return () => true;
+  const digits = q.replace(/\D/g, "");
+  const numeric = /^[\d\s()+.-]+$/.test(q);
+  return (r) => (r.name || "").toLowerCase().includes(q) || (numeric && digits !== "" && r.number.includes(digits));
+}
+
+// One line each on the two statuses people confuse.
+const STATUS_WHY = {
+  unconfirmed: "Unconfirmed: the provider may or may not have taken it; crewcast will not resend on its own. Check, then mark it.",
+  unknown: "Unknown: the provider took it, but no delivery receipt came in time.",
+};
 
 // Roster filters: value → [label, predicate].
 const FILTERS = {
@@ -179,6 +194,13 @@ export function render(main, ctx, id) {
       drawRoster();
     },
   });
+  // A search by name or number (digits match however the number is typed).
+  const search = h("input", {
+    id: "roster-search",
+    type: "search",
+    autocomplete: "off",
+    oninput: () => drawRoster(),
+  });
   const tbody = h("tbody", { id: "roster-body" });
   let headKey = "";
 
@@ -211,6 +233,7 @@ export function render(main, ctx, id) {
             "div",
             { class: "roster-head" },
             h("h2", { id: "roster-title" }, "Recipients"),
+            h("label", { class: "filter", for: "roster-search" }, h("span", null, "Find"), search),
             h("label", { class: "filter", for: "roster-filter" }, h("span", null, "Show"), select),
           ),
           h(
@@ -244,7 +267,7 @@ export function render(main, ctx, id) {
 
   function drawHead() {
     const g = group;
-    const key = JSON.stringify([g.status, g.pause_reason, g.text, g.from, g.mode, ctx.canSend, tally(g.counts).needAttention, policyKey(g)]);
+    const key = JSON.stringify([g.status, g.pause_reason, g.text, g.from, g.mode, ctx.canSend, tally(g.counts).needAttention, policyKey(g), !!scheduledAt(g)]);
     if (key === headKey) return;
     headKey = key;
     const t = tally(g.counts);
@@ -261,8 +284,11 @@ export function render(main, ctx, id) {
           "div",
           { class: "group-title-row" },
           h("h1", { id: "group-title" }, firstLine(g.text)),
-          groupChip(g.status, g.counts),
+          groupChip(g.status, g.counts, !!scheduledAt(g)),
         ),
+        scheduledAt(g)
+          ? h("p", { class: "schedule-line", id: "schedule" }, `Scheduled for ${fmtSchedule(g.send_at)}`)
+          : null,
         // The title is the text's first line; repeat the whole text only
         // when the title does not already show all of it.
         firstLine(g.text) !== (g.text || "").trim()
@@ -286,7 +312,8 @@ export function render(main, ctx, id) {
         h(
           "div",
           { class: "group-actions" },
-          h("a", { class: "button", href: api.csvURL(g.id), download: `crewcast-${g.id}.csv`, id: "export-csv" }, "Export CSV"),
+          // download without a name: the server's (the group's text and day) wins.
+          h("a", { class: "button", href: api.csvURL(g.id), download: "", id: "export-csv" }, "Export CSV"),
           policyButtons(g, ctx.canSend, { nudge: nudgeGroup, retryFailed: retryAllFailed }),
           ctx.canSend && g.status === "paused"
             ? h("button", { type: "button", class: "button button-primary", id: "resume-group", onclick: resumeGroup }, "Resume sending")
@@ -326,7 +353,7 @@ export function render(main, ctx, id) {
       progressBar(t, "Delivery progress"),
       hasAnswers(group) ? tallyBar(group) : null,
       hasAnswers(group) ? quorumLine(group) : null,
-      h("p", { class: "summary", id: "summary" }, summaryLine(t)),
+      h("p", { class: "summary", id: "summary" }, scheduledAt(group) ? scheduledSummary(t) : summaryLine(t)),
     );
     if (t.needAttention) {
       // Everyone who needs a person, by kind, and what to do about each.
@@ -448,14 +475,16 @@ export function render(main, ctx, id) {
         // Names first: a dispatcher texts people, not numbers.
         r.name ? h("span", { class: "name" }, r.name) : null,
         h("span", { class: "number mono" }, r.number),
+        h("a", { class: "person-link small", href: `#/people/${encodeURIComponent(r.number)}` }, "Across groups", h("span", { class: "sr-only" }, `: ${r.name || r.number}`)),
         // A template gives each person their own text: show what they got.
         r.text && r.text !== group.text ? h("p", { class: "sent-text" }, r.text) : null,
       ),
       h(
         "td",
         { class: "col-status", "data-label": "Status" },
-        h("div", { class: "chips" }, chip(r.status), answerLabel(group, r) ? flagChip(answerLabel(group, r), "info", "answer") : replyChips(r)),
+        h("div", { class: "chips" }, recipientChip(r, group), answerLabel(group, r) ? flagChip(answerLabel(group, r), "info", "answer") : replyChips(r)),
         errorLine(r),
+        STATUS_WHY[r.status] ? h("p", { class: "status-why small" }, STATUS_WHY[r.status]) : null,
         followupLine(r),
       ),
       h(
@@ -539,7 +568,9 @@ export function render(main, ctx, id) {
     const mem = focus.remember(tbody);
     drawFilter();
     const list = group.recipients || [];
-    const pred = (filters()[filter] || FILTERS.all)[1];
+    const shown = (filters()[filter] || FILTERS.all)[1];
+    const found = searchMatch(search.value);
+    const pred = (r) => shown(r) && found(r);
     const nodes = [];
     list.forEach((r, index) => {
       if (!pred(r)) return;
@@ -590,7 +621,7 @@ export function render(main, ctx, id) {
     const before = seen;
     seen = new Map(g.recipients.map((r) => [r.number, { status: r.status, reply_text: r.reply_text || "" }]));
     const t = tally(g.counts);
-    const label = groupStatusInfo(g.status, g.counts).label;
+    const label = groupStatusInfo(g.status, g.counts, !!scheduledAt(g)).label;
     if (first) {
       // What the page opened with is on screen; only changes are spoken.
       announce.reset(spokenSummary(t));

@@ -1,25 +1,44 @@
 // The list of groups with live counters.
 import { api } from "./api.js";
 import { h, replace, coalesce } from "./dom.js";
-import { tally, summaryLine, plural, fmtShort, fmtFull, groupStatusInfo } from "./format.js";
-import { groupChip, progressBar, live, liveBadge, setLiveBadge } from "./ui.js";
+import { tally, summaryLine, plural, fmtShort, fmtFull, groupStatusInfo, scheduledAt, fmtSchedule, scheduledSummary } from "./format.js";
+import { groupChip, progressBar, live, liveBadge, setLiveBadge, ask, toast } from "./ui.js";
 import * as announce from "./announce.js";
 import * as focus from "./focus.js";
+import { hasAnswers, answersLine } from "./answers.js";
 
 const MODE_LABEL = { individual: "Individual", group_mms: "Group MMS" };
 
-/** firstLine is a short title for a group: the first line of its text. */
+/**
+ * placeholders shows a template as people read it, each variable as a
+ * placeholder: "Hi {{first_name}}" → "Hi ‹first name›", "{{fields.site |
+ * default "x"}}" → "‹site›". Text without variables is unchanged.
+ */
+export function placeholders(text) {
+  return String(text || "").replace(/\{\{([^}]*)\}\}/g, (all, inner) => {
+    const v = inner.split("|", 1)[0].trim().replace(/^fields\./, "");
+    return v ? `‹${v.replace(/[_-]+/g, " ")}›` : all;
+  });
+}
+
+/** firstLine is a short title for a group: the first line of its text,
+ * a template's variables shown as placeholders. */
 export function firstLine(text, max = 90) {
-  const line = (text || "").split("\n", 1)[0].trim();
+  const line = placeholders((text || "").split("\n", 1)[0]).trim();
   return line.length > max ? line.slice(0, max - 1) + "…" : line || "(no text)";
 }
 
-function card(g) {
+function card(g, ctx, onCancel) {
   const t = tally(g.counts);
+  const at = scheduledAt(g);
+  // The same three numbers as the group page's Yes, No and Replied tiles;
+  // a group with options shows its option counts instead.
   const extras = [];
-  if (t.replied) extras.push(plural(t.replied, "reply", "replies"));
-  if (t.ackYes) extras.push(`${t.ackYes} yes`);
-  if (t.ackNo) extras.push(`${t.ackNo} no`);
+  if (!hasAnswers(g)) {
+    if (t.ackYes) extras.push(`${t.ackYes} yes`);
+    if (t.ackNo) extras.push(`${t.ackNo} no`);
+    if (t.repliedOther) extras.push(`${t.repliedOther} replied`);
+  }
   // Only the title is the link (its name is short; the whole card is
   // clickable through CSS): a link wrapping the card would read every
   // number on it, twice counting the progress bar's text.
@@ -29,7 +48,7 @@ function card(g) {
     h(
       "div",
       { class: "card-top" },
-      groupChip(g.status, g.counts),
+      groupChip(g.status, g.counts, !!at),
       h("time", { class: "card-time", datetime: g.created_at, title: fmtFull(g.created_at) }, fmtShort(g.created_at)),
     ),
     h(
@@ -38,14 +57,23 @@ function card(g) {
       h("a", { class: "card-link", href: `#/groups/${encodeURIComponent(g.id)}`, dataset: { focusKey: "open" } }, firstLine(g.text)),
     ),
     h("p", { class: "card-meta" }, `From ${g.from} · ${MODE_LABEL[g.mode] || g.mode} · ${plural(t.total, "recipient")}`),
+    at ? h("p", { class: "card-schedule" }, `Scheduled for ${fmtSchedule(g.send_at)}`) : null,
     progressBar(t, "Delivery progress"),
     h(
       "p",
       { class: "card-summary" },
-      h("span", { class: "summary-main" }, summaryLine(t)),
+      h("span", { class: "summary-main" }, at ? scheduledSummary(t) : summaryLine(t)),
       extras.length ? h("span", { class: "summary-extra" }, extras.join(" · ")) : null,
     ),
+    hasAnswers(g) ? h("p", { class: "card-answers" }, answersLine(g)) : null,
     g.status === "paused" && g.pause_reason ? h("p", { class: "card-warn" }, `Paused: ${g.pause_reason}`) : null,
+    at && ctx.canSend
+      ? h(
+          "div",
+          { class: "card-actions" },
+          h("button", { type: "button", class: "button button-small button-danger card-cancel", dataset: { focusKey: "cancel" }, onclick: () => onCancel(g) }, "Cancel", h("span", { class: "sr-only" }, ` scheduled group: ${firstLine(g.text, 60)}`)),
+        )
+      : null,
   );
 }
 
@@ -102,7 +130,7 @@ export function render(main, ctx) {
       const key = JSON.stringify(g);
       let entry = cards.get(id);
       if (!entry || entry.key !== key) {
-        entry = { key, li: card(g) };
+        entry = { key, li: card(g, ctx, cancelScheduled) };
         cards.set(id, entry);
       }
       return entry.li;
@@ -124,7 +152,7 @@ export function render(main, ctx) {
   // announceChanges tells a screen reader about new groups and status
   // changes (not the first load: that is the page itself).
   function announceChanges(first) {
-    const now = new Map(order.map((id) => [id, groupStatusInfo(byId.get(id).status, byId.get(id).counts).label]));
+    const now = new Map(order.map((id) => [id, groupStatusInfo(byId.get(id).status, byId.get(id).counts, !!scheduledAt(byId.get(id))).label]));
     if (labels && first) {
       for (const [id, label] of now) {
         const title = firstLine(byId.get(id).text, 60);
@@ -182,6 +210,28 @@ export function render(main, ctx) {
         load(true);
       }
     }
+  }
+
+  // cancelScheduled cancels a group still waiting for its send time; the
+  // list then redraws its card and focus stays on it (draw keeps it).
+  function cancelScheduled(g) {
+    ask({
+      title: "Cancel this scheduled group?",
+      body: h("p", null, `Nobody has been sent “${firstLine(g.text, 60)}” yet; after Cancel nobody will be.`),
+      choices: [
+        { value: null, label: "Keep it scheduled", kind: "quiet" },
+        { value: "cancel", label: "Cancel group", kind: "danger" },
+      ],
+      act: async () => {
+        const c = await api.cancel(g.id);
+        if (c && c.id) byId.set(g.id, { ...g, ...c });
+      },
+    }).then((v) => {
+      if (!v || !alive) return;
+      draw();
+      toast("Group canceled.");
+      load(true);
+    });
   }
 
   const refresh = coalesce(() => load(true), 300);

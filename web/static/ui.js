@@ -1,7 +1,7 @@
 // Shared widgets: status chips, the progress bar, toasts, the confirmation
 // dialog and the live (SSE) connection.
 import { h, replace } from "./dom.js";
-import { statusInfo, groupStatusInfo, summaryLine } from "./format.js";
+import { statusInfo, groupStatusInfo, summaryLine, parseTime, fmtHeld, fmtFull } from "./format.js";
 
 /** chip is a recipient status badge; the label is text, the colour only repeats it. */
 export function chip(status) {
@@ -9,10 +9,21 @@ export function chip(status) {
   return h("span", { class: `chip tone-${info.tone}`, dataset: { status }, title: info.hint }, info.label);
 }
 
+/** recipientChip is chip(r.status), but a recipient held by quiet hours
+ * (held past the group's send_at, if any) says until when: "Held until 07:00". */
+export function recipientChip(r, g) {
+  const held = parseTime(r.held_until);
+  const sendAt = parseTime(g && g.send_at);
+  if (r.status !== "scheduled" || !held || (sendAt && sendAt.getTime() === held.getTime())) return chip(r.status);
+  const info = statusInfo(r.status);
+  return h("span", { class: `chip tone-${info.tone}`, dataset: { status: r.status }, title: fmtFull(r.held_until) }, `Held until ${fmtHeld(r.held_until)}`);
+}
+
 /** groupChip is a group status badge; with counts, a complete group that
- * left anyone failed, unconfirmed or unknown says how many need attention. */
-export function groupChip(status, counts) {
-  const info = groupStatusInfo(status, counts);
+ * left anyone failed, unconfirmed or unknown says how many need attention;
+ * a group waiting for its send_at says "Scheduled". */
+export function groupChip(status, counts, scheduled = false) {
+  const info = groupStatusInfo(status, counts, scheduled);
   return h("span", { class: `chip chip-group tone-${info.tone}`, dataset: { groupStatus: status } }, info.label);
 }
 

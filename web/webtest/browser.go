@@ -335,3 +335,12 @@ func SaveScreenshot(t testing.TB, ctx context.Context, name string, width, heigh
 	t.Logf("screenshot: %s", path)
 	return png, path
 }
+
+// SetTimezone emulates the browser's time zone (an IANA name such as
+// "America/Chicago"), so a test can check times shown in the viewer's zone.
+func SetTimezone(t testing.TB, ctx context.Context, zone string) {
+	t.Helper()
+	if _, err := chromedp.Call(ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: zone}); err != nil {
+		t.Fatalf("emulate time zone %q: %v", zone, err)
+	}
+}
