@@ -782,3 +782,31 @@ func TestAttentionShowsErrorDetail(t *testing.T) {
 		t.Errorf("status: %d %q\n%s", code, errs, status)
 	}
 }
+
+// RetryFailed retries each failed recipient, as the tracker does.
+func (f *fakeTracker) RetryFailed(ctx context.Context, id, by string) (retried, skipped int, err error) {
+	f.mu.Lock()
+	g := f.groups[id]
+	var failed []string
+	if g != nil {
+		for _, r := range g.Recipients {
+			if r.Status == crewcast.StatusFailed {
+				failed = append(failed, r.Number)
+			}
+		}
+	}
+	f.mu.Unlock()
+	if g == nil {
+		return 0, 0, tracker.ErrNotFound
+	}
+	for _, n := range failed {
+		if err := f.Retry(ctx, id, n, by); err != nil {
+			return retried, skipped, err
+		}
+		retried++
+	}
+	return retried, skipped, nil
+}
+
+// Nudge is the board's "send the follow-up now" (not used by the CLI).
+func (f *fakeTracker) Nudge(context.Context, string, string) error { return nil }
