@@ -84,6 +84,10 @@ type FieldError struct {
 	// Position is the 1-based character (code point) index of the first
 	// character a text may not hold (CheckText); 0 otherwise.
 	Position int `json:"position,omitempty"`
+	// Unprocessable marks a well-formed value the request cannot be
+	// carried out with (a send_at in the past): HTTP 422 rather than 400
+	// when every field error of a request is one.
+	Unprocessable bool `json:"-"`
 }
 
 func (e FieldError) Error() string { return e.Field + ": " + e.Message }

@@ -60,6 +60,8 @@ func PlanPolicy(c *Created, req Request, d PolicyDefaults, normalize func(string
 		t, err := time.Parse(time.RFC3339, in.SendAt)
 		if err != nil {
 			bad("send_at", "must be an RFC 3339 time such as 2026-12-01T07:00:00-05:00")
+		} else if t.Before(c.At) {
+			errs = append(errs, FieldError{Field: "send_at", Message: "is in the past; leave it out to send now", Unprocessable: true})
 		} else if t.After(c.At) {
 			p.SendAt = t.UTC()
 		}

@@ -78,6 +78,21 @@ func textErrors(errs []group.FieldError) error {
 	return &apiError{Status: http.StatusUnprocessableEntity, Code: codeInvalidText, Message: strings.Join(msgs, "; "), Fields: errs}
 }
 
+// unprocessableOr400 is 422 when every field error is a well-formed value
+// the request cannot be carried out with (group.FieldError.Unprocessable),
+// else 400.
+func unprocessableOr400(fields []group.FieldError) int {
+	for _, f := range fields {
+		if !f.Unprocessable {
+			return http.StatusBadRequest
+		}
+	}
+	if len(fields) == 0 {
+		return http.StatusBadRequest
+	}
+	return http.StatusUnprocessableEntity
+}
+
 func notFound(what string) *apiError {
 	return newError(http.StatusNotFound, codeNotFound, what+" not found")
 }
@@ -99,7 +114,7 @@ func publicError(err error) (e *apiError, internal bool) {
 	case errors.As(err, &ae):
 		return ae, false
 	case errors.As(err, &ve):
-		e := &apiError{Status: http.StatusBadRequest, Code: codeInvalidRequest, Message: ve.Error(), Fields: ve.Fields}
+		e := &apiError{Status: unprocessableOr400(ve.Fields), Code: codeInvalidRequest, Message: ve.Error(), Fields: ve.Fields}
 		if ve.Total > len(ve.Fields) {
 			e.FieldsTotal = ve.Total
 			e.Message += fmt.Sprintf("; and %d more", ve.Total-len(ve.Fields))

@@ -196,3 +196,14 @@ func TestListShowsSendAtOfScheduledGroups(t *testing.T) {
 		}
 	}
 }
+
+// A send_at in the past is refused (422 on send_at), not quietly sent now.
+func TestGroupSendAtInPastRefused(t *testing.T) {
+	e := newEnv(t, nil)
+	past := e.clock.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	body := `{"from":"+15550100000","text":"x","to":["+15550100001"],"send_at":"` + past + `"}`
+	resp, b := e.do("POST", "/v1/groups", body, "send", nil)
+	if resp.StatusCode != 422 || !strings.Contains(string(b), `"field":"send_at"`) || !strings.Contains(string(b), "past") {
+		t.Fatalf("send_at in the past: %d %s", resp.StatusCode, b)
+	}
+}

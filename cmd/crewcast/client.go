@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -111,7 +112,7 @@ func (c *apiClient) send(ctx context.Context, method, path string, rd io.Reader,
 	req.Header.Set("Authorization", "Bearer "+c.key)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, unreachable(c.base, err)
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
@@ -135,6 +136,29 @@ func (c *apiClient) send(ctx context.Context, method, path string, rd io.Reader,
 		return nil, ae
 	}
 	return resp, nil
+}
+
+// unreachableError is a request that found no server to talk to.
+type unreachableError struct {
+	url string
+	err error
+}
+
+func (e unreachableError) Error() string {
+	return "cannot reach crewcast at " + e.url + " — is it running? (crewcast demo)"
+}
+
+func (e unreachableError) Unwrap() error { return e.err }
+
+// unreachable turns a failure to connect (refused, no route, unknown
+// host) into words an operator can act on; other errors stay as they are.
+func unreachable(base string, err error) error {
+	var op *net.OpError
+	var dns *net.DNSError
+	if (errors.As(err, &op) && op.Op == "dial") || errors.As(err, &dns) {
+		return unreachableError{url: base, err: err}
+	}
+	return err
 }
 
 // getJSON decodes a JSON answer into out.

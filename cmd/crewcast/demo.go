@@ -7,11 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/crewcast/crewcast"
@@ -81,7 +82,7 @@ const (
 // variables.
 var demoFlagDocs = []flagSection{{"Flags", []envBinding{
 	{"data", ""}, {"addr", "CREWCAST_ADDR"}, {"admin-key", "CREWCAST_ADMIN_KEY"}, {"no-example", ""},
-	{"log-level", "CREWCAST_LOG_LEVEL"}, {"db", ""},
+	{"log-level", "CREWCAST_LOG_LEVEL"}, {"log-format", "CREWCAST_LOG_FORMAT"}, {"db", ""},
 }}}
 
 func demoUsage(fs *flag.FlagSet) {
@@ -129,6 +130,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	adminKey := fs.String("admin-key", "", "use this admin key (default: a new one, kept in --data when given)")
 	noExample := fs.Bool("no-example", false, "do not create the example group")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "log format: json (one object per line, the banner too) or text")
 	db := fs.String("db", "", "a SQLite path or postgres:// URL instead of the one in --data")
 	fs.Usage = func() { demoUsage(fs) }
 	if err := parseFlags(fs, args); err != nil {
@@ -137,13 +139,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := applyEnv(fs, sectionBindings(demoFlagDocs)); err != nil {
 		return err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return usagef("--log-level: %v", err)
+	logger, err := newLogger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		return usagef("%v", err)
 	}
+	stdout = bannerWriter(stdout, *logFormat)
 	dir, temporary := *data, *data == ""
 	if temporary {
-		removeStaleDemoDirs(stderr)
+		removeStaleDemoDirs(bannerWriter(stderr, *logFormat))
 		d, err := os.MkdirTemp("", demoTempPrefix)
 		if err != nil {
 			return err
@@ -177,14 +180,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		// Demo pacing off and quick checks: outcomes show within seconds.
 		SendRate: 0, ProviderTimeout: demoProviderTimeout,
 		Settings: group.Settings{CheckAfter: demoCheckAfter, Deadline: demoDeadline},
-		Logger:   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		Logger:   logger,
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err
 	}
 	if err := srv.Start(ctx); err != nil {
-		return err
+		return portInUse(err, *addr)
 	}
 	where := "kept in " + dir + " (run again with --data " + dir + " to continue)"
 	if temporary {
@@ -269,4 +272,22 @@ func removeStaleDemoDirs(stderr io.Writer) {
 			fmt.Fprintf(stderr, "removed %s, left behind by an earlier demo\n", d)
 		}
 	}
+}
+
+// portInUse explains a listen address that is taken (most often by a demo
+// already running) and suggests the next port; other errors stay as they
+// are.
+func portInUse(err error, addr string) error {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return err
+	}
+	host, port, splitErr := net.SplitHostPort(addr)
+	n, atoiErr := strconv.Atoi(port)
+	if splitErr != nil || atoiErr != nil || n <= 0 || n >= 65535 {
+		return fmt.Errorf("%s is in use — is another crewcast demo running? Use --addr with another port", addr)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return fmt.Errorf("port %d is in use — is another crewcast demo running? Use --addr %s", n, net.JoinHostPort(host, strconv.Itoa(n+1)))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,4 +24,35 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format: %q is not json or text", format)
+}
+
+// bannerWriter is where serve and demo print what they tell a person at
+// start and stop. With text logs it is w itself; with json logs each line
+// becomes a JSON object of its own ({"time":…,"level":"INFO","msg":…}, blank
+// lines dropped), so that every line a log shipper reads parses as JSON.
+func bannerWriter(w io.Writer, format string) io.Writer {
+	if strings.ToLower(strings.TrimSpace(format)) != "json" {
+		return w
+	}
+	return &jsonLines{log: slog.New(slog.NewJSONHandler(w, nil))}
+}
+
+// jsonLines logs each complete line written to it as one JSON record.
+type jsonLines struct {
+	log *slog.Logger
+	buf []byte
+}
+
+func (j *jsonLines) Write(p []byte) (int, error) {
+	j.buf = append(j.buf, p...)
+	for {
+		i := bytes.IndexByte(j.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if line := strings.TrimSpace(string(j.buf[:i])); line != "" {
+			j.log.Info(line)
+		}
+		j.buf = j.buf[i+1:]
+	}
 }

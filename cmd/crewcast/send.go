@@ -90,11 +90,19 @@ Flags:
 	if _, err := positionals(fs, args, 0, "flags only"); err != nil {
 		return err
 	}
-	c, err := cf.client()
+	switch {
+	case *from == "":
+		return usagef("--from is required: the sender number, E.164 (see 'crewcast send -h')")
+	case len(to)+len(crews)+len(tags)+len(contacts) == 0:
+		return usagef("no recipients: give --to, --crew, --tag or --contact (see 'crewcast send -h')")
+	case *text == "" && len(media) == 0 && *template == "":
+		return usagef("--text is required (or --media, or --template) (see 'crewcast send -h')")
+	}
+	pol, err := pf.body()
 	if err != nil {
 		return err
 	}
-	pol, err := pf.body()
+	c, err := cf.client()
 	if err != nil {
 		return err
 	}

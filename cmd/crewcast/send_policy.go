@@ -57,8 +57,12 @@ func bindPolicyFlags(fs *flag.FlagSet) *policyFlags {
 func (p *policyFlags) body() (policyBody, error) {
 	b := policyBody{SendAt: p.sendAt, Priority: p.priority, QuietHours: p.quiet}
 	if p.sendAt != "" {
-		if _, err := time.Parse(time.RFC3339, p.sendAt); err != nil {
+		at, err := time.Parse(time.RFC3339, p.sendAt)
+		if err != nil {
 			return b, usagef("--send-at: %q is not an RFC 3339 time such as 2026-12-01T07:00:00-05:00", p.sendAt)
+		}
+		if at.Before(time.Now()) {
+			return b, usagef("--send-at: %s is in the past; leave --send-at out to send now", p.sendAt)
 		}
 	}
 	if p.followup > 0 {

@@ -3,13 +3,15 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSendPolicyFlags(t *testing.T) {
 	e := newCLIEnv(t)
+	at := time.Now().Add(48 * time.Hour).In(time.FixedZone("", -5*3600)).Truncate(time.Second).Format(time.RFC3339)
 	code, out, errs := e.client("send", "send", "--from", "+15550100000", "--to", "+15550100001", "--text", "Crew call",
 		"--followup", "10m", "--followup-max", "2", "--escalate-to", "Supervisors", "--escalate-to", "+1 555 010 9999",
-		"--escalate-after", "30m", "--send-at", "2026-12-01T07:00:00-05:00", "--priority", "critical", "--quiet-hours", "off", "--no-follow")
+		"--escalate-after", "30m", "--send-at", at, "--priority", "critical", "--quiet-hours", "off", "--no-follow")
 	if code != 0 || strings.TrimSpace(out) != "grp1" {
 		t.Fatalf("send: %d %q %q", code, out, errs)
 	}
@@ -22,7 +24,7 @@ func TestSendPolicyFlags(t *testing.T) {
 	if p.Escalate == nil || p.Escalate.After != "30m0s" || strings.Join(p.Escalate.Crews, ",") != "Supervisors" || strings.Join(p.Escalate.To, ",") != "+1 555 010 9999" {
 		t.Fatalf("escalate %+v", p.Escalate)
 	}
-	if p.SendAt != "2026-12-01T07:00:00-05:00" || p.Priority != "critical" || p.QuietHours != "off" {
+	if p.SendAt != at || p.Priority != "critical" || p.QuietHours != "off" {
 		t.Fatalf("policy %+v", p)
 	}
 	for _, bad := range [][]string{

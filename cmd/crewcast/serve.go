@@ -223,6 +223,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	stdout = bannerWriter(stdout, f.logFormat) // --log-format json: every line JSON
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err

@@ -39,6 +39,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 	if len(serverCmds) != 1 || !strings.HasPrefix(serverCmds[0], "go run ./cmd/crewcast demo") {
 		t.Fatalf("the server block should hold one `go run ./cmd/crewcast demo` command, has %q", serverCmds)
 	}
+	checkREADMEFirstRun(t, string(readme))
 	dir := t.TempDir()
 
 	demo, exports := startREADMEDemo(t, dir, serverCmds[0], 1)
@@ -69,6 +70,18 @@ func TestREADMEWalkthrough(t *testing.T) {
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the walkthrough's output lacks %q:\n%s", want, text)
+		}
+	}
+	// The walkthrough writes its files (crew.csv) into a temporary folder,
+	// not where the reader stands (the repository root): only the demo's
+	// --data directory may appear there.
+	if ents, err := os.ReadDir(dir); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, e := range ents {
+			if e.Name() != "crewcast-demo" {
+				t.Errorf("the walkthrough left %s in the working directory; write it into a temporary folder", e.Name())
+			}
 		}
 	}
 	m := regexp.MustCompile(`walkthrough-group=(\S+)`).FindStringSubmatch(text)
@@ -200,4 +213,26 @@ func repoRoot(t *testing.T) string {
 		t.Fatal("no caller information")
 	}
 	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// checkREADMEFirstRun checks what the README tells a first-time reader
+// besides the commands: that the walkthrough's demo and the set-up's both
+// want port 8080 (and how to pick another), how to get a bare `crewcast`
+// binary (later sections use one), and that quiet hours are off unless set.
+func checkREADMEFirstRun(t *testing.T, readme string) {
+	t.Helper()
+	for _, want := range []string{
+		"make build",                   // bin/crewcast
+		"go install ./cmd/crewcast",    // crewcast on the PATH
+		"--addr 127.0.0.1:8081",        // a second demo beside the first
+		"Quiet hours: none by default", // --quiet-hours defaults to ""
+	} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README.md does not say %q", want)
+		}
+	}
+	mk, err := os.ReadFile(filepath.Join(repoRoot(t), "Makefile"))
+	if err != nil || !regexp.MustCompile(`(?m)^build:\n\t.*go build -o bin/crewcast \./cmd/crewcast`).Match(bytes.ReplaceAll(mk, []byte("$(GO)"), []byte("go"))) {
+		t.Errorf("the Makefile's build target does not build bin/crewcast (%v)", err)
+	}
 }
