@@ -251,6 +251,9 @@ func rewritePolicy(p *Policy, redact bool, number func(string) string) *Policy {
 		return nil
 	}
 	q := *p
+	if redact {
+		q.ConfirmedText, q.FilledText = "", "" // auto-reply bodies
+	}
 	if q.Followup != nil {
 		f := *q.Followup
 		if redact {
