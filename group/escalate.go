@@ -116,7 +116,7 @@ func (g *Group) Escalate(now time.Time) (Escalated, bool) {
 // not canceled), by name or number, and counts.
 func (g *Group) noReply() (names []string, texted, answered int) {
 	for _, r := range g.Recipients {
-		if r.Status == crewcast.StatusOptedOut || r.Status == crewcast.StatusCanceled {
+		if r.Status == crewcast.StatusOptedOut || r.Status == crewcast.StatusCanceled || !g.texted(r) {
 			continue
 		}
 		texted++

@@ -427,7 +427,7 @@ func (g *Group) Hold(now time.Time) (Held, bool) {
 	for i, r := range g.Recipients {
 		// Only those a claim would take now: a retry still backing off
 		// is held when its reminder brings it due.
-		if !g.waiting(r, now) || r.RetryAt.After(now) || r.Attempts >= g.Settings.MaxAttempts {
+		if !g.inWave(r) || !g.waiting(r, now) || r.RetryAt.After(now) || r.Attempts >= g.Settings.MaxAttempts {
 			continue
 		}
 		until, ok := g.quietUntil(r, now)

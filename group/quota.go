@@ -227,7 +227,7 @@ func (g *Group) applyQuotaEvent(e Event) error {
 	case AutoReplyOutcomes:
 		for _, o := range v.Outcomes {
 			for _, i := range o.Indices {
-				g.applyAutoReplyOutcome(i, o)
+				g.applyAutoReplyOutcome(v.At, i, o)
 			}
 		}
 	default:
@@ -246,7 +246,7 @@ func (g *Group) each(idx []int, fn func(r *Recipient)) {
 	}
 }
 
-func (g *Group) applyAutoReplyOutcome(i int, o Outcome) {
+func (g *Group) applyAutoReplyOutcome(at time.Time, i int, o Outcome) {
 	r := g.Recipients[i]
 	if r.AutoSendID != o.SendID {
 		return // an old send's answer: recorded, changes nothing
@@ -263,6 +263,12 @@ func (g *Group) applyAutoReplyOutcome(i int, o Outcome) {
 		done = AutoFailed
 	case ResultSuppressed, ResultStopped:
 		done = AutoSkipped
+	case ResultHalted: // sender failure: paused; claimed again on resume
+		r.AutoRetryAt = at
+		if g.Status != crewcast.GroupCanceled {
+			g.Status, g.PauseReason = crewcast.GroupPaused, pauseReason(o)
+		}
+		return
 	default: // certainly not sent: claimed again under the same id
 		r.AutoRetryAt = o.RetryAt
 		return

@@ -180,6 +180,12 @@ func (g *Group) Exact() bool { return g.Quorum != nil && g.Quorum.Exact }
 // inWave reports whether r may be claimed as far as waves go.
 func (g *Group) inWave(r *Recipient) bool { return g.waves() == nil || r.Wave > 0 }
 
+// texted reports whether r is or will be texted without another wave
+// (not_needed and untexted recipients of a wave group are not).
+func (g *Group) texted(r *Recipient) bool {
+	return r.Status != crewcast.StatusNotNeeded && g.inWave(r)
+}
+
 func (g *Group) quotaOpen() bool { return g.Quorum == nil || g.Quorum.MetAt.IsZero() }
 
 // untexted lists the recipients no wave has reached that may still be
