@@ -7,20 +7,6 @@ import (
 	"github.com/crewcast/crewcast/group"
 )
 
-// wavesInput is `waves` as a client gives it: {"size":4,"every":"5m"}.
-type wavesInput struct {
-	Size  int    `json:"size"`
-	Every string `json:"every"`
-}
-
-// calloutFields are the body fields of callouts that fill (waves, exact
-// quotas, auto-replies; docs/operations.md "Callouts that fill").
-type calloutFields struct {
-	Waves         *wavesInput `json:"waves"`
-	ConfirmedText *string     `json:"confirmed_text"`
-	FilledText    *string     `json:"filled_text"`
-}
-
 // notYetSupported refuses the callout fields with a 422 naming each one:
 // package group decides waves and exact quotas, but the tracker does not
 // yet send waves, select or claim auto-replies, so a group asking for

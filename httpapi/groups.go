@@ -201,7 +201,7 @@ type createRequest struct {
 	// send_at, priority, followup, escalate, quiet_hours (design §12).
 	group.PolicyInput
 	// waves, confirmed_text, filled_text (callout.go).
-	calloutFields
+	group.CalloutInput
 }
 
 // request is the group.Request of a create (or preview) body, with its
