@@ -108,22 +108,29 @@ func TestPropertyExactQuotaWaves(t *testing.T) {
 		}
 		now = now.Add(time.Hour)
 		tick()
-		yes := 0
-		for _, r := range g.Recipients {
-			if g.saysYes(r) {
-				yes++
-			}
-		}
-		sel, _ := h.flags()
-		if len(sel) != min(count, yes) {
-			rt.Fatalf("%d selected, want min(%d, %d yes)", len(sel), count, yes)
-		}
-		if g.QuorumMet() != (yes >= count) {
-			rt.Fatalf("quorum met = %v with %d yes of %d", g.QuorumMet(), yes, count)
-		}
+		checkSettled(rt, h, count)
 		h.t = t
 		h.replay()
 	})
+}
+
+// checkSettled holds a callout whose answers have all settled to exactly
+// min(count, yes) selected, and met exactly when yes >= count.
+func checkSettled(rt *rapid.T, h *harness, count int) {
+	g := h.g
+	yes := 0
+	for _, r := range g.Recipients {
+		if g.saysYes(r) {
+			yes++
+		}
+	}
+	sel, _ := h.flags()
+	if len(sel) != min(count, yes) {
+		rt.Fatalf("%d selected, want min(%d, %d yes)", len(sel), count, yes)
+	}
+	if g.QuorumMet() != (yes >= count) {
+		rt.Fatalf("quorum met = %v with %d yes of %d", g.QuorumMet(), yes, count)
+	}
 }
 
 func checkBeforeApply(rt *rapid.T, g *Group, e Event) {
