@@ -31,6 +31,7 @@ const (
 	StatusUnknown     Status = "unknown"     // accepted, but no final receipt by the deadline
 	StatusOptedOut    Status = "opted_out"   // suppressed (STOP or suppression list)
 	StatusCanceled    Status = "canceled"    // canceled by an operator before it was claimed
+	StatusNotNeeded   Status = "not_needed"  // never texted: the quota filled before their wave (group/waves.go)
 )
 
 // AllStatuses lists every recipient status in display order.
@@ -51,7 +52,7 @@ func (s Status) Valid() bool {
 // without an operator action.
 func (s Status) Final() bool {
 	switch s {
-	case StatusDelivered, StatusFailed, StatusUnknown, StatusOptedOut, StatusCanceled, StatusUnconfirmed:
+	case StatusDelivered, StatusFailed, StatusUnknown, StatusOptedOut, StatusCanceled, StatusUnconfirmed, StatusNotNeeded:
 		return true
 	}
 	return false

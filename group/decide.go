@@ -36,7 +36,7 @@ func stateErr(format string, args ...any) error {
 
 // Claimable reports whether recipient r may be claimed at now.
 func (g *Group) claimable(r *Recipient, now time.Time) bool {
-	return g.waiting(r, now) && !r.RetryAt.After(now) && r.Attempts < g.Settings.MaxAttempts && !g.quietAt(r, now)
+	return g.inWave(r) && g.waiting(r, now) && !r.RetryAt.After(now) && r.Attempts < g.Settings.MaxAttempts && !g.quietAt(r, now)
 }
 
 // Claim decides which recipients to send to now: at most limit sends
@@ -291,8 +291,8 @@ func (g *Group) Reply(ev crewcast.Event, now time.Time) (Replied, bool) {
 // not yet met and enough people's latest answer is its response.
 func (g *Group) QuorumReached(now time.Time) (QuorumMet, bool) {
 	q := g.Quorum
-	if q == nil || !q.MetAt.IsZero() {
-		return QuorumMet{}, false
+	if q == nil || !q.MetAt.IsZero() || g.Exact() {
+		return QuorumMet{}, false // an exact quota is met by Select
 	}
 	n := g.Counts()[CountResponsePrefix+q.Response]
 	if n < q.Count {

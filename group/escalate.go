@@ -116,7 +116,7 @@ func (g *Group) Escalate(now time.Time) (Escalated, bool) {
 // not canceled), by name or number, and counts.
 func (g *Group) noReply() (names []string, texted, answered int) {
 	for _, r := range g.Recipients {
-		if r.Status == crewcast.StatusOptedOut || r.Status == crewcast.StatusCanceled {
+		if r.Status == crewcast.StatusOptedOut || r.Status == crewcast.StatusCanceled || !g.texted(r) {
 			continue
 		}
 		texted++
@@ -251,6 +251,9 @@ func rewritePolicy(p *Policy, redact bool, number func(string) string) *Policy {
 		return nil
 	}
 	q := *p
+	if redact {
+		q.ConfirmedText, q.FilledText = "", "" // auto-reply bodies
+	}
 	if q.Followup != nil {
 		f := *q.Followup
 		if redact {

@@ -44,6 +44,10 @@ type Policy struct {
 	// Timezone is the zone of recipients without one (the server's
 	// --default-timezone when the group was created).
 	Timezone string `json:"timezone,omitempty"`
+	// Waves, ConfirmedText and FilledText: callouts that fill (waves.go).
+	Waves         *Waves `json:"waves,omitempty"`
+	ConfirmedText string `json:"confirmed_text,omitempty"`
+	FilledText    string `json:"filled_text,omitempty"`
 }
 
 // Followup is the follow-up policy.
@@ -102,6 +106,9 @@ type FollowupState struct {
 	// Nudged: an operator asked for this recipient's next follow-up now
 	// (Group.NudgedAt); cleared once a follow-up counts.
 	Nudged bool `json:"nudged,omitempty"`
+
+	// Waves, exact quotas and their auto-replies (waves.go).
+	QuotaState
 }
 
 // Answered reports whether r counts as having responded: any reply except
@@ -420,7 +427,7 @@ func (g *Group) Hold(now time.Time) (Held, bool) {
 	for i, r := range g.Recipients {
 		// Only those a claim would take now: a retry still backing off
 		// is held when its reminder brings it due.
-		if !g.waiting(r, now) || r.RetryAt.After(now) || r.Attempts >= g.Settings.MaxAttempts {
+		if !g.inWave(r) || !g.waiting(r, now) || r.RetryAt.After(now) || r.Attempts >= g.Settings.MaxAttempts {
 			continue
 		}
 		until, ok := g.quietUntil(r, now)
@@ -502,6 +509,8 @@ func (g *Group) applyPolicyEvent(e Event) error {
 		}
 	case Escalated, EscalationOutcomes:
 		return g.applyEscalation(e)
+	case WaveSent, Selected, Standby, Unselected, NotNeeded, QuorumReopened, AutoReplyClaimed, AutoReplyOutcomes:
+		return g.applyQuotaEvent(e)
 	case Nudged:
 		g.NudgedAt = v.At
 		for i, r := range g.Recipients {
@@ -530,6 +539,8 @@ func eventTime(e Event) time.Time {
 	case Held:
 		return v.At
 	case Nudged:
+		return v.At
+	case WaveSent:
 		return v.At
 	case Escalated:
 		return v.At
@@ -600,7 +611,7 @@ func newPolicyEvent(typ string) Event {
 	case TypeEscalationResult:
 		return &EscalationOutcomes{}
 	}
-	return nil
+	return newQuotaEvent(typ)
 }
 
 func derefPolicyEvent(e Event) Event {
@@ -620,7 +631,7 @@ func derefPolicyEvent(e Event) Event {
 	case *EscalationOutcomes:
 		return *v
 	}
-	return e
+	return derefQuotaEvent(e)
 }
 
 func policyEventIndices(e Event) []int {
@@ -650,7 +661,7 @@ func policyEventIndices(e Event) []int {
 		}
 		return out
 	}
-	return nil
+	return quotaEventIndices(e)
 }
 
 func sortSuppressed(s []SuppressedRecipient) {

@@ -175,6 +175,9 @@ type Group struct {
 	Escalation *Escalation `json:"escalation,omitempty"`
 	// NudgedAt is an operator's last "nudge non-responders now".
 	NudgedAt time.Time `json:"nudged_at,omitzero"`
+	// WavesSent counts the waves sent, the last at LastWaveAt (waves.go).
+	WavesSent  int       `json:"waves_sent,omitempty"`
+	LastWaveAt time.Time `json:"last_wave_at,omitzero"`
 
 	byNumber map[string]int
 	// dirty collects the recipients changed since TakeDirty.
@@ -294,7 +297,7 @@ func (t tally) add(c map[string]int, n int) {
 	switch {
 	case t.replied:
 		c[CountReplied] += n
-	case t.status != crewcast.StatusOptedOut && t.status != crewcast.StatusCanceled:
+	case t.status != crewcast.StatusOptedOut && t.status != crewcast.StatusCanceled && t.status != crewcast.StatusNotNeeded:
 		c[CountNoReply] += n
 	}
 	switch t.ack {
@@ -353,7 +356,7 @@ func rank(s crewcast.Status) int {
 		return 4
 	case crewcast.StatusFailed, crewcast.StatusDelivered:
 		return 5
-	case crewcast.StatusOptedOut, crewcast.StatusCanceled:
+	case crewcast.StatusOptedOut, crewcast.StatusCanceled, crewcast.StatusNotNeeded:
 		return 6
 	}
 	return -1

@@ -26,6 +26,9 @@ type Quorum struct {
 	// KeepSending, when true, keeps sending to people not yet texted after
 	// the quorum is met; by default they are canceled.
 	KeepSending bool `json:"keep_sending,omitempty"`
+	// Exact: the first Count people with Response are selected, later
+	// ones are on standby (waves.go).
+	Exact bool `json:"exact,omitempty"`
 }
 
 // QuorumState is a group's quorum and when it was met (zero: not yet).

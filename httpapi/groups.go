@@ -200,11 +200,16 @@ type createRequest struct {
 	Quorum       *group.Quorum  `json:"quorum"`
 	// send_at, priority, followup, escalate, quiet_hours (design §12).
 	group.PolicyInput
+	// waves, confirmed_text, filled_text (callout.go).
+	group.CalloutInput
 }
 
 // request is the group.Request of a create (or preview) body, with its
 // crews, tags, contacts and template resolved.
 func (a *api) request(ctx context.Context, body createRequest) (group.Request, error) {
+	if err := notYetSupported(body); err != nil {
+		return group.Request{}, err
+	}
 	req := group.Request{From: body.From, To: body.To, Recipients: body.Recipients, Text: body.Text,
 		MediaURLs: body.MediaURLs, Mode: body.Mode, Crews: body.Crews, Tags: body.Tags, Contacts: body.Contacts,
 		Template: body.Template, Responses: body.Responses, ResponseHint: body.ResponseHint, Quorum: body.Quorum,
