@@ -3,6 +3,7 @@
 import { api, request } from "./api.js";
 import { h, replace } from "./dom.js";
 import { E164, cleanNumber, plural, segments, maxChars, MAX_SEGMENTS } from "./format.js";
+import { costLines } from "./ucs2.js";
 
 const MAX_GROUP_MMS = 8;
 const LAST_FROM = "crewcast.lastFrom";
@@ -304,6 +305,7 @@ export function render(main, ctx) {
         previewPanel,
         h("h2", null, "Preview"),
         h("p", { id: "preview-summary" }, `${plural(p.recipients, "person", "people")} will get this message · ${plural(p.segments, "SMS segment")} (${p.encoding}).`),
+        costLines(p, body.text || "", usePlain),
         p.suppressed_total
           ? h("p", null, `Not texted (opted out): ${p.suppressed.map((s) => `${s.number} (${s.reason})`).join(", ")}`)
           : null,
@@ -325,6 +327,13 @@ export function render(main, ctx) {
     }
     previewPanel.hidden = false;
     previewPanel.focus();
+  }
+
+  // usePlain puts the plain text into the field and previews it again.
+  function usePlain(text) {
+    textInput.value = text;
+    textInput.dispatchEvent(new Event("input", { bubbles: true }));
+    preview();
   }
 
   function mode() {
