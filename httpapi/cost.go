@@ -44,11 +44,14 @@ func (p SegmentPrice) Cost(n int) json.Number {
 	return json.Number(c.FloatString(p.decimals))
 }
 
-// previewCost fills the preview's segments_total (every texted
+// previewCost fills the preview's segments, encoding and units (of the
+// longest text a recipient gets), segments_total (every texted
 // recipient's own text, in segments, summed), cost (when a segment price is
 // configured) and ucs2_chars (of text, the text field as written, so the
 // indexes point into what the dispatcher typed).
 func (a *api) previewCost(out *previewJSON, text string, created group.Created, reached []group.RosterEntry) {
+	_, seg := group.Longest(created.Text, reached)
+	out.Segments, out.Encoding, out.Units = seg.Segments, seg.Encoding, seg.Units
 	segs := map[string]int{}
 	total := 0
 	for _, e := range reached {

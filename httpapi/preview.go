@@ -147,8 +147,6 @@ func (a *api) previewGroup(w http.ResponseWriter, r *http.Request) error {
 			reached = append(reached, e)
 		}
 	}
-	_, seg := group.Longest(created.Text, reached)
-	out.Segments, out.Encoding, out.Units = seg.Segments, seg.Encoding, seg.Units
 	a.previewCost(&out, req.Text, created, reached)
 	writeJSON(w, http.StatusOK, out)
 	return nil
