@@ -13,7 +13,12 @@
 // The package does no I/O and depends only on the domain vocabulary.
 package errcode
 
-import "github.com/crewcast/crewcast"
+import (
+	"maps"
+	"slices"
+
+	"github.com/crewcast/crewcast"
+)
 
 // Entry explains one provider error code.
 type Entry struct {
@@ -23,6 +28,30 @@ type Entry struct {
 	Text string
 	// URL is the provider's documentation page for the code.
 	URL string
+	// Class is the carrier's verdict the code stands for (ClassFiltered,
+	// ClassUnregistered, ClassUnreachable, ClassLandline), or "" when the
+	// code's error class says all there is.
+	Class string
+}
+
+// Carrier-truth classes: what the carrier said about a message, shown as
+// the recipient's error_class instead of the class that decides the next
+// step (crewcast.ErrorClass), so that "blocked by the carrier's spam filter"
+// never reads as a plain failure. Each refines one of the base classes; the
+// tracker still acts on the base class.
+const (
+	ClassFiltered     = "filtered"     // blocked by a spam filter (carrier or provider)
+	ClassUnregistered = "unregistered" // the sender number is not registered (10DLC)
+	ClassUnreachable  = "unreachable"  // the phone or its carrier could not be reached
+	ClassLandline     = "landline"     // the number cannot receive texts (landline, not SMS-capable)
+)
+
+// carrierClass maps each code with a carrier verdict to its class.
+var carrierClass = map[string]string{
+	"30007": ClassFiltered, "40002": ClassFiltered, "40003": ClassFiltered, "40015": ClassFiltered,
+	"30034": ClassUnregistered, "40010": ClassUnregistered,
+	"30003": ClassUnreachable, "30005": ClassUnreachable, "40006": ClassUnreachable,
+	"30006": ClassLandline, "40001": ClassLandline, "21635": ClassLandline, "21614": ClassLandline,
 }
 
 // Documentation pages. Telnyx documents its messaging delivery codes on one
@@ -100,13 +129,20 @@ var table = func() map[string]Entry {
 		twilio("30006", "The number is a landline or its carrier cannot take texts. Do not resend."),
 		twilio("30007", "Reported as: the carrier filtered the message (often as spam). Review the text before resending."),
 		twilio("30008", "Reported as: an unknown delivery error. A resend may work; it is a new message."),
+		twilio("30034", "The carrier blocked the message because your sender number is not registered (US A2P 10DLC). Every message from this number is affected: register its campaign."),
 	}
 	m := make(map[string]Entry, len(entries))
 	for _, e := range entries {
 		if _, dup := m[e.Code]; dup {
 			panic("errcode: duplicate code " + e.Code)
 		}
+		e.Class = carrierClass[e.Code]
 		m[e.Code] = e
+	}
+	for code := range carrierClass {
+		if _, ok := m[code]; !ok {
+			panic("errcode: carrier class for unexplained code " + code)
+		}
 	}
 	return m
 }()
@@ -152,4 +188,46 @@ func Detail(code string, class crewcast.ErrorClass) string {
 // URL returns the provider's documentation page for a code, or "".
 func URL(code string) string {
 	return table[code].URL
+}
+
+// Class is the error class a recipient shows (error_class in the API): the
+// code's carrier verdict when it has one, else the base class.
+func Class(code string, class crewcast.ErrorClass) string {
+	if c := carrierClass[code]; c != "" {
+		return c
+	}
+	return string(class)
+}
+
+// Codes returns the codes of a carrier-truth class, sorted; nil for a base
+// class or an unknown word.
+func Codes(class string) []string {
+	var out []string
+	for code, c := range carrierClass {
+		if c == class {
+			out = append(out, code)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// CarrierCodes returns every code with a carrier verdict, sorted.
+func CarrierCodes() []string {
+	out := slices.Collect(maps.Keys(carrierClass))
+	slices.Sort(out)
+	return out
+}
+
+// Classes lists every error class a recipient can show: the base classes,
+// then the carrier-truth ones.
+func Classes() []string {
+	return []string{string(crewcast.ClassNotSent), string(crewcast.ClassRecipient), string(crewcast.ClassSender),
+		string(crewcast.ClassCarrier), string(crewcast.ClassUncertain),
+		ClassFiltered, ClassUnregistered, ClassUnreachable, ClassLandline}
+}
+
+// IsClass reports whether s is one of Classes.
+func IsClass(s string) bool {
+	return slices.Contains(Classes(), s)
 }

@@ -95,3 +95,24 @@ func Segments(text string) Segmentation {
 	}
 	return Segmentation{Encoding: enc, Segments: segs, Units: units}
 }
+
+// UCS2Char is a character that forces UCS-2: Index is its 0-based
+// position in the text counted in characters (Unicode code points).
+type UCS2Char struct {
+	Char  string `json:"char"`
+	Index int    `json:"index"`
+}
+
+// UCS2Chars lists the characters of text outside the GSM 03.38 alphabet
+// and its extension table, in order; nil when the text is GSM-7.
+func UCS2Chars(text string) []UCS2Char {
+	var out []UCS2Char
+	i := 0
+	for _, r := range text {
+		if _, ok := gsmSeptets[r]; !ok {
+			out = append(out, UCS2Char{Char: string(r), Index: i})
+		}
+		i++
+	}
+	return out
+}

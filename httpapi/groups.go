@@ -58,7 +58,7 @@ type recipientJSON struct {
 	Attempts          int        `json:"attempts"`
 	ProviderMessageID string     `json:"provider_message_id"`
 	ErrorCode         string     `json:"error_code"`
-	ErrorClass        string     `json:"error_class"`
+	ErrorClass        string     `json:"error_class"`  // errcode.Class: a carrier verdict or the base class
 	ErrorDetail       string     `json:"error_detail"` // plain language, from package errcode
 	ErrorURL          string     `json:"error_url"`    // the provider's page about error_code
 	ClaimedAt         *time.Time `json:"claimed_at"`
@@ -107,7 +107,7 @@ func groupOf(g store.GroupRow) groupJSON {
 func recipientOf(d store.DeliveryRow) recipientJSON {
 	return recipientJSON{
 		Number: d.Number, Name: d.Name, Status: string(d.Status), Attempts: d.Attempts,
-		ProviderMessageID: d.ProviderMessageID, ErrorCode: d.ErrorCode, ErrorClass: string(d.ErrorClass),
+		ProviderMessageID: d.ProviderMessageID, ErrorCode: d.ErrorCode, ErrorClass: errcode.Class(d.ErrorCode, d.ErrorClass),
 		ErrorDetail: errcode.Detail(d.ErrorCode, d.ErrorClass), ErrorURL: errcode.URL(d.ErrorCode),
 		ClaimedAt: tsOrNil(d.ClaimedAt), SentAt: tsOrNil(d.SentAt), DeliveredAt: tsOrNil(d.DeliveredAt),
 		FailedAt: tsOrNil(d.FailedAt), RepliedAt: tsOrNil(d.RepliedAt), ReplyText: d.LastReply, Ack: string(d.Ack),

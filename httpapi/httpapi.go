@@ -166,6 +166,10 @@ type Config struct {
 	// MaxBodyBytes limits API request bodies. Default 2 MiB (a
 	// 10,000-recipient group fits).
 	MaxBodyBytes int64
+	// SegmentPrice is the price of one SMS segment as a decimal
+	// ("0.0079", see ParseSegmentPrice); the preview's cost is
+	// segments_total times it. Empty: the preview has no cost.
+	SegmentPrice string
 	// MaxCreateBodyBytes limits POST /v1/groups bodies. Default 8 MiB:
 	// 100,000 named recipients (design §11) fit.
 	MaxCreateBodyBytes int64
@@ -242,6 +246,11 @@ func (c Config) validate() error {
 	}
 	if c.Service == nil {
 		return errors.New("httpapi: Config.Service is required")
+	}
+	if c.SegmentPrice != "" {
+		if _, err := ParseSegmentPrice(c.SegmentPrice); err != nil {
+			return fmt.Errorf("httpapi: Config.SegmentPrice: %w", err)
+		}
 	}
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -26,6 +27,10 @@ type previewJSON struct {
 	Encoding        string              `json:"encoding"`
 	Units           int                 `json:"units"`
 	Samples         []previewSampleJSON `json:"samples"`
+	// SegmentsTotal, Cost and UCS2Chars say what the send costs (cost.go).
+	SegmentsTotal int              `json:"segments_total"`
+	Cost          json.Number      `json:"cost,omitempty"`
+	UCS2Chars     []group.UCS2Char `json:"ucs2_chars"`
 }
 
 type previewSuppressed struct {
@@ -60,6 +65,7 @@ func (a *api) previewGroup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := previewJSON{Suppressed: []previewSuppressed{}, Invalid: []previewInvalid{}, Samples: []previewSampleJSON{}}
+	a.previewCost(&out, req.Text, group.Created{}, nil) // nobody texted yet: zero segments
 	// Numbers that are no phone numbers are listed, not fatal: the
 	// preview shows what a send would reach once they are fixed.
 	clean := func(in string) bool {
@@ -141,8 +147,7 @@ func (a *api) previewGroup(w http.ResponseWriter, r *http.Request) error {
 			reached = append(reached, e)
 		}
 	}
-	_, seg := group.Longest(created.Text, reached)
-	out.Segments, out.Encoding, out.Units = seg.Segments, seg.Encoding, seg.Units
+	a.previewCost(&out, req.Text, created, reached)
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

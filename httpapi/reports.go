@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/errcode"
 	"github.com/crewcast/crewcast/store"
 )
 
@@ -86,7 +87,7 @@ var deliveryCSVBase = []string{"group_id", "number", "name", "status", "attempts
 
 func deliveryCSVRow(d store.DeliveryRow) []string {
 	return []string{d.GroupID, d.Number, csvSafe(d.Name), string(d.Status), strconv.Itoa(d.Attempts),
-		d.ProviderMessageID, d.ErrorCode, string(d.ErrorClass), csvTime(d.ClaimedAt), csvTime(d.SentAt),
+		d.ProviderMessageID, d.ErrorCode, errcode.Class(d.ErrorCode, d.ErrorClass), csvTime(d.ClaimedAt), csvTime(d.SentAt),
 		csvTime(d.DeliveredAt), csvTime(d.FailedAt), csvTime(d.RepliedAt), csvSafe(d.LastReply), string(d.Ack),
 		csvTime(d.UpdatedAt)}
 }
@@ -117,10 +118,14 @@ func deliveryQuery(r *http.Request) (store.DeliveryQuery, error) {
 			return q, err
 		}
 	}
-	switch c := crewcast.ErrorClass(r.URL.Query().Get("error_class")); c {
-	case crewcast.ClassNone, crewcast.ClassNotSent, crewcast.ClassRecipient, crewcast.ClassSender,
-		crewcast.ClassCarrier, crewcast.ClassUncertain:
-		q.ErrorClass = c
+	// A carrier-truth class is a set of codes; a base class leaves out
+	// the codes that show as a carrier-truth class.
+	switch c := r.URL.Query().Get("error_class"); {
+	case c == "":
+	case errcode.Codes(c) != nil:
+		q.ErrorCodes = errcode.Codes(c)
+	case errcode.IsClass(c):
+		q.ErrorClass, q.NotErrorCodes = crewcast.ErrorClass(c), errcode.CarrierCodes()
 	default:
 		return q, invalid("error_class", "unknown error class")
 	}
@@ -238,6 +243,9 @@ type summaryJSON struct {
 	MedianToDeliveredMS int64           `json:"median_to_delivered_ms"`
 	P95ToDeliveredMS    int64           `json:"p95_to_delivered_ms"`
 	TopErrorCodes       []codeCountJSON `json:"top_error_codes"`
+	// ByErrorClass counts the rows with an error by the class they show
+	// (errcode.Class), every class present, zero or not.
+	ByErrorClass map[string]int `json:"by_error_class"`
 }
 
 type codeCountJSON struct {
@@ -254,7 +262,16 @@ func summaryOf(s store.Summary) summaryJSON {
 		out.ByStatus[string(st)] = s.ByStatus[st]
 	}
 	for _, c := range s.TopErrorCodes {
-		out.TopErrorCodes = append(out.TopErrorCodes, codeCountJSON{Code: c.Code, Class: string(c.Class), Count: c.Count})
+		out.TopErrorCodes = append(out.TopErrorCodes, codeCountJSON{Code: c.Code, Class: errcode.Class(c.Code, c.Class), Count: c.Count})
+	}
+	out.ByErrorClass = make(map[string]int, len(errcode.Classes()))
+	for _, c := range errcode.Classes() {
+		out.ByErrorClass[c] = 0
+	}
+	for _, c := range s.ErrorCodes {
+		if class := errcode.Class(c.Code, c.Class); class != "" {
+			out.ByErrorClass[class] += c.Count
+		}
 	}
 	return out
 }
@@ -292,6 +309,9 @@ func (a *api) reportSummary(w http.ResponseWriter, r *http.Request) error {
 		[]string{"p95_to_delivered_ms", strconv.FormatInt(out.P95ToDeliveredMS, 10)})
 	for _, c := range out.TopErrorCodes {
 		rows = append(rows, []string{"error_code." + csvSafe(c.Code), strconv.Itoa(c.Count)})
+	}
+	for _, c := range errcode.Classes() {
+		rows = append(rows, []string{"error_class." + c, strconv.Itoa(out.ByErrorClass[c])})
 	}
 	s, err := startCSV(w, "summary.csv", []string{"metric", "value"})
 	if err != nil {

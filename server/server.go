@@ -79,6 +79,9 @@ type Config struct {
 	// X-Forwarded-For or Forwarded header names the client, for sign-in
 	// throttling and the audit trail. Default none: the TCP peer.
 	TrustedProxies []netip.Prefix
+	// SegmentPrice is the price of one SMS segment, a decimal ("0.0079");
+	// the preview's cost uses it. Empty: no cost in the preview.
+	SegmentPrice string
 	// SendRate is messages per second per sender number; 0 = no pacing.
 	SendRate float64
 	// SendRates overrides SendRate per sender number (E.164).
@@ -367,6 +370,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Node: s.cfg.Cluster.NodeID, AdvertiseURL: s.cfg.Cluster.AdvertiseURL,
 		Router: s.groupRouter(), ClusterSecret: s.cfg.Cluster.Secret, ClusterNodes: s.clusterNodes(),
 		TrustedProxies: cfg.TrustedProxies,
+		SegmentPrice:   cfg.SegmentPrice,
 	})
 	if err != nil {
 		return err

@@ -298,10 +298,14 @@ type DeliveryQuery struct {
 	Number     string
 	Status     crewcast.Status
 	ErrorClass crewcast.ErrorClass
-	Since      time.Time // UpdatedAt >= Since
-	Until      time.Time // UpdatedAt < Until
-	Cursor     string
-	Limit      int // default 100, max 10000
+	// ErrorCodes, when set, keeps rows whose error code is one of them;
+	// NotErrorCodes drops rows whose code is one of them.
+	ErrorCodes    []string
+	NotErrorCodes []string
+	Since         time.Time // UpdatedAt >= Since
+	Until         time.Time // UpdatedAt < Until
+	Cursor        string
+	Limit         int // default 100, max 10000
 }
 
 // ReplyQuery filters ListReplies. Results are newest first.
@@ -327,6 +331,9 @@ type Summary struct {
 	MedianToDelivered time.Duration
 	P95ToDelivered    time.Duration
 	TopErrorCodes     []CodeCount // most frequent first, at most 10
+	// ErrorCodes counts every (code, class) pair of the rows with an
+	// error, ordered by code then class.
+	ErrorCodes []CodeCount
 }
 
 // CodeCount is one error code and how many deliveries carry it.

@@ -340,7 +340,7 @@ func GroupOf(g store.GroupRow) GroupJSON {
 // RecipientOf renders a delivery row as the API does.
 func RecipientOf(d store.DeliveryRow) RecipientJSON {
 	return RecipientJSON{Number: d.Number, Name: d.Name, Status: string(d.Status), Attempts: d.Attempts,
-		ProviderMessageID: d.ProviderMessageID, ErrorCode: d.ErrorCode, ErrorClass: string(d.ErrorClass),
+		ProviderMessageID: d.ProviderMessageID, ErrorCode: d.ErrorCode, ErrorClass: errcode.Class(d.ErrorCode, d.ErrorClass),
 		ErrorDetail: errcode.Detail(d.ErrorCode, d.ErrorClass), ErrorURL: errcode.URL(d.ErrorCode),
 		ClaimedAt: tsOrNil(d.ClaimedAt), SentAt: tsOrNil(d.SentAt), DeliveredAt: tsOrNil(d.DeliveredAt),
 		FailedAt: tsOrNil(d.FailedAt), RepliedAt: tsOrNil(d.RepliedAt), ReplyText: d.LastReply, Ack: string(d.Ack),

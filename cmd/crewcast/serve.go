@@ -34,6 +34,7 @@ type serverFlags struct {
 	adminKey                                        string
 	sendRate                                        float64
 	sendRates                                       string
+	segmentPrice                                    string
 	sendWorkers                                     int
 	quietHours, defaultTZ                           string
 	checkAfter, deadline, providerTimeout           time.Duration
@@ -78,7 +79,7 @@ var serverFlagDocs = []flagSection{
 		{"send-rate", "CREWCAST_SEND_RATE"}, {"send-rates", "CREWCAST_SEND_RATES"}, {"send-workers", "CREWCAST_SEND_WORKERS"},
 		{"check-after", "CREWCAST_CHECK_AFTER"}, {"check-deadline", "CREWCAST_CHECK_DEADLINE"},
 		{"quiet-hours", "CREWCAST_QUIET_HOURS"}, {"default-timezone", "CREWCAST_DEFAULT_TIMEZONE"},
-		{"parked-ttl", "CREWCAST_PARKED_TTL"},
+		{"parked-ttl", "CREWCAST_PARKED_TTL"}, {"segment-price", "CREWCAST_SEGMENT_PRICE"},
 	}},
 	{"Retention", []envBinding{
 		{"redact-after", "CREWCAST_REDACT_AFTER"}, {"hash-after", "CREWCAST_HASH_AFTER"},
@@ -110,6 +111,7 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.StringVar(&f.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of the proxies whose X-Forwarded-For/Forwarded names the client (default none: the TCP peer)")
 	fs.Float64Var(&f.sendRate, "send-rate", 10, "messages per second per sender number; 0 = no pacing")
 	fs.StringVar(&f.sendRates, "send-rates", "", "per-sender overrides, e.g. +18005550100=20,+15550100000=0.5")
+	fs.StringVar(&f.segmentPrice, "segment-price", "", "price of one SMS segment, a decimal such as 0.0079; the preview shows the cost of a send (default: no cost shown)")
 	fs.IntVar(&f.sendWorkers, "send-workers", 64, "concurrent provider calls")
 	fs.StringVar(&f.quietHours, "quiet-hours", "", `default quiet hours of new groups, e.g. 21:00-07:00, in each recipient's time zone ("" or off: none)`)
 	fs.StringVar(&f.defaultTZ, "default-timezone", "UTC", "IANA time zone of recipients without one, for quiet hours")
@@ -149,6 +151,11 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 	if err != nil {
 		return server.Config{}, usagef("--send-rates: %v", err)
 	}
+	if f.segmentPrice != "" {
+		if _, err := httpapi.ParseSegmentPrice(f.segmentPrice); err != nil {
+			return server.Config{}, usagef("--segment-price (CREWCAST_SEGMENT_PRICE) %q: %v", f.segmentPrice, err)
+		}
+	}
 	proxies, err := httpapi.ParseTrustedProxies(f.trustedProxies)
 	if err != nil {
 		return server.Config{}, usagef("--trusted-proxies (CREWCAST_TRUSTED_PROXIES) %q: %v", f.trustedProxies, err)
@@ -156,6 +163,7 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 	return server.Config{
 		TrustedProxies: proxies,
 		SendRates:      rates,
+		SegmentPrice:   f.segmentPrice,
 		Addr:           f.addr, DB: f.db, Provider: f.provider, PublicURL: f.publicURL,
 		TelnyxAPIKey: f.telnyxKey, TelnyxPublicKey: f.telnyxPub, TelnyxAPIBase: f.telnyxBase,
 		TelnyxMessagingProfileID: f.telnyxProfile, TelnyxIdempotencyKeys: f.telnyxIdem,

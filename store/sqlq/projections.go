@@ -129,6 +129,18 @@ func deliveryFilter(q store.DeliveryQuery) ([]string, []any) {
 	if q.ErrorClass != "" {
 		add("error_class = ?", string(q.ErrorClass))
 	}
+	if len(q.ErrorCodes) > 0 {
+		conds = append(conds, "error_code IN "+inList(len(q.ErrorCodes)))
+		for _, c := range q.ErrorCodes {
+			args = append(args, c)
+		}
+	}
+	if len(q.NotErrorCodes) > 0 {
+		conds = append(conds, "error_code NOT IN "+inList(len(q.NotErrorCodes)))
+		for _, c := range q.NotErrorCodes {
+			args = append(args, c)
+		}
+	}
 	if !q.Since.IsZero() {
 		add("updated_at >= ?", store.Nanos(q.Since))
 	}
@@ -244,6 +256,18 @@ func summarize(ctx context.Context, tx Querier, q store.DeliveryQuery) (store.Su
 		return c, err
 	}, `SELECT error_code, error_class, COUNT(*) AS n FROM deliveries`+where(ec)+
 		` GROUP BY error_code, error_class ORDER BY n DESC, error_code, error_class LIMIT 10`, args...)
+	if err != nil {
+		return store.Summary{}, err
+	}
+	xc := append(conds[:len(conds):len(conds)], "(error_code <> '' OR error_class <> '')")
+	sum.ErrorCodes, err = queryAll(ctx, tx, func(r Rows) (store.CodeCount, error) {
+		var c store.CodeCount
+		var class string
+		err := r.Scan(&c.Code, &class, &c.Count)
+		c.Class = crewcast.ErrorClass(class)
+		return c, err
+	}, `SELECT error_code, error_class, COUNT(*) FROM deliveries`+where(xc)+
+		` GROUP BY error_code, error_class ORDER BY error_code, error_class`, args...)
 	if err != nil {
 		return store.Summary{}, err
 	}

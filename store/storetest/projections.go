@@ -428,8 +428,25 @@ func testSummarize(t *testing.T, o Options) {
 	for i := range 8 {
 		want.TopErrorCodes = append(want.TopErrorCodes, store.CodeCount{Code: fmt.Sprintf("9%02d", i), Class: crewcast.ClassUncertain, Count: 1})
 	}
+	want.ErrorCodes = []store.CodeCount{{Code: "30003", Class: crewcast.ClassRecipient, Count: 1}, {Code: "30008", Class: crewcast.ClassCarrier, Count: 3}}
+	for i := range 12 {
+		want.ErrorCodes = append(want.ErrorCodes, store.CodeCount{Code: fmt.Sprintf("9%02d", i), Class: crewcast.ClassUncertain, Count: 1})
+	}
 	if !reflect.DeepEqual(sum, want) {
 		t.Fatalf("Summarize:\n got %+v\nwant %+v", sum, want)
+	}
+	// Filters by error code (the carrier-truth classes of the reports).
+	byCode, err := s.Summarize(ctx, store.DeliveryQuery{GroupID: "s-g", ErrorCodes: []string{"30003", "30008"}})
+	if err != nil || byCode.Total != 4 || byCode.ByStatus[crewcast.StatusFailed] != 4 {
+		t.Fatalf("summary of codes 30003, 30008 = %+v, %v; want the 4 failed rows", byCode, err)
+	}
+	notCode, err := s.Summarize(ctx, store.DeliveryQuery{GroupID: "s-g", Status: crewcast.StatusFailed, NotErrorCodes: []string{"30008", "901"}})
+	if err != nil || notCode.Total != 1 || len(notCode.ErrorCodes) != 1 || notCode.ErrorCodes[0].Code != "30003" {
+		t.Fatalf("summary of failed rows but code 30008 = %+v, %v; want the one 30003 row", notCode, err)
+	}
+	listed, _, err := s.ListDeliveries(ctx, store.DeliveryQuery{GroupID: "s-g", ErrorCodes: []string{"905"}})
+	if err != nil || len(listed) != 1 || listed[0].ErrorCode != "905" {
+		t.Fatalf("ListDeliveries of code 905 = %+v, %v", listed, err)
 	}
 	all, err := s.Summarize(ctx, store.DeliveryQuery{})
 	if err != nil || all.Total != total+1 || all.TopErrorCodes[0].Count != 4 {

@@ -4,6 +4,7 @@ import { api, request } from "./api.js";
 import { h, replace } from "./dom.js";
 import { E164, cleanNumber, plural, segments, maxChars, MAX_SEGMENTS } from "./format.js";
 import { sendOptions, contactPicker } from "./sendoptions.js";
+import { costLines } from "./ucs2.js";
 
 const MAX_GROUP_MMS = 8;
 const LAST_FROM = "crewcast.lastFrom";
@@ -326,6 +327,7 @@ export function render(main, ctx) {
         h("h2", null, "Preview"),
         h("p", { id: "preview-summary" }, `${plural(p.recipients, "person", "people")} will get this message · ${plural(p.segments, "SMS segment")} (${p.encoding}).`),
         h("p", { id: "preview-when" }, `What happens when: ${opts.when(p.recipients, body)}.`),
+        costLines(p, body.text || "", usePlain),
         p.suppressed_total
           ? h("p", null, `Not texted (opted out): ${p.suppressed.map((s) => `${s.number} (${s.reason})`).join(", ")}`)
           : null,
@@ -347,6 +349,13 @@ export function render(main, ctx) {
     }
     previewPanel.hidden = false;
     previewPanel.focus();
+  }
+
+  // usePlain puts the plain text into the field and previews it again.
+  function usePlain(text) {
+    textInput.value = text;
+    textInput.dispatchEvent(new Event("input", { bubbles: true }));
+    preview();
   }
 
   function mode() {

@@ -187,6 +187,10 @@ export const ERROR_CLASSES = {
   sender: "sender problem",
   carrier: "carrier error",
   uncertain: "outcome uncertain",
+  filtered: "blocked by the carrier (spam filter)",
+  unregistered: "sender number not registered",
+  unreachable: "phone unreachable",
+  landline: "cannot receive texts",
 };
 
 export function errorClassText(cls) {

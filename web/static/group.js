@@ -10,6 +10,7 @@ import * as focus from "./focus.js";
 import { hasAnswers, answerTiles, tallyBar, quorumLine, answerFilters, answerLabel } from "./answers.js";
 import { policyMeta, policyButtons, followupLine, describePolicyEvent, policyKey } from "./followups.js";
 import { eventData } from "./format.js";
+import { failureTiles, carrierCounts } from "./carrier.js";
 
 const MODE_LABEL = { individual: "Individual messages", group_mms: "Group MMS thread" };
 const CANCELABLE = new Set(["sending", "awaiting", "paused"]);
@@ -98,7 +99,7 @@ function counters(t, g) {
       tile("total", "Recipients", t.total, "neutral"),
       tile("delivered", "Delivered", t.delivered, "good"),
       tile("in_progress", "In progress", t.inFlight, "progress"),
-      tile("failed", "Failed", t.failed, "bad"),
+      ...failureTiles(t.failed, g.recipients, tile),
       tile("unconfirmed", "Unconfirmed", t.unconfirmed, "warn"),
       tile("unknown", "Unknown", t.unknown, "warn"),
       ...answerTiles(g, tile),
@@ -110,7 +111,7 @@ function counters(t, g) {
     tile("total", "Recipients", t.total, "neutral"),
     tile("delivered", "Delivered", t.delivered, "good"),
     tile("in_progress", "In progress", t.inFlight, "progress"),
-    tile("failed", "Failed", t.failed, "bad"),
+    ...failureTiles(t.failed, g.recipients, tile),
     tile("unconfirmed", "Unconfirmed", t.unconfirmed, "warn"),
     tile("unknown", "Unknown", t.unknown, "warn"),
     tile("ack_yes", "Yes", t.ackYes, "good", "Answered yes"),
@@ -343,7 +344,7 @@ export function render(main, ctx, id) {
     updated.textContent = parseTime(at) ? `Updated ${fmtTime(at)}` : "";
     // Rebuilt only when a number changed, so a refresh that changed
     // nothing leaves the tiles (and a focused "Show them") alone.
-    const key = JSON.stringify([group.counts, ctx.canSend]);
+    const key = JSON.stringify([group.counts, ctx.canSend, carrierCounts(group.recipients)]);
     if (key === statsKey) return;
     statsKey = key;
     const mem = focus.remember(attention);
