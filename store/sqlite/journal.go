@@ -372,6 +372,21 @@ func (r *reboxer) int64(n int64) any {
 	return r.box
 }
 
+// appendRecords appends a unit effect's audit and consent entries.
+func (s *Store) appendRecords(ts *txStmts, e *store.Effects, now time.Time) error {
+	for k := range e.Audit {
+		if _, err := ts.exec(s.st.insAudit, sqlq.AuditArgs(&e.Audit[k], now)...); err != nil {
+			return fmt.Errorf("sqlite: commit: audit: %w", err)
+		}
+	}
+	for k := range e.Consent {
+		if _, err := ts.exec(s.st.insConsent, sqlq.ConsentArgs(&e.Consent[k], now)...); err != nil {
+			return fmt.Errorf("sqlite: commit: consent: %w", err)
+		}
+	}
+	return nil
+}
+
 // applyUnit writes one checked unit; epoch is its shard's lease epoch as
 // the commit checked it.
 func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, epoch uint64, now time.Time) (uerr, err error) {
@@ -485,15 +500,8 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, epo
 				return fmt.Errorf("key %q: %w", ik.Key, store.ErrIdempotencyConflict), nil
 			}
 		}
-		for k := range e.Audit {
-			if _, err := ts.exec(s.st.insAudit, sqlq.AuditArgs(&e.Audit[k], now)...); err != nil {
-				return nil, wrap("audit", err)
-			}
-		}
-		for k := range e.Consent {
-			if _, err := ts.exec(s.st.insConsent, sqlq.ConsentArgs(&e.Consent[k], now)...); err != nil {
-				return nil, wrap("consent", err)
-			}
+		if err := s.appendRecords(ts, e, now); err != nil {
+			return nil, err
 		}
 	}
 	return nil, nil
