@@ -69,3 +69,38 @@ func TestStopAndStartRecordConsent(t *testing.T) {
 	awaitSuppressed(t, e.st, crew, 10*time.Second)
 	check(awaitConsent(t, e.st, crew, 1), 1, store.ConsentOptedOut, "Stop")
 }
+
+// withConsent: a provider opt-out is opted_out from provider, an
+// operator's suppression adds nothing here (its request records it), the
+// words come from the number's reply in the unit, and the effects it was
+// given are left as they were (a unit committed again derives the same).
+func TestWithConsentDerivesEntries(t *testing.T) {
+	at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	in := store.Effects{
+		Suppress: []store.Suppression{{Number: "+15559870201", Reason: store.ReasonStop},
+			{Number: "+15559870202", Reason: store.ReasonProviderOptOut, CreatedAt: at.Add(-time.Second)},
+			{Number: "+15559870203", Reason: store.ReasonManual}},
+		Unsuppress: []string{"+15559870204"},
+		Replies:    []store.Reply{{Number: "+15559870201", Text: "stop texting me"}, {Number: "+15559870204", Text: "START"}},
+	}
+	out := withConsent(in, at)
+	want := []store.ConsentEntry{
+		{Number: "+15559870201", At: at, State: store.ConsentOptedOut, Source: store.ConsentSourceSMS, Text: "stop texting me"},
+		{Number: "+15559870202", At: at.Add(-time.Second), State: store.ConsentOptedOut, Source: store.ConsentSourceProvider},
+		{Number: "+15559870204", At: at, State: store.ConsentOptedIn, Source: store.ConsentSourceSMS, Text: "START"},
+	}
+	if len(out.Consent) != len(want) {
+		t.Fatalf("consent = %+v, want %+v", out.Consent, want)
+	}
+	for i := range want {
+		if out.Consent[i] != want[i] {
+			t.Fatalf("consent[%d] = %+v, want %+v", i, out.Consent[i], want[i])
+		}
+	}
+	if in.Consent != nil || len(withConsent(in, at).Consent) != 3 {
+		t.Fatalf("withConsent changed its input: %+v", in.Consent)
+	}
+	if e := withConsent(store.Effects{Replies: in.Replies}, at); e.Consent != nil {
+		t.Fatalf("no suppression, yet consent = %+v", e.Consent)
+	}
+}

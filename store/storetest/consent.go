@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -44,6 +45,21 @@ func testConsent(t *testing.T, o Options) {
 		t.Fatalf("LatestConsent = %+v, %v", latest, err)
 	}
 
+	// A unit that fails (its claim names a suppressed number) writes no
+	// consent entry; the other unit of the same commit writes its own.
+	lift := store.ConsentEntry{Number: other, At: t0.Add(2 * time.Minute), State: store.ConsentOptedOut,
+		Source: store.ConsentSourceBoard, By: "usr_2"}
+	res := commit(t, s,
+		actor.Unit{Key: "bad", Effects: []any{store.Effects{Claim: []string{who},
+			Consent: []store.ConsentEntry{{Number: who, State: store.ConsentOptedIn, Source: store.ConsentSourceSMS}}}}},
+		actor.Unit{Key: "good", Effects: []any{store.Effects{Consent: []store.ConsentEntry{lift}}}})
+	if !errors.Is(res[0], store.ErrSuppressed) || res[1] != nil {
+		t.Fatalf("Commit = %v, want the claim refused and the other unit committed", res)
+	}
+	if h, err := s.ConsentHistory(ctx, other); err != nil || len(h) != 2 || h[1] != lift {
+		t.Fatalf("the committed unit's consent: %+v, %v", h, err)
+	}
+
 	// A restart: a new store on the same database reads the same history.
 	s2 := db.Open(t, Config{Now: NewClock(t0).Now})
 	if h, err := s2.ConsentHistory(ctx, who); err != nil || !reflect.DeepEqual(h, want) {
@@ -60,7 +76,7 @@ func testConsent(t *testing.T, o Options) {
 	if h, err := s2.ConsentHistory(ctx, who); err != nil || len(h) != 0 {
 		t.Fatalf("after erasure: ConsentHistory = %+v, %v; want none", h, err)
 	}
-	if h, err := s2.ConsentHistory(ctx, other); err != nil || len(h) != 1 {
+	if h, err := s2.ConsentHistory(ctx, other); err != nil || len(h) != 2 {
 		t.Fatalf("after erasure: the other number's history = %+v, %v", h, err)
 	}
 	sup, err := s2.Suppressed(ctx, []string{who, "h:kept"})
