@@ -97,14 +97,16 @@ func noErr[T, J any](view func(T) J) func(T) (J, error) {
 // ---- contacts ----
 
 type contactJSON struct {
-	ID        string            `json:"id"`
-	Number    string            `json:"number"`
-	Name      string            `json:"name"`
-	Tags      []string          `json:"tags"`
-	Timezone  string            `json:"timezone"`
-	Fields    map[string]string `json:"fields"`
-	CreatedAt *time.Time        `json:"created_at"`
-	UpdatedAt *time.Time        `json:"updated_at"`
+	ID       string            `json:"id"`
+	Number   string            `json:"number"`
+	Name     string            `json:"name"`
+	Tags     []string          `json:"tags"`
+	Timezone string            `json:"timezone"`
+	Fields   map[string]string `json:"fields"`
+	// Consent is the contact's consent state (consent.go).
+	Consent   string     `json:"consent"`
+	CreatedAt *time.Time `json:"created_at"`
+	UpdatedAt *time.Time `json:"updated_at"`
 }
 
 func contactOf(c store.Contact) contactJSON {
@@ -245,7 +247,11 @@ func (a *api) createContact(w http.ResponseWriter, r *http.Request) error {
 		return dirError(err, "a contact with this number")
 	}
 	c.Tags = normalTags(c.Tags)
-	writeCreated(w, "/v1/contacts/"+c.ID, contactOf(c))
+	view, err := a.contactView(r.Context(), c)
+	if err != nil {
+		return err
+	}
+	writeCreated(w, "/v1/contacts/"+c.ID, view)
 	return nil
 }
 
@@ -273,7 +279,9 @@ func sortedStrings(s []string) []string {
 }
 
 func (a *api) getContact(w http.ResponseWriter, r *http.Request) error {
-	return getDirEntry(w, r, "contact", a.store.GetContact, noErr(contactOf))
+	return getDirEntry(w, r, "contact", a.store.GetContact, func(c store.Contact) (contactJSON, error) {
+		return a.contactView(r.Context(), c)
+	})
 }
 
 func (a *api) patchContact(w http.ResponseWriter, r *http.Request) error {
@@ -297,7 +305,11 @@ func (a *api) patchContact(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return dirError(err, "contact")
 	}
-	writeJSON(w, http.StatusOK, contactOf(c))
+	view, err := a.contactView(r.Context(), c)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, view)
 	return nil
 }
 
@@ -335,6 +347,9 @@ func (a *api) listContacts(w http.ResponseWriter, r *http.Request) error {
 	for i, c := range rows {
 		out.Contacts[i] = contactOf(c)
 	}
+	if err := a.withConsent(r.Context(), out.Contacts); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -353,16 +368,21 @@ type importJSON struct {
 	Errors    []importErrorJSON `json:"errors"`
 	// ErrorsTotal counts every bad line when errors lists only the first.
 	ErrorsTotal int `json:"errors_total,omitempty"`
+	// ConsentKeptOptedOut counts the rows whose consent=opted_in was not
+	// taken because the number is suppressed: an import never opts a
+	// STOPped number back in (consent.go).
+	ConsentKeptOptedOut int `json:"consent_kept_opted_out"`
 }
 
 // importColumns is the header of an import: which column holds what.
 type importColumns struct {
 	number, name, tags, timezone int // -1 when absent
+	consent, consentSource       int // -1 when absent
 	fields                       map[int]string
 }
 
 func parseImportHeader(rec []string) (importColumns, error) {
-	cols := importColumns{number: -1, name: -1, tags: -1, timezone: -1, fields: map[int]string{}}
+	cols := importColumns{number: -1, name: -1, tags: -1, timezone: -1, consent: -1, consentSource: -1, fields: map[int]string{}}
 	seen := map[string]bool{}
 	for i, h := range rec {
 		h = strings.TrimSpace(h)
@@ -386,6 +406,10 @@ func parseImportHeader(rec []string) (importColumns, error) {
 			cols.tags = i
 		case "timezone":
 			cols.timezone = i
+		case "consent":
+			cols.consent = i
+		case "consent_source":
+			cols.consentSource = i
 		default:
 			if !group.ValidFieldKey(h) {
 				return cols, fmt.Errorf("column %q: a field name is 1 to 64 letters, digits, _ or -", h)
@@ -404,6 +428,9 @@ func parseImportHeader(rec []string) (importColumns, error) {
 type importRow struct {
 	line int
 	c    store.Contact
+	// consent is the row's consent column ("" when absent, empty or
+	// unknown: no change), source its consent_source (default import).
+	consent, source string
 }
 
 func (a *api) importContacts(w http.ResponseWriter, r *http.Request) error {
@@ -475,37 +502,19 @@ func (a *api) importContacts(w http.ResponseWriter, r *http.Request) error {
 			addErr(line, fmt.Sprintf("%d values for %d columns", len(rec), len(header)))
 			continue
 		}
-		get := func(i int) string {
-			if i < 0 || i >= len(rec) {
-				return ""
-			}
-			return rec[i]
-		}
-		c := store.Contact{ID: newDirID("ct_"), Number: get(cols.number), Name: get(cols.name), Timezone: get(cols.timezone),
-			CreatedAt: now, UpdatedAt: now}
-		if t := get(cols.tags); t != "" {
-			c.Tags = strings.Split(t, ";")
-		}
-		if len(cols.fields) > 0 {
-			c.Fields = make(map[string]string, len(cols.fields))
-			for i, k := range cols.fields {
-				c.Fields[k] = get(i)
-			}
-		}
-		if errs := checkContact(&c); len(errs) > 0 {
-			msgs := make([]string, len(errs))
-			for i, e := range errs {
-				msgs[i] = e.Error()
-			}
-			addErr(line, strings.Join(msgs, "; "))
+		row, msg := importRowOf(rec, cols, now)
+		if msg != "" {
+			addErr(line, msg)
 			continue
 		}
+		row.line = line
+		c := row.c
 		if first, ok := lineOf[c.Number]; ok {
 			addErr(line, fmt.Sprintf("number %s is already on line %d", c.Number, first))
 			continue
 		}
 		lineOf[c.Number] = line
-		rows = append(rows, importRow{line: line, c: c})
+		rows = append(rows, row)
 	}
 	if atomic && rep.ErrorsTotal > 0 {
 		writeJSON(w, http.StatusUnprocessableEntity, rep)
@@ -521,12 +530,47 @@ func (a *api) importContacts(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if rep.ConsentKeptOptedOut, err = a.importConsent(r, rows, dry); err != nil {
+		return err
+	}
 	rep.Created, rep.Updated, rep.Unchanged = counts.Created, counts.Updated, counts.Unchanged
 	if rep.ErrorsTotal == len(rep.Errors) {
 		rep.ErrorsTotal = 0
 	}
 	writeJSON(w, http.StatusOK, rep)
 	return nil
+}
+
+// importRowOf reads one CSV record of an import; msg says what is wrong
+// with it ("" when nothing is).
+func importRowOf(rec []string, cols importColumns, now time.Time) (row importRow, msg string) {
+	get := func(i int) string {
+		if i < 0 || i >= len(rec) {
+			return ""
+		}
+		return rec[i]
+	}
+	c := store.Contact{ID: newDirID("ct_"), Number: get(cols.number), Name: get(cols.name), Timezone: get(cols.timezone),
+		CreatedAt: now, UpdatedAt: now}
+	if t := get(cols.tags); t != "" {
+		c.Tags = strings.Split(t, ";")
+	}
+	if len(cols.fields) > 0 {
+		c.Fields = make(map[string]string, len(cols.fields))
+		for i, k := range cols.fields {
+			c.Fields[k] = get(i)
+		}
+	}
+	errs := checkContact(&c)
+	consent, source, cerrs := checkImportConsent(get(cols.consent), get(cols.consentSource))
+	if errs = append(errs, cerrs...); len(errs) > 0 {
+		msgs := make([]string, len(errs))
+		for i, e := range errs {
+			msgs[i] = e.Error()
+		}
+		return row, strings.Join(msgs, "; ")
+	}
+	return importRow{c: c, consent: consent, source: source}, ""
 }
 
 // mergeImport completes import rows with the stored values of the columns

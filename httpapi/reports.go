@@ -486,6 +486,9 @@ func (a *api) addSuppression(w http.ResponseWriter, r *http.Request) error {
 	if err := add(r.Context(), s, entry); err != nil {
 		return err
 	}
+	if err := a.store.AppendConsent(r.Context(), operatorConsent(r, number, store.ConsentOptedOut, s.CreatedAt)); err != nil {
+		return err
+	}
 	// Answer with what is stored: a stop or provider_opt_out never
 	// replaces an operator's manual suppression.
 	if got, err := a.store.Suppressed(r.Context(), []string{number}); err == nil {
@@ -506,6 +509,10 @@ func (a *api) removeSuppression(w http.ResponseWriter, r *http.Request) error {
 	// hash's removal below is part of the same recorded action (if it
 	// fails, the client hears so and the hashed opt-out stays).
 	entry := store.AuditEntry{At: a.now().UTC(), Actor: requestActor(r), Action: auditSuppressRemov, Target: store.AuditNumber(number)}
+	was, err := a.suppressedForms(r.Context(), []string{number})
+	if err != nil {
+		return err
+	}
 	if err := a.store.RemoveSuppression(r.Context(), number, entry); err != nil {
 		return err
 	}
@@ -515,6 +522,12 @@ func (a *api) removeSuppression(w http.ResponseWriter, r *http.Request) error {
 			if err := a.store.RemoveSuppression(r.Context(), h); err != nil {
 				return err
 			}
+		}
+	}
+	if was[number] {
+		// The operator lifted an opt-out: recorded in the number's history.
+		if err := a.store.AppendConsent(r.Context(), operatorConsent(r, number, store.ConsentOptedIn, entry.At)); err != nil {
+			return err
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -68,6 +68,7 @@ var routeTable = []route{
 	{http.MethodGet, "/v1/contacts", needRead, (*api).listContacts},
 	{http.MethodPost, "/v1/contacts/import", needSend, (*api).importContacts},
 	{http.MethodGet, "/v1/contacts/{id}", needRead, (*api).getContact},
+	{http.MethodGet, "/v1/contacts/{id}/consent", needRead, (*api).getContactConsent},
 	{http.MethodPatch, "/v1/contacts/{id}", needSend, (*api).patchContact},
 	{http.MethodDelete, "/v1/contacts/{id}", needSend, (*api).deleteContact},
 	{http.MethodPost, "/v1/crews", needSend, (*api).createCrew},

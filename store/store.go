@@ -45,6 +45,7 @@ type Store interface {
 	Erasure
 	Webhooks
 	Directory
+	Consents
 	ServerKeys
 
 	// Engine names the engine: "sqlite" or "postgres".
@@ -105,6 +106,10 @@ type Effects struct {
 	// sent, canceled, resumed, resolved or retried commits with the change.
 	Audit  []AuditEntry
 	Outbox []OutboxRow // insert; a duplicate MsgID is ignored (design.md §13)
+	// Consent entries are appended to their numbers' histories with the
+	// unit: the STOP, START or provider opt-out that changed a person's
+	// consent commits with the suppression it made or lifted.
+	Consent []ConsentEntry
 }
 
 // ---- Inbox ----

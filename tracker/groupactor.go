@@ -814,7 +814,7 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 	if a.eff.Group != nil && e.cfg.Webhooks != nil && e.cfg.Webhooks.Enabled() {
 		a.eff.Outbox = append(a.eff.Outbox, webhookout.Derive(a.outboxChange(u.Events, dirty, now))...)
 	}
-	u.Effects = []any{a.eff}
+	u.Effects = []any{withConsent(a.eff, now)} // consent.go
 	// STOP or a provider opt-out: no provider call to these numbers may
 	// pass its check while this commits (see suppress.go).
 	// STOP or a provider opt-out, or an answer to a follow-up in flight: that call may not start after
@@ -1014,7 +1014,8 @@ func (a *groupActor) outboxChange(events []actor.Event, dirty []int, now time.Ti
 
 func effectsEmpty(e store.Effects) bool {
 	return e.Group == nil && len(e.Deliveries) == 0 && len(e.InboxDone) == 0 && len(e.Routes) == 0 &&
-		len(e.Suppress) == 0 && len(e.Unsuppress) == 0 && len(e.Replies) == 0 && e.Idempotency == nil
+		len(e.Suppress) == 0 && len(e.Unsuppress) == 0 && len(e.Replies) == 0 && e.Idempotency == nil &&
+		len(e.Consent) == 0
 }
 
 // ---- projections ----

@@ -192,7 +192,7 @@ func (u *unmatchedJournal) record(ctx context.Context, ref store.InboxRef, event
 		}
 	}
 	eff.InboxDone = []store.InboxRef{{Provider: ref.Provider, EventID: ref.EventID, Target: unmatchedKey}}
-	unit.Effects = []any{eff}
+	unit.Effects = []any{withConsent(eff, now)}
 	defer d.gate.write(suppressedNumbers(eff.Suppress))() // see suppress.go
 	if err := u.j.Persist(ctx, unit); err != nil {
 		if errors.Is(err, actor.ErrConflict) {

@@ -104,6 +104,8 @@ Flags:
 			Error string `json:"error"`
 		}
 		ErrorsTotal int `json:"errors_total"`
+		// Kept counts rows whose opted_in was not taken (suppressed number).
+		Kept int `json:"consent_kept_opted_out"`
 	}
 	resp, err := c.send(ctx, "POST", path, in, http.Header{"Content-Type": {"text/csv"}})
 	var ae *apiError
@@ -122,6 +124,13 @@ Flags:
 		verb = "would import"
 	}
 	fmt.Fprintf(stdout, "%s: %d created, %d updated, %d unchanged\n", verb, rep.Created, rep.Updated, rep.Unchanged)
+	if rep.Kept > 0 {
+		rows := "rows"
+		if rep.Kept == 1 {
+			rows = "row"
+		}
+		fmt.Fprintf(stdout, "%d %s said opted_in for a suppressed number: kept opted_out\n", rep.Kept, rows)
+	}
 	bad := max(rep.ErrorsTotal, len(rep.Errors))
 	for _, e := range rep.Errors {
 		fmt.Fprintf(stdout, "line %d: %s\n", e.Line, oneLine(e.Error, 200))

@@ -345,6 +345,7 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 	var idem []*store.IdempotencyKey
 	var audit []store.AuditEntry
 	var outbox []store.OutboxRow
+	var consent []store.ConsentEntry
 	for _, i := range sent {
 		u := &units[i]
 		for j, ev := range u.Events {
@@ -410,6 +411,7 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 			}
 			audit = append(audit, e.Audit...)
 			outbox = append(outbox, e.Outbox...)
+			consent = append(consent, e.Consent...)
 		}
 	}
 	if len(evKeys) > 0 {
@@ -476,6 +478,7 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 		b.Queue(sqlInsIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(sqlq.OrNow(ik.CreatedAt, now)))
 	}
 	queueAudit(b, audit, now)
+	queueConsent(b, consent, now)
 	queueOutbox(b, outbox, now)
 	return nil
 }
@@ -487,6 +490,15 @@ var sqlInsAudit = sqlq.Rebind(sqlq.InsertAudit)
 func queueAudit(b *pgx.Batch, entries []store.AuditEntry, now time.Time) {
 	for k := range entries {
 		b.Queue(sqlInsAudit, sqlq.AuditArgs(&entries[k], now)...)
+	}
+}
+
+// sqlInsConsent appends one consent entry (store.Effects.Consent).
+var sqlInsConsent = sqlq.Rebind(sqlq.InsertConsent)
+
+func queueConsent(b *pgx.Batch, entries []store.ConsentEntry, now time.Time) {
+	for k := range entries {
+		b.Queue(sqlInsConsent, sqlq.ConsentArgs(&entries[k], now)...)
 	}
 }
 
@@ -745,6 +757,7 @@ func queueUnit(b *pgx.Batch, u *actor.Unit, effs []*store.Effects, now time.Time
 			b.Queue(sqlInsIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(sqlq.OrNow(ik.CreatedAt, now)))
 		}
 		queueAudit(b, e.Audit, now)
+		queueConsent(b, e.Consent, now)
 		queueOutbox(b, e.Outbox, now)
 	}
 	return nil

@@ -21,7 +21,7 @@ type stmts struct {
 	insReply, idemExists, insIdem, insInbox *sql.Stmt
 	insSeen, hasInbox                       *sql.Stmt // the replay record (IngestInbox)
 	isSuppressed                            *sql.Stmt
-	insAudit                                *sql.Stmt
+	insAudit, insConsent                    *sql.Stmt
 	savepoint, release, rollbackTo          *sql.Stmt
 	// Multi-row forms of the writes a commit makes many of.
 	insEvents, setReminders, upDeliveries, putRoutes *rowsStmt
@@ -70,6 +70,7 @@ func (st *stmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.insSeen, `INSERT INTO webhook_seen (id_hash, seen_at) VALUES (?, ?) ON CONFLICT (id_hash) DO NOTHING`},
 		{&st.hasInbox, `SELECT COUNT(*) FROM inbox WHERE provider = ? AND event_id = ?`},
 		{&st.insAudit, sqlq.InsertAudit},
+		{&st.insConsent, sqlq.InsertConsent},
 		{&st.savepoint, `SAVEPOINT unit`},
 		{&st.release, `RELEASE SAVEPOINT unit`},
 		{&st.rollbackTo, `ROLLBACK TO SAVEPOINT unit`},
@@ -371,6 +372,21 @@ func (r *reboxer) int64(n int64) any {
 	return r.box
 }
 
+// appendRecords appends a unit effect's audit and consent entries.
+func (s *Store) appendRecords(ts *txStmts, e *store.Effects, now time.Time) error {
+	for k := range e.Audit {
+		if _, err := ts.exec(s.st.insAudit, sqlq.AuditArgs(&e.Audit[k], now)...); err != nil {
+			return fmt.Errorf("sqlite: commit: audit: %w", err)
+		}
+	}
+	for k := range e.Consent {
+		if _, err := ts.exec(s.st.insConsent, sqlq.ConsentArgs(&e.Consent[k], now)...); err != nil {
+			return fmt.Errorf("sqlite: commit: consent: %w", err)
+		}
+	}
+	return nil
+}
+
 // applyUnit writes one checked unit; epoch is its shard's lease epoch as
 // the commit checked it.
 func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, epoch uint64, now time.Time) (uerr, err error) {
@@ -484,10 +500,8 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, epo
 				return fmt.Errorf("key %q: %w", ik.Key, store.ErrIdempotencyConflict), nil
 			}
 		}
-		for k := range e.Audit {
-			if _, err := ts.exec(s.st.insAudit, sqlq.AuditArgs(&e.Audit[k], now)...); err != nil {
-				return nil, wrap("audit", err)
-			}
+		if err := s.appendRecords(ts, e, now); err != nil {
+			return nil, err
 		}
 	}
 	return nil, nil

@@ -55,6 +55,10 @@ var NumberErasers = []Eraser{
 		func(n, _ string) []any { return []any{n} }},
 	{"contacts", `DELETE FROM contacts WHERE number = ?`,
 		func(n, _ string) []any { return []any{n} }},
+	// Their consent history (migration 00020) goes with their contact; the
+	// suppression itself stays, under the keyed hash (below).
+	{"consent_history", `DELETE FROM consent_history WHERE number = ?`,
+		func(n, _ string) []any { return []any{n} }},
 }
 
 // OutboxNeedle is what an outbound webhook payload (JSON) holds when it

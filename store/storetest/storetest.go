@@ -144,6 +144,7 @@ func Run(t *testing.T, o Options) {
 		{"WebhookClaimsConcurrent", testWebhookClaimsConcurrent},
 		{"Contacts", testContacts},
 		{"ImportContacts", testImportContacts},
+		{"Consent", testConsent},
 		{"LargeCrewContacts", testLargeCrewContacts},
 		{"Templates", testTemplates},
 	}

@@ -3,7 +3,7 @@
 // with aria-invalid and aria-describedby.
 import { request } from "./api.js";
 import { h, replace } from "./dom.js";
-import { plural } from "./format.js";
+import { fmtFull, plural } from "./format.js";
 import { ask } from "./ui.js";
 
 const enc = encodeURIComponent;
@@ -25,6 +25,52 @@ export function parseFields(s) {
     out[line.slice(0, i).trim()] = line.slice(i + 1).trim();
   }
   return out;
+}
+
+const consentLabels = { opted_in: "Opted in", opted_out: "Opted out", unknown: "Unknown" };
+
+/** consentLabel is a consent state in words. */
+export function consentLabel(state) {
+  return consentLabels[state] || consentLabels.unknown;
+}
+
+/** consentCell shows a contact's consent state and, opened, its history
+ * (GET /v1/contacts/{id}/consent), loaded the first time it is opened. */
+function consentCell(c) {
+  const list = h("ul", { class: "consent-history" });
+  let loaded = false;
+  const details = h(
+    "details",
+    { class: "consent" },
+    h("summary", null, consentLabel(c.consent), h("span", { class: "sr-only" }, ` — consent history of ${c.name || c.number}`)),
+    list,
+  );
+  details.addEventListener("toggle", async () => {
+    if (!details.open || loaded) return;
+    loaded = true;
+    replace(list, h("li", { class: "muted" }, "Loading…"));
+    try {
+      const res = await request("GET", `/v1/contacts/${enc(c.id)}/consent`);
+      const hist = (res && res.history) || [];
+      replace(
+        list,
+        hist.length
+          ? hist.map((e) =>
+              h(
+                "li",
+                { class: "consent-entry" },
+                `${fmtFull(e.at)}: ${consentLabel(e.state)} (${e.source}${e.by ? `, by ${e.by}` : ""})`,
+                e.text ? h("q", null, e.text) : null,
+              ),
+            )
+          : h("li", { class: "muted" }, "No consent recorded."),
+      );
+    } catch (err) {
+      loaded = false;
+      replace(list, h("li", { class: "form-error" }, `Could not load the history: ${err.message}`));
+    }
+  });
+  return details;
 }
 
 function field(id, label, input, help) {
@@ -84,7 +130,7 @@ export function render(main, ctx) {
     h(
       "p",
       { class: "help", id: "import-help" },
-      "First line: number,name,tags,timezone and any field names. Tags are split by ;. A number already saved is updated.",
+      "First line: number,name,tags,timezone and any field names; consent (opted_in or opted_out) and consent_source are optional. Tags are split by ;. A number already saved is updated. An import never opts a suppressed number back in.",
     ),
     h("div", { class: "field" }, h("label", { for: "import-file" }, "CSV file"), csvFile),
     h("div", { class: "field" }, h("label", { for: "import-csv" }, "Or paste the CSV"), csvText),
@@ -114,7 +160,7 @@ export function render(main, ctx) {
           h(
             "tr",
             null,
-            ["Name", "Number", "Tags", "Time zone", "Fields"].map((c) => h("th", { scope: "col" }, c)),
+            ["Name", "Number", "Tags", "Time zone", "Fields", "Consent"].map((c) => h("th", { scope: "col" }, c)),
             h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Actions")),
           ),
         ),
@@ -174,6 +220,7 @@ export function render(main, ctx) {
                 h("td", null, (c.tags || []).join("; ") || "—"),
                 h("td", null, c.timezone || "—"),
                 h("td", null, Object.entries(c.fields || {}).map(([k, v]) => `${k}=${v}`).join(", ") || "—"),
+                h("td", { class: "contact-consent" }, consentCell(c)),
                 h(
                   "td",
                   { class: "row-actions" },
@@ -186,7 +233,7 @@ export function render(main, ctx) {
                 ),
               ),
             )
-          : h("tr", { class: "empty-row" }, h("td", { colspan: 6 }, q ? "No contact matches." : "No contacts yet.")),
+          : h("tr", { class: "empty-row" }, h("td", { colspan: 7 }, q ? "No contact matches." : "No contacts yet.")),
       );
     } catch (e) {
       if (alive) count.textContent = `Could not load contacts: ${e.message}`;
@@ -290,6 +337,9 @@ export function render(main, ctx) {
       replace(
         report,
         h("p", { id: "import-summary" }, `${verb}: ${data.created} created, ${data.updated} updated, ${data.unchanged} unchanged.`),
+        data.consent_kept_opted_out
+          ? h("p", { id: "import-consent-kept" }, `${plural(data.consent_kept_opted_out, "row")} said opted_in for a suppressed number: still opted out.`)
+          : null,
         errs.length
           ? [
               h("p", null, `${plural(data.errors_total || errs.length, "line")} not imported:`),
