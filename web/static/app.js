@@ -17,6 +17,7 @@ import * as settings from "./settings.js";
 import * as webhooks from "./webhooks.js";
 import * as contacts from "./contacts.js";
 import * as crews from "./crews.js";
+import * as columns from "./columns.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -154,6 +155,7 @@ setUnauthorizedHandler(() => {
 
 async function start() {
   document.getElementById("signout").addEventListener("click", signOut);
+  columns.watch(main);
   window.addEventListener("hashchange", () => {
     // Focus the new page for screen readers first; a view that focuses a
     // field of its own (sign-in, the create form) then takes it over.
