@@ -85,7 +85,7 @@ func TestBoardFitsPhone(t *testing.T) {
 	contact := createVia(t, base+"/v1/contacts", key, map[string]any{"number": "+15550100001", "name": "Ana Ruiz with a rather long name", "tags": []string{"riggers", "night-shift"}})
 	createVia(t, base+"/v1/crews", key, map[string]any{"name": "Riggers, night shift, site B", "description": "Everyone who rigs at night on site B", "members": []string{contact}})
 	gid := createVia(t, base+"/v1/groups", key, map[string]any{"from": "+15550100000", "to": []string{"+15550100001", "+15550100002"},
-		"text": "Crew call: site B, 7:00 tomorrow. Reply 1 if you are coming, 2 if not.",
+		"text":      "Crew call: site B, 7:00 tomorrow. Reply 1 if you are coming, 2 if not.",
 		"responses": []map[string]any{{"key": "1", "label": "Coming", "ack": "yes"}, {"key": "2", "label": "Can't make it", "ack": "no"}}})
 	createVia(t, base+"/v1/keys", key, map[string]any{"scopes": []string{"read"}, "name": "contractor", "expires_at": time.Now().Add(72 * time.Hour).UTC().Format(time.RFC3339)})
 	createVia(t, base+"/v1/webhook-endpoints", key, map[string]any{"url": "https://hooks.example.com/crewcast/deliveries", "events": []string{"*"}, "description": "ops"})
