@@ -1,7 +1,7 @@
 // The API keys page (admin): create a key (shown once), see names,
 // scopes, last use and expiry, revoke.
 import { h, replace } from "./dom.js";
-import { ask } from "./ui.js";
+import { ask, copyButton } from "./ui.js";
 import { adminApi, field, showFieldErrors, when, isAdmin, notAllowed } from "./admin.js";
 
 const SCOPES = [
@@ -41,10 +41,11 @@ export function render(main, ctx) {
     try {
       const k = await adminApi.createKey(name.input.value.trim(), [scope.input.value]);
       if (!alive) return;
+      const value = h("code", { class: "one-time-password", id: "new-key-value" }, k.key);
       replace(
         secret,
         h("p", null, `Created ${k.name || k.id} (${k.scopes.join(", ")}). Copy the key now; it is shown only once:`),
-        h("p", null, h("code", { class: "one-time-password", id: "new-key-value" }, k.key)),
+        h("p", { class: "one-time-value" }, value, copyButton(() => k.key, value, "Copy key")),
       );
       secret.hidden = false;
       name.input.value = "";
