@@ -21,7 +21,9 @@ func TestAuditInWords(t *testing.T) {
 	b := openTab(t)
 	b.signIn(srv.URL()+"/", key)
 	b.do("open the audit trail", chromedp.Navigate(srv.URL()+"/#/audit"))
-	row := func(action string) string { return `document.querySelector('#audit-rows tr[data-action="` + action + `"]')` }
+	row := func(action string) string {
+		return `document.querySelector('#audit-rows tr[data-action="` + action + `"]')`
+	}
 	b.wait("the sign-in in words", `(`+row("session.signed_in")+`||{}).textContent?.includes("Setup key signed in")`)
 	b.wait("the send in words", `(`+row("group.sent")+`||{}).textContent?.includes("Setup key sent “Crew call 7am” to 2 people")`)
 	if href := b.text(`#audit-rows tr[data-action="group.sent"] a[href="#/groups/` + gid + `"]`); href == "" {
