@@ -41,6 +41,12 @@ func TestAuditInWords(t *testing.T) {
 		t.Errorf("the audit page still says bootstrap: %q", got)
 	}
 
+	if got := b.text("#who"); got != "Setup key" {
+		t.Errorf("the top bar names the signed-in key %q, want Setup key", got)
+	}
+	b.do("open keys", chromedp.Navigate(srv.URL()+"/#/keys"))
+	b.wait("the setup key listed by its name", `[...document.querySelectorAll("#key-rows td")].some((td) => td.textContent === "Setup key")`)
+
 	// The CSV keeps the raw codes and names.
 	req, _ := http.NewRequest(http.MethodGet, srv.URL()+"/v1/audit?format=csv", nil)
 	req.Header.Set("Authorization", "Bearer "+key)

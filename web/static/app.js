@@ -18,6 +18,7 @@ import * as webhooks from "./webhooks.js";
 import * as contacts from "./contacts.js";
 import * as crews from "./crews.js";
 import * as columns from "./columns.js";
+import { keyName } from "./auditwords.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -55,7 +56,7 @@ function navigate(hash) {
 function drawNav() {
   nav.hidden = !session;
   if (!session) return;
-  who.textContent = session.name || session.key_id || "";
+  who.textContent = session.key_id ? keyName(session.key_id, session.name) : session.name || "";
   who.title = session.role ? `Role: ${session.role}` : session.scopes ? `Scopes: ${session.scopes.join(", ")}` : "";
   document.getElementById("nav-new").hidden = !canSend(session);
   for (const a of nav.querySelectorAll("[data-admin]")) a.hidden = !isAdmin(session);

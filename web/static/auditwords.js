@@ -63,7 +63,7 @@ const ACTIONS = {
   "person.erased": ["Person erased", "erased the data of", "words"],
   "retention.run": ["Retention run", "ran retention", "words"],
   "session.signed_in": ["Signed in", "signed in", "words"],
-  "session.sign_in_failed": ["Sign-in refused", "was refused signing in", "words"],
+  "session.sign_in_failed": ["Sign-in refused", "was refused signing in as", "words"],
   "session.signed_out": ["Signed out", "signed out", "words"],
 };
 
@@ -98,6 +98,11 @@ function targetNodes(kind, target, action) {
       const [id, name, scopes] = words;
       const label = keyName(id, name && name !== id ? name : "");
       return [" ", h("a", { href: PAGES.key }, label || id), scopes ? ` (${scopes.replaceAll(",", ", ")})` : ""];
+    }
+    case "user": {
+      // "usr_… email role" on creation, the id otherwise.
+      const [id, email, role] = words;
+      return [" ", h("a", { href: PAGES.user, title: id }, email || id), role ? ` (${role})` : ""];
     }
     case "words":
       return [" ", target];

@@ -3,6 +3,7 @@
 import { h, replace } from "./dom.js";
 import { ask, copyButton } from "./ui.js";
 import { adminApi, field, showFieldErrors, when, isAdmin, notAllowed } from "./admin.js";
+import { keyName } from "./auditwords.js";
 
 const SCOPES = [
   ["read", "Read — groups and reports"],
@@ -62,7 +63,7 @@ export function render(main, ctx) {
   }
 
   function row(k) {
-    const label = k.name || k.id;
+    const label = keyName(k.id, k.name);
     const revoke = k.revoked_at
       ? null
       : h(
