@@ -1,0 +1,53 @@
+package httpapi
+
+import (
+	"net/http"
+	"runtime"
+	"runtime/debug"
+	"sort"
+)
+
+// versionJSON is GET /v1/version: what the board's settings page shows of
+// the running server (the same build facts as `crewcast version`).
+type versionJSON struct {
+	Version   string   `json:"version"`
+	Revision  string   `json:"revision"`
+	Modified  bool     `json:"modified"`
+	Go        string   `json:"go"`
+	Providers []string `json:"providers"`
+}
+
+// buildVersion reads the binary's build information: the module version
+// ("(devel)" for a build from a work tree) and the VCS revision.
+func buildVersion() versionJSON {
+	v := versionJSON{Version: "(devel)", Go: runtime.Version()}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	if info.Main.Version != "" {
+		v.Version = info.Main.Version
+	}
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.Revision = s.Value
+		case "vcs.modified":
+			v.Modified = s.Value == "true"
+		}
+	}
+	return v
+}
+
+// version reports the server's build and the providers whose webhooks it
+// accepts (admin).
+func (a *api) version(w http.ResponseWriter, r *http.Request) error {
+	v := buildVersion()
+	v.Providers = make([]string, 0, len(a.cfg.Providers))
+	for name := range a.cfg.Providers {
+		v.Providers = append(v.Providers, name)
+	}
+	sort.Strings(v.Providers)
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
