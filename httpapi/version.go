@@ -14,6 +14,7 @@ type versionJSON struct {
 	Revision  string   `json:"revision"`
 	Modified  bool     `json:"modified"`
 	Go        string   `json:"go"`
+	Provider  string   `json:"provider"`
 	Providers []string `json:"providers"`
 }
 
@@ -39,10 +40,11 @@ func buildVersion() versionJSON {
 	return v
 }
 
-// version reports the server's build and the providers whose webhooks it
-// accepts (admin).
+// version reports the server's build, the provider it sends through and
+// the providers whose webhooks it accepts (admin).
 func (a *api) version(w http.ResponseWriter, r *http.Request) error {
 	v := buildVersion()
+	v.Provider = a.cfg.SendingProvider
 	v.Providers = make([]string, 0, len(a.cfg.Providers))
 	for name := range a.cfg.Providers {
 		v.Providers = append(v.Providers, name)
