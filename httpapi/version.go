@@ -16,6 +16,11 @@ type versionJSON struct {
 	Go        string   `json:"go"`
 	Provider  string   `json:"provider"`
 	Providers []string `json:"providers"`
+	// QuietHours are new groups' default quiet hours ("21:00-07:00", ""
+	// for none), in each recipient's zone, DefaultTimezone for those
+	// without one.
+	QuietHours      string `json:"quiet_hours"`
+	DefaultTimezone string `json:"default_timezone"`
 }
 
 // buildVersion reads the binary's build information: the module version
@@ -40,11 +45,19 @@ func buildVersion() versionJSON {
 	return v
 }
 
-// version reports the server's build, the provider it sends through and
-// the providers whose webhooks it accepts (admin).
+// version reports the server's build, the provider it sends through, the
+// providers whose webhooks it accepts and new groups' default quiet hours
+// (admin).
 func (a *api) version(w http.ResponseWriter, r *http.Request) error {
 	v := buildVersion()
 	v.Provider = a.cfg.SendingProvider
+	if q := a.cfg.PolicyDefaults.Quiet; q != nil {
+		v.QuietHours = q.String()
+	}
+	v.DefaultTimezone = a.cfg.PolicyDefaults.Timezone
+	if v.DefaultTimezone == "" {
+		v.DefaultTimezone = "UTC"
+	}
 	v.Providers = make([]string, 0, len(a.cfg.Providers))
 	for name := range a.cfg.Providers {
 		v.Providers = append(v.Providers, name)

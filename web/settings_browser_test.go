@@ -25,10 +25,10 @@ func TestSettingsShowRetention(t *testing.T) {
 }
 
 // TestSettingsInWords: the settings page says its durations in words, what
-// each retention policy does, whether a hash key is set, the store and
-// the server's version and providers (issue 33 item 6).
+// each retention policy does, whether a hash key is set, the default
+// quiet hours, the store and the server's version and providers (issue 33 item 6).
 func TestSettingsInWords(t *testing.T) {
-	srv, key := startServer(t, "settings", server.Config{})
+	srv, key := startServer(t, "settings", server.Config{QuietHours: "21:00-07:00", DefaultTimezone: "America/Chicago"})
 	b := openTab(t)
 	b.signIn(srv.URL()+"/", key)
 	fails := webtest.Eval[[]string](t, b.ctx, `(async () => {
@@ -65,5 +65,6 @@ func TestSettingsInWords(t *testing.T) {
 	b.wait("the hash key state", `(document.querySelector("#hash-key")||{}).textContent === "A hash key is set: numbers can be hashed."`)
 	b.wait("the version", `/^crewcast \S+.* go1\.\d+/.test((document.querySelector("#server-version")||{}).textContent || "")`)
 	b.wait("the store", `/^Store: sqlite, schema version \d+\.$/.test((document.querySelector("#server-store")||{}).textContent || "")`)
+	b.wait("the quiet hours", `(document.querySelector("#quiet-hours")||{}).textContent === "New groups hold messages from 21:00 to 07:00 in each recipient's time zone (America/Chicago for numbers without one); a group can set its own or turn them off."`)
 	b.wait("the providers", `(document.querySelector("#server-providers")||{}).textContent?.startsWith("Demo mode: sending is simulated (the simulator posts Telnyx webhooks).")`)
 }

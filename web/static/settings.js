@@ -85,6 +85,14 @@ export function versionLine(v) {
   return `crewcast ${v.version}${rev} ${v.go}`;
 }
 
+/** quietLine says new groups' default quiet hours. */
+export function quietLine(v) {
+  const zone = v.default_timezone || "UTC";
+  if (!v.quiet_hours) return `New groups have no default quiet hours (times are in each recipient's time zone, ${zone} for numbers without one); a group can set its own.`;
+  const [from, to] = v.quiet_hours.split("-");
+  return `New groups hold messages from ${from} to ${to} in each recipient's time zone (${zone} for numbers without one); a group can set its own or turn them off.`;
+}
+
 /** providersLine says which provider sends and whose webhooks the server takes. */
 export function providersLine(v) {
   const names = { telnyx: "Telnyx", twilio: "Twilio" };
@@ -111,6 +119,7 @@ export function render(main, ctx) {
   const version = h("p", { id: "server-version" }, "Loading…");
   const storeLine = h("p", { id: "server-store" });
   const providers = h("p", { id: "server-providers" });
+  const quiet = h("p", { id: "quiet-hours" }, "Loading…");
 
   async function load() {
     try {
@@ -131,6 +140,7 @@ export function render(main, ctx) {
     if (!alive) return;
     version.textContent = v.status === "fulfilled" ? versionLine(v.value) : `Cannot read the version: ${v.reason.message}`;
     providers.textContent = v.status === "fulfilled" ? providersLine(v.value) : "";
+    quiet.textContent = v.status === "fulfilled" ? quietLine(v.value) : "Cannot read the default quiet hours.";
     storeLine.textContent = ready.status === "fulfilled"
       ? `Store: ${ready.value.engine}, schema version ${ready.value.migration_version}.`
       : `The store is not ready: ${ready.reason.message}`;
@@ -159,7 +169,7 @@ export function render(main, ctx) {
       hashKey,
       run,
       h("h2", null, "Quiet hours"),
-      h("p", { id: "quiet-hours" }, "New groups get the server's default quiet hours (crewcast serve --quiet-hours, in each recipient's time zone, --default-timezone for numbers without one). The server does not report these defaults to the board yet; each group shows the quiet hours it got."),
+      quiet,
       h("h2", null, "Server"),
       version,
       storeLine,
