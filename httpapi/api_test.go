@@ -746,6 +746,16 @@ func TestOperationsRoutes(t *testing.T) {
 		{name: "readyz closed store", method: "GET", path: "/readyz", status: 503, code: "not_ready",
 			setup: func(e *env) map[string]string { _ = e.st.Close(); return nil }},
 		{name: "openapi", method: "GET", path: "/openapi.yaml", status: 200, has: []string{"openapi: 3.0.3"}},
+		{name: "version admin", method: "GET", path: "/v1/version", key: "admin", status: 200, has: []string{`"version":"`, `"go":"go1.`, `"provider":"twilio"`},
+			mod: func(c *Config) { c.SendingProvider = "twilio" }},
+		{name: "version quiet hours", method: "GET", path: "/v1/version", key: "admin", status: 200,
+			has: []string{`"quiet_hours":"21:00-07:00"`, `"default_timezone":"America/Chicago"`},
+			mod: func(c *Config) {
+				c.PolicyDefaults = group.PolicyDefaults{Quiet: &group.QuietHours{Start: 21 * 60, End: 7 * 60}, Timezone: "America/Chicago"}
+			}},
+		{name: "version no quiet hours", method: "GET", path: "/v1/version", key: "admin", status: 200, has: []string{`"quiet_hours":""`}},
+		{name: "version send", method: "GET", path: "/v1/version", key: "send", status: 403},
+		{name: "version anonymous", method: "GET", path: "/v1/version", status: 401},
 		{name: "debug actors admin", method: "GET", path: "/debug/actors", key: "admin", status: 200, has: []string{`"active":3`}},
 		{name: "debug actors send", method: "GET", path: "/debug/actors", key: "send", status: 403},
 		{name: "debug actors read", method: "GET", path: "/debug/actors", key: "read", status: 403},

@@ -85,6 +85,12 @@ type Config struct {
 	// Providers are the webhook verifiers by name ("telnyx", "twilio"); a
 	// webhook for a provider not listed is answered 404.
 	Providers map[string]crewcast.Provider
+	// SendingProvider names the provider messages are sent through
+	// ("demo", "telnyx", "twilio"), reported by GET /v1/version.
+	SendingProvider string
+	// PolicyDefaults are the server's default quiet hours and time zone
+	// (what new groups get), reported by GET /v1/version.
+	PolicyDefaults group.PolicyDefaults
 	// PublicURL is the origin providers post to (e.g.
 	// "https://crewcast.example.com"), used to rebuild the URL Twilio
 	// signed when crewcast runs behind a proxy, to mark session cookies

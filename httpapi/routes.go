@@ -86,6 +86,7 @@ var routeTable = []route{
 	{http.MethodPost, "/v1/keys", needAdmin, (*api).createKey},
 	{http.MethodDelete, "/v1/keys/{id}", needAdmin, (*api).revokeKey},
 
+	{http.MethodGet, "/v1/version", needAdmin, (*api).version},
 	{http.MethodGet, "/v1/retention", needAdmin, (*api).getRetention},
 	{http.MethodPost, "/v1/retention/run", needAdmin, (*api).runRetention},
 	{http.MethodPost, "/v1/erasure", needAdmin, (*api).erase},

@@ -360,7 +360,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		}
 	}
 	handler, err := httpapi.New(httpapi.Config{
-		Store: s.st, Service: s.tr, Providers: providers, PublicURL: cfg.PublicURL, Logger: cfg.Logger,
+		Store: s.st, Service: s.tr, Providers: providers, SendingProvider: cfg.Provider, PolicyDefaults: policy, PublicURL: cfg.PublicURL, Logger: cfg.Logger,
 		Metrics: s.reg, Board: web.Handler(), Done: s.done, Heartbeat: cfg.Heartbeat, StreamMaxLifetime: cfg.StreamMaxLifetime,
 		WebhookWorker: s.hooks, WebhookSealer: sealer, WebhookAllowPrivate: cfg.WebhookAllowPrivate,
 		DebugActors:      func() any { return s.tr.System().Actors() },

@@ -326,3 +326,21 @@ func TestLoadAssetsRejectsUnknownExtension(t *testing.T) {
 		t.Fatal("loadAssets without index.html: no error")
 	}
 }
+
+// TestDatesUseOneHelper: every page formats dates through format.js's
+// fmtDate family, so the board shows one format (the viewer's locale and
+// zone, the zone named) everywhere.
+func TestDatesUseOneHelper(t *testing.T) {
+	t.Parallel()
+	own := regexp.MustCompile(`toLocaleString|toLocaleDateString|toLocaleTimeString|Intl\.DateTimeFormat|toUTCString|toISOString\(\)\.slice`)
+	for file, src := range sources(t, ".js") {
+		if strings.HasSuffix(file, "format.js") {
+			continue
+		}
+		for i, line := range strings.Split(src, "\n") {
+			if m := own.FindString(line); m != "" {
+				t.Errorf("%s:%d formats a date itself (%s): use fmtDate from format.js", file, i+1, m)
+			}
+		}
+	}
+}

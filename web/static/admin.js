@@ -3,6 +3,7 @@
 // pages' client stays as it was.
 import { request } from "./api.js";
 import { h } from "./dom.js";
+import { fmtDate } from "./format.js";
 
 const enc = encodeURIComponent;
 
@@ -71,11 +72,10 @@ export function showFieldErrors(err, fields) {
   return any;
 }
 
-/** when formats an API time for a table cell. */
+/** when formats an API time for a table cell, in the board's one format (fmtDate). */
 export function when(s) {
   if (!s) return "—";
-  const d = new Date(s);
-  return Number.isNaN(d.getTime()) ? s : d.toLocaleString();
+  return fmtDate(s) || s;
 }
 
 /** notAllowed is the page shown to a signed-in person without the admin role. */

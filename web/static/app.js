@@ -20,6 +20,8 @@ import * as contacts from "./contacts.js";
 import * as crews from "./crews.js";
 import * as templates from "./templates.js";
 import * as inbox from "./inbox.js";
+import * as columns from "./columns.js";
+import { keyName } from "./auditwords.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -62,7 +64,7 @@ function navigate(hash) {
 function drawNav() {
   nav.hidden = !session;
   if (!session) return;
-  who.textContent = session.name || session.key_id || "";
+  who.textContent = session.key_id ? keyName(session.key_id, session.name) : session.name || "";
   who.title = session.role ? `Role: ${session.role}` : session.scopes ? `Scopes: ${session.scopes.join(", ")}` : "";
   document.getElementById("nav-new").hidden = !canSend(session);
   for (const a of nav.querySelectorAll("[data-admin]")) a.hidden = !isAdmin(session);
@@ -174,6 +176,7 @@ setUnauthorizedHandler(() => {
 
 async function start() {
   document.getElementById("signout").addEventListener("click", signOut);
+  columns.watch(main);
   window.addEventListener("hashchange", () => {
     // Focus the new page for screen readers first; a view that focuses a
     // field of its own (sign-in, the create form) then takes it over.

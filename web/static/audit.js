@@ -1,48 +1,10 @@
-// The audit page (admin): who did what, when, from where, with filters
-// and a CSV download of the same selection.
+// The audit page (admin): who did what, when, from where, in words
+// (auditwords.js), with filters and a CSV download of the same selection
+// (the CSV keeps the raw codes).
 import { h, replace } from "./dom.js";
+import { api } from "./api.js";
 import { adminApi, field, when, isAdmin, notAllowed } from "./admin.js";
-
-const ACTIONS = [
-  "group.sent",
-  "group.canceled",
-  "group.resumed",
-  "group.nudged",
-  "recipient.resolved",
-  "recipient.retried",
-  "suppression.added",
-  "suppression.removed",
-  "key.created",
-  "key.revoked",
-  "user.created",
-  "user.updated",
-  "user.password_reset",
-  "user.disabled",
-  "user.enabled",
-  "contact.created",
-  "contact.updated",
-  "contact.deleted",
-  "contacts.imported",
-  "crew.created",
-  "crew.updated",
-  "crew.deleted",
-  "template.created",
-  "template.updated",
-  "template.deleted",
-  "endpoint.created",
-  "endpoint.updated",
-  "endpoint.disabled",
-  "endpoint.enabled",
-  "endpoint.rotated",
-  "endpoint.tested",
-  "endpoint.recovered",
-  "endpoint.deleted",
-  "person.erased",
-  "retention.run",
-  "session.signed_in",
-  "session.sign_in_failed",
-  "session.signed_out",
-];
+import { actionCodes, actionLabel, sentence, fillGroups } from "./auditwords.js";
 
 /** toRFC3339 turns a datetime-local value (local time) into RFC 3339, or "". */
 function toRFC3339(v) {
@@ -60,13 +22,14 @@ export function render(main, ctx) {
   let alive = true;
   let cursor = "";
   let query = {};
+  const groups = new Map(); // group id → the lookup of its title and size
   const since = field("audit-since", "From", h("input", { type: "datetime-local" }));
   const until = field("audit-until", "Until", h("input", { type: "datetime-local" }));
   const actor = field("audit-actor", "Who (user or key ID)", h("input", { type: "text", autocomplete: "off" }));
   const action = field(
     "audit-action",
     "Action",
-    h("select", null, h("option", { value: "" }, "Any action"), ACTIONS.map((a) => h("option", { value: a }, a))),
+    h("select", null, h("option", { value: "" }, "Any action"), actionCodes.map((a) => h("option", { value: a, title: a }, actionLabel(a)))),
   );
   const csv = h("a", { class: "button", id: "audit-csv", href: adminApi.auditCSVURL({}), download: "audit.csv" }, "Download CSV");
   const tbody = h("tbody", { id: "audit-rows" });
@@ -78,9 +41,7 @@ export function render(main, ctx) {
       "tr",
       { dataset: { action: e.action } },
       h("td", null, h("time", { datetime: e.at }, when(e.at))),
-      h("td", null, e.actor.name || e.actor.id || "—", h("span", { class: "muted" }, ` ${e.actor.type}${e.actor.id ? " " + e.actor.id : ""}`)),
-      h("td", null, e.action),
-      h("td", null, e.target || "—"),
+      h("td", null, sentence(e)),
       h("td", null, e.ip || "—"),
     );
   }
@@ -90,8 +51,9 @@ export function render(main, ctx) {
       const out = await adminApi.audit({ ...query, cursor: first ? "" : cursor, limit: 100 });
       if (!alive) return;
       const rows = (out.entries || []).map(row);
-      if (first) replace(tbody, rows.length ? rows : h("tr", null, h("td", { colspan: 5, class: "empty" }, "Nothing matches.")));
+      if (first) replace(tbody, rows.length ? rows : h("tr", null, h("td", { colspan: 3, class: "empty" }, "Nothing matches.")));
       else tbody.append(...rows);
+      fillGroups(tbody, api.group, groups);
       cursor = out.next_cursor || "";
       more.hidden = !cursor;
       status.textContent = first ? `${rows.length}${cursor ? "+" : ""} entries` : "";
@@ -139,7 +101,7 @@ export function render(main, ctx) {
         "table",
         { class: "roster-table", id: "audit-table" },
         h("caption", { class: "sr-only" }, "Audit trail, newest first"),
-        h("thead", null, h("tr", null, ["When", "Who", "Action", "Target", "Address"].map((c) => h("th", { scope: "col" }, c)))),
+        h("thead", null, h("tr", null, ["When", "What happened", "Address"].map((c) => h("th", { scope: "col" }, c)))),
         tbody,
       ),
       h("div", { class: "list-more" }, more),

@@ -104,36 +104,49 @@ export function parseTime(s) {
   return d;
 }
 
-const clock = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
-const dayClock = new Intl.DateTimeFormat(undefined, {
-  month: "short",
-  day: "numeric",
-  hour: "numeric",
-  minute: "2-digit",
-});
-const full = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
+// The board's one date format: the viewer's locale and time zone, the zone
+// named ("Jan 15, 2031, 12:30 PM CST"). Every page formats times through
+// fmtDate (or fmtTime, fmtShort, fmtFull, fmtAgo, which use it).
+const styles = {
+  // A complete date and time.
+  full: { year: "numeric", month: "short", day: "numeric", hour: "numeric", minute: "2-digit", timeZoneName: "short" },
+  // A date and time within a list, the year left out.
+  day: { month: "short", day: "numeric", hour: "numeric", minute: "2-digit", timeZoneName: "short" },
+  // Today's clock, with seconds (timelines).
+  clock: { hour: "numeric", minute: "2-digit", second: "2-digit", timeZoneName: "short" },
+  // Today's clock.
+  short: { hour: "numeric", minute: "2-digit", timeZoneName: "short" },
+};
+const formatters = {};
+
+/**
+ * fmtDate formats an API time in the board's one format; style is "full"
+ * (the default), "day", "clock" or "short". "" for no or an invalid time.
+ */
+export function fmtDate(s, style = "full") {
+  const d = s instanceof Date ? s : parseTime(s);
+  if (!d) return "";
+  formatters[style] = formatters[style] || new Intl.DateTimeFormat(undefined, styles[style] || styles.full);
+  return formatters[style].format(d);
+}
+
+const today = (d) => d.toDateString() === new Date().toDateString();
 
 /** fmtTime shows a time compactly: the clock today, date and clock otherwise. */
 export function fmtTime(s) {
   const d = parseTime(s);
-  if (!d) return "";
-  const now = new Date();
-  return d.toDateString() === now.toDateString() ? clock.format(d) : dayClock.format(d);
+  return d ? fmtDate(d, today(d) ? "clock" : "day") : "";
 }
-
-const shortClock = new Intl.DateTimeFormat(undefined, { hour: "numeric", minute: "2-digit" });
 
 /** fmtShort is fmtTime without seconds, for lists. */
 export function fmtShort(s) {
   const d = parseTime(s);
-  if (!d) return "";
-  return d.toDateString() === new Date().toDateString() ? shortClock.format(d) : dayClock.format(d);
+  return d ? fmtDate(d, today(d) ? "short" : "day") : "";
 }
 
 /** fmtFull is a complete date and time, for tooltips and datetime attributes' text. */
 export function fmtFull(s) {
-  const d = parseTime(s);
-  return d ? full.format(d) : "";
+  return fmtDate(s);
 }
 
 /** fmtAgo is a coarse relative time ("just now", "5 min ago"). */
@@ -146,7 +159,7 @@ export function fmtAgo(s, now = Date.now()) {
   if (min < 60) return `${min} min ago`;
   const hr = Math.round(min / 60);
   if (hr < 24) return `${hr} h ago`;
-  return dayClock.format(d);
+  return fmtDate(d, "day");
 }
 
 /** eventData decodes an event's data, which may arrive as an object or as base64 JSON. */

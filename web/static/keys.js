@@ -1,8 +1,9 @@
 // The API keys page (admin): create a key (shown once), see names,
 // scopes, last use and expiry, revoke.
 import { h, replace } from "./dom.js";
-import { ask } from "./ui.js";
+import { ask, copyButton } from "./ui.js";
 import { adminApi, field, showFieldErrors, when, isAdmin, notAllowed } from "./admin.js";
+import { keyName } from "./auditwords.js";
 
 const SCOPES = [
   ["read", "Read — groups and reports"],
@@ -41,10 +42,11 @@ export function render(main, ctx) {
     try {
       const k = await adminApi.createKey(name.input.value.trim(), [scope.input.value]);
       if (!alive) return;
+      const value = h("code", { class: "one-time-password", id: "new-key-value" }, k.key);
       replace(
         secret,
         h("p", null, `Created ${k.name || k.id} (${k.scopes.join(", ")}). Copy the key now; it is shown only once:`),
-        h("p", null, h("code", { class: "one-time-password", id: "new-key-value" }, k.key)),
+        h("p", { class: "one-time-value" }, value, copyButton(() => k.key, value, "Copy key")),
       );
       secret.hidden = false;
       name.input.value = "";
@@ -61,7 +63,7 @@ export function render(main, ctx) {
   }
 
   function row(k) {
-    const label = k.name || k.id;
+    const label = keyName(k.id, k.name);
     const revoke = k.revoked_at
       ? null
       : h(

@@ -3,6 +3,30 @@
 import { h, replace } from "./dom.js";
 import { statusInfo, groupStatusInfo, summaryLine, parseTime, fmtHeld, fmtFull } from "./format.js";
 
+/**
+ * copyButton copies text() to the clipboard and says "Copied" (the toast,
+ * a polite live region; the button's label too). Without a clipboard (a
+ * board served over plain HTTP) it selects target for a manual copy.
+ */
+export function copyButton(text, target, label = "Copy") {
+  const btn = h("button", { type: "button", class: "button button-small copy" }, label);
+  let timer = null;
+  btn.addEventListener("click", async () => {
+    try {
+      if (!navigator.clipboard) throw new Error("no clipboard");
+      await navigator.clipboard.writeText(text());
+      btn.textContent = "Copied";
+      toast("Copied");
+      clearTimeout(timer);
+      timer = setTimeout(() => (btn.textContent = label), 3000);
+    } catch {
+      if (target) getSelection().selectAllChildren(target);
+      toast("Could not copy: the text is selected, copy it with your keyboard.", "error");
+    }
+  });
+  return btn;
+}
+
 /** chip is a recipient status badge; the label is text, the colour only repeats it. */
 export function chip(status) {
   const info = statusInfo(status);

@@ -1,7 +1,7 @@
 // The users page (admin): add people, change their role, reset their
 // password (a one-time password is shown once), disable or enable them.
 import { h, replace } from "./dom.js";
-import { ask, toast } from "./ui.js";
+import { ask, toast, copyButton } from "./ui.js";
 import { adminApi, field, showFieldErrors, when, isAdmin, notAllowed } from "./admin.js";
 
 const ROLES = [
@@ -36,10 +36,11 @@ export function render(main, ctx) {
   const status = h("p", { class: "list-status", role: "status" });
 
   function showPassword(u, pw, what) {
+    const value = h("code", { class: "one-time-password", id: "one-time-password" }, pw);
     replace(
       secret,
       h("p", null, `${what} for ${u.name} (${u.email}). Give them this one-time password; it is shown only now:`),
-      h("p", null, h("code", { class: "one-time-password", id: "one-time-password" }, pw)),
+      h("p", { class: "one-time-value" }, value, copyButton(() => pw, value, "Copy password")),
     );
     secret.hidden = false;
   }
