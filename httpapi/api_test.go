@@ -505,6 +505,7 @@ func seedReports(e *env) map[string]string {
 	unit := actor.Unit{Key: "replies-seed", Effects: []any{store.Effects{Replies: []store.Reply{
 		{Provider: "telnyx", EventID: "in-1", GroupID: g1, Number: "+15550100001", To: "+15550100000", Text: "=cmd|' /C calc'!A0", ReceivedAt: e.clock.Now()},
 		{Provider: "telnyx", EventID: "in-2", Number: "+15550100009", To: "+15550100000", Text: "who is this?", ReceivedAt: e.clock.Now()},
+		{Provider: "telnyx", EventID: "in-3", Number: "+15550100008", To: "+15550100000", Text: "I can't stop by today", ReceivedAt: e.clock.Now(), PossibleOptOut: true},
 	}}}}
 	if res, err := e.st.Commit(ctx, []actor.Unit{unit}); err != nil || res[0] != nil {
 		e.t.Fatalf("seed replies: %v %v", err, res)
@@ -637,7 +638,9 @@ func TestReports(t *testing.T) {
 		{name: "replies unmatched", method: "GET", path: "/v1/replies?unmatched=true", key: "read", status: 200,
 			has: []string{`"event_id":"in-2"`, `"group_id":""`}, hasNot: []string{`"in-1"`}},
 		{name: "replies by number", method: "GET", path: "/v1/replies?number=%2B15550100001", key: "read", status: 200,
-			has: []string{`"in-1"`}, hasNot: []string{`"in-2"`}},
+			has: []string{`"in-1"`, `"possible_opt_out":false`}, hasNot: []string{`"in-2"`}},
+		{name: "replies flag possible opt-outs", method: "GET", path: "/v1/replies?number=%2B15550100008", key: "read", status: 200,
+			has: []string{`"in-3"`, `"possible_opt_out":true`}},
 		{name: "replies bad flag", method: "GET", path: "/v1/replies?unmatched=perhaps", key: "read", status: 400, fields: []string{"unmatched"}},
 	})
 	runScenarios(t, []scenario{

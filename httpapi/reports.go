@@ -340,6 +340,8 @@ type replyJSON struct {
 	Text       string     `json:"text"`
 	Media      []string   `json:"media"`
 	ReceivedAt *time.Time `json:"received_at"`
+	// PossibleOptOut: a stop word among other words, for a person to decide.
+	PossibleOptOut bool `json:"possible_opt_out"`
 }
 
 type replyListJSON struct {
@@ -374,7 +376,7 @@ func (a *api) listReplies(w http.ResponseWriter, r *http.Request) error {
 			media = []string{}
 		}
 		out.Replies[i] = replyJSON{Provider: rp.Provider, EventID: rp.EventID, GroupID: rp.GroupID, Number: rp.Number,
-			To: rp.To, Text: rp.Text, Media: media, ReceivedAt: tsOrNil(rp.ReceivedAt)}
+			To: rp.To, Text: rp.Text, Media: media, ReceivedAt: tsOrNil(rp.ReceivedAt), PossibleOptOut: rp.PossibleOptOut}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
