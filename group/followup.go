@@ -449,6 +449,9 @@ func (g *Group) RecoverFollowups(now time.Time, inFlight func(sendID string) boo
 	if er, ok := g.recoverEscalation(now, inFlight); ok {
 		out = append(out, er)
 	}
+	if co, ok := g.recoverConfirmations(now, inFlight); ok {
+		out = append(out, co)
+	}
 	return out
 }
 
@@ -502,6 +505,8 @@ func (g *Group) applyPolicyEvent(e Event) error {
 		}
 	case Escalated, EscalationOutcomes:
 		return g.applyEscalation(e)
+	case ConfirmClaimed, ConfirmOutcomes:
+		return g.applyConfirm(e)
 	case Nudged:
 		g.NudgedAt = v.At
 		for i, r := range g.Recipients {
@@ -599,6 +604,10 @@ func newPolicyEvent(typ string) Event {
 		return &Escalated{}
 	case TypeEscalationResult:
 		return &EscalationOutcomes{}
+	case TypeConfirmClaimed:
+		return &ConfirmClaimed{}
+	case TypeConfirmOutcomes:
+		return &ConfirmOutcomes{}
 	}
 	return nil
 }
@@ -618,6 +627,10 @@ func derefPolicyEvent(e Event) Event {
 	case *Escalated:
 		return *v
 	case *EscalationOutcomes:
+		return *v
+	case *ConfirmClaimed:
+		return *v
+	case *ConfirmOutcomes:
 		return *v
 	}
 	return e

@@ -608,6 +608,7 @@ func (a *groupActor) applyEntry(e routed, now time.Time) bool {
 				if qm, ok := a.g.QuorumReached(now); ok {
 					a.emit(qm) // journaled with the reply that met it
 				}
+				a.confirm(rep, ev, now)
 			}
 			a.eff.Replies = append(a.eff.Replies, store.Reply{Provider: ev.Provider, EventID: ev.EventID, GroupID: grp,
 				Number: ev.From, To: ev.To, Text: ev.Text, Media: ev.Media, ReceivedAt: now, PossibleOptOut: cl.PossibleOptOut})
