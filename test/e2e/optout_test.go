@@ -39,14 +39,18 @@ func loadReplyCases(t *testing.T) []replyCase {
 // TestOptOutRepliesThroughSimulator sends every classifier case as a
 // signed inbound webhook from `crewcast sim` to `crewcast serve`, one
 // recipient each, and checks which numbers end up suppressed (exactly the
-// opt-outs) and which replies are flagged possible_opt_out.
+// opt-outs), which replies are flagged possible_opt_out, and that with
+// CREWCAST_HELP_REPLY and the default --opt-out-reply provider crewcast
+// answers each HELP once and nothing else.
 func TestOptOutRepliesThroughSimulator(t *testing.T) {
 	cases := loadReplyCases(t)
 	relay := newWebhookRelay(newNotifier())
 	relaySrv := httptest.NewServer(relay)
 	t.Cleanup(relaySrv.Close)
 	_, simURL := startSim(t, "--seed", "1", "--telnyx-webhook-url", relaySrv.URL+"/webhooks/telnyx", "--delay-ms", "5,20")
-	_, base := startServe(t, "serve", serveEnv(t, simURL, simURL), "--db", filepath.Join(t.TempDir(), "crewcast.db"), "--provider", "telnyx")
+	const helpText = "Crew call alerts from the depot. Reply STOP to end."
+	env := append(serveEnv(t, simURL, simURL), "CREWCAST_HELP_REPLY="+helpText) // --opt-out-reply: the default, provider
+	_, base := startServe(t, "serve", env, "--db", filepath.Join(t.TempDir(), "crewcast.db"), "--provider", "telnyx")
 	relay.setUpstream(base)
 	to := numbers(len(cases))
 	id := createGroup(t, base, to, "Crew call: site B, 7:00. Reply YES or NO.")
@@ -91,6 +95,27 @@ func TestOptOutRepliesThroughSimulator(t *testing.T) {
 	for _, s := range sup.Suppressions {
 		suppressed[s.Number] = s.Reason
 	}
+	// Exactly one help reply per HELP/INFO, and nothing else from crewcast.
+	sends, _ := ledger(t, simURL)
+	for deadline := time.Now().Add(10 * time.Second); countHelp(sends, helpText) < countWant(cases, "help"); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			break
+		}
+		sends, _ = ledger(t, simURL)
+	}
+	perNumber := map[string][]string{}
+	for _, s := range sends {
+		perNumber[s.To] = append(perNumber[s.To], s.Text)
+	}
+	for i, c := range cases {
+		want := []string{"Crew call: site B, 7:00. Reply YES or NO."}
+		if c.want == "help" {
+			want = append(want, helpText)
+		}
+		if got := perNumber[to[i]]; strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("%q (%s): the simulator accepted %q, want %q", c.text, c.want, got, want)
+		}
+	}
 	flagged := map[string]bool{}
 	for _, r := range replies.Replies {
 		flagged[r.Number] = r.PossibleOptOut
@@ -103,4 +128,24 @@ func TestOptOutRepliesThroughSimulator(t *testing.T) {
 			t.Errorf("%q (%s): possible_opt_out %v", c.text, c.want, flagged[to[i]])
 		}
 	}
+}
+
+func countHelp(sends []ledgerRow, text string) int {
+	n := 0
+	for _, s := range sends {
+		if s.Text == text {
+			n++
+		}
+	}
+	return n
+}
+
+func countWant(cases []replyCase, want string) int {
+	n := 0
+	for _, c := range cases {
+		if c.want == want {
+			n++
+		}
+	}
+	return n
 }
