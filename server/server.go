@@ -340,8 +340,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		SendTimeout: cfg.ProviderTimeout, IdleTimeout: cfg.IdleTimeout, SweepInterval: cfg.SweepInterval,
 		HashKey: cfg.Retention.HashKey, PastHashKeys: pastKeys,
 		PolicyDefaults: policy, ResolveCrews: crewNumbers(s.st),
-		OptOutReply: cfg.OptOutReply, HelpReply: cfg.HelpReply,
-		ParkedTTL: cfg.ParkedTTL,
+		ParkedTTL: cfg.ParkedTTL, OptOutReply: cfg.OptOutReply, HelpReply: cfg.HelpReply,
 		Clustered: cfg.Cluster.enabled(), // owns nothing until startCluster
 	})
 	if err != nil {
