@@ -87,15 +87,18 @@ func ClassifyReply(text string) Classification {
 	return Classification{}
 }
 
-// accents removes combining marks after decomposition: "Cancelár" reads
-// "Cancelar", "más" reads "mas".
-var accents = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+// accents returns a transformer that removes combining marks after
+// decomposition: "Cancelár" reads "Cancelar", "más" reads "mas". A chain
+// keeps state while it runs, so each call gets its own.
+func accents() transform.Transformer {
+	return transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+}
 
 // consentWords normalizes a reply into its words: lower case, accents
 // removed, apostrophes dropped ("don't" → "dont"), other punctuation and
 // symbols as spaces, polite words left out.
 func consentWords(text string) []string {
-	t, _, err := transform.String(accents, text)
+	t, _, err := transform.String(accents(), text)
 	if err != nil {
 		t = text
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/crewcast/crewcast"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -97,4 +98,22 @@ func TestReplyAnswersAreNeverOptOuts(t *testing.T) {
 			t.Errorf("%q: keyword %q response %q possible %v, want %q %q %v", tc.text, r.Keyword, r.Response, r.PossibleOptOut, tc.kw, tc.resp, tc.possible)
 		}
 	}
+}
+
+// TestClassifyReplyConcurrently: group actors and the unmatched journal
+// classify at the same time; the classifier keeps no shared state (run
+// with -race).
+func TestClassifyReplyConcurrently(t *testing.T) {
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 200 {
+				if got := ClassifyReply("¡Cancelár, por favor!"); got.Keyword != KeywordStop {
+					t.Errorf("got %+v", got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
