@@ -266,7 +266,11 @@ func (g *Group) Reply(ev crewcast.Event, now time.Time) (Replied, bool) {
 	if r == nil || g.seen(ev.EventID) {
 		return Replied{}, false
 	}
-	kw := ParseKeyword(ev.Text)
+	cl := ClassifyReply(ev.Text)
+	if g.isOption(ev.Text) {
+		cl = Classification{} // an answer, never an opt-out
+	}
+	kw := cl.Keyword
 	ack := crewcast.AckNone
 	resp := ""
 	switch {
@@ -284,7 +288,19 @@ func (g *Group) Reply(ev crewcast.Event, now time.Time) (Replied, bool) {
 		ack = ParseAck(ev.Text)
 	}
 	return Replied{At: now, EventID: ev.EventID, Index: r.Index, Text: ev.Text, Media: ev.Media, Ack: ack, Keyword: kw,
-		Response: resp, SentAt: ev.OccurredAt}, true
+		Response: resp, SentAt: ev.OccurredAt, PossibleOptOut: cl.PossibleOptOut}, true
+}
+
+// isOption reports whether a reply is, as a whole, one of the group's
+// response options' keys or labels.
+func (g *Group) isOption(text string) bool {
+	t := normalizeReply(text)
+	for _, o := range g.Responses {
+		if t != "" && (t == normalizeReply(o.Key) || t == normalizeReply(o.Label)) {
+			return true
+		}
+	}
+	return false
 }
 
 // QuorumReached returns the QuorumMet event when the group has a quorum

@@ -165,6 +165,9 @@ type Replied struct {
 	Media   []string     `json:"media,omitempty"`
 	Ack     crewcast.Ack `json:"ack,omitempty"`
 	Keyword string       `json:"keyword,omitempty"`
+	// PossibleOptOut flags a reply with a stop word among other words
+	// ("I can't stop by today"): not an opt-out, for a person to decide.
+	PossibleOptOut bool `json:"possible_opt_out,omitempty"`
 	// Response is the key of the response option the reply chose ("" =
 	// none; a later answer replaces an earlier one).
 	Response string `json:"response,omitempty"`

@@ -456,6 +456,9 @@ func (g *Group) RecoverFollowups(now time.Time, inFlight func(sendID string) boo
 	if er, ok := g.recoverEscalation(now, inFlight); ok {
 		out = append(out, er)
 	}
+	if co, ok := g.recoverConfirmations(now, inFlight); ok {
+		out = append(out, co)
+	}
 	return out
 }
 
@@ -511,6 +514,8 @@ func (g *Group) applyPolicyEvent(e Event) error {
 		return g.applyEscalation(e)
 	case WaveSent, Selected, Standby, Unselected, NotNeeded, QuorumReopened, AutoReplyClaimed, AutoReplyOutcomes:
 		return g.applyQuotaEvent(e)
+	case ConfirmClaimed, ConfirmOutcomes:
+		return g.applyConfirm(e)
 	case Nudged:
 		g.NudgedAt = v.At
 		for i, r := range g.Recipients {
@@ -610,6 +615,10 @@ func newPolicyEvent(typ string) Event {
 		return &Escalated{}
 	case TypeEscalationResult:
 		return &EscalationOutcomes{}
+	case TypeConfirmClaimed:
+		return &ConfirmClaimed{}
+	case TypeConfirmOutcomes:
+		return &ConfirmOutcomes{}
 	}
 	return newQuotaEvent(typ)
 }
@@ -629,6 +638,10 @@ func derefPolicyEvent(e Event) Event {
 	case *Escalated:
 		return *v
 	case *EscalationOutcomes:
+		return *v
+	case *ConfirmClaimed:
+		return *v
+	case *ConfirmOutcomes:
 		return *v
 	}
 	return derefQuotaEvent(e)

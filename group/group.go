@@ -173,6 +173,9 @@ type Group struct {
 	Policy *Policy `json:"policy,omitempty"`
 	// Escalation is the escalation decided for this group, if any.
 	Escalation *Escalation `json:"escalation,omitempty"`
+	// Confirmations are the answers crewcast sent to keyword replies
+	// (confirm.go).
+	Confirmations []Confirmation `json:"confirmations,omitempty"`
 	// NudgedAt is an operator's last "nudge non-responders now".
 	NudgedAt time.Time `json:"nudged_at,omitzero"`
 	// WavesSent counts the waves sent, the last at LastWaveAt (waves.go).

@@ -7,14 +7,11 @@ import (
 	"github.com/crewcast/crewcast"
 )
 
-// Reply words. STOP and START follow the carriers' standard opt-out and
-// opt-in keywords; acknowledgements accept the short answers crews use.
+// Reply words: acknowledgements accept the short answers crews use. The
+// STOP, START and HELP keywords are in optout.go.
 var (
-	stopWords  = map[string]bool{"stop": true, "stopall": true, "stop all": true, "unsubscribe": true, "cancel": true, "end": true, "quit": true, "optout": true, "opt out": true, "revoke": true}
-	startWords = map[string]bool{"start": true, "unstop": true, "subscribe": true, "optin": true, "opt in": true}
-	helpWords  = map[string]bool{"help": true, "info": true}
-	yesWords   = map[string]bool{"y": true, "yes": true, "yep": true, "yeah": true, "ok": true, "okay": true, "k": true, "1": true, "confirm": true, "confirmed": true, "ack": true, "👍": true}
-	noWords    = map[string]bool{"n": true, "no": true, "nope": true, "2": true, "cant": true, "can't": true, "cannot": true, "decline": true}
+	yesWords = map[string]bool{"y": true, "yes": true, "yep": true, "yeah": true, "ok": true, "okay": true, "k": true, "1": true, "confirm": true, "confirmed": true, "ack": true, "👍": true}
+	noWords  = map[string]bool{"n": true, "no": true, "nope": true, "2": true, "cant": true, "can't": true, "cannot": true, "decline": true}
 )
 
 // normalizeReply lower-cases a reply, trims it and strips surrounding
@@ -26,18 +23,10 @@ func normalizeReply(text string) string {
 }
 
 // ParseKeyword returns KeywordStop, KeywordStart or KeywordHelp when the
-// whole reply is one of those keywords, else "".
+// whole reply is one of those keywords or an opt-out phrase (see
+// ClassifyReply), else "".
 func ParseKeyword(text string) string {
-	t := normalizeReply(text)
-	switch {
-	case stopWords[t]:
-		return KeywordStop
-	case startWords[t]:
-		return KeywordStart
-	case helpWords[t]:
-		return KeywordHelp
-	}
-	return ""
+	return ClassifyReply(text).Keyword
 }
 
 // ParseAck reads an acknowledgement: a reply that is, or starts with, a

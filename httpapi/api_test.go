@@ -501,10 +501,17 @@ func seedReports(e *env) map[string]string {
 	e.clock.Advance(time.Minute)
 	g2 := e.createGroup("+15550100001")
 	e.sendAndDeliver(g2, 0, true)
+	// HELP from +15550100001 in g2, answered by --help-reply.
+	e.apply(g2, group.Replied{At: e.clock.Now(), EventID: "in-help", Index: 0, Text: "HELP", Keyword: group.KeywordHelp})
+	e.apply(g2, group.ConfirmClaimed{At: e.clock.Now(), Send: group.Confirmation{ID: "k1", Index: 0, Keyword: group.KeywordHelp,
+		From: "+15550100000", Text: "Crew alerts. Reply STOP to end.", At: e.clock.Now()}})
+	e.apply(g2, group.ConfirmOutcomes{At: e.clock.Now(), Outcomes: []group.Outcome{{SendID: "k1", Indices: []int{0},
+		Result: group.ResultAccepted, MessageID: "msg-k1"}}})
 	ctx := context.Background()
 	unit := actor.Unit{Key: "replies-seed", Effects: []any{store.Effects{Replies: []store.Reply{
 		{Provider: "telnyx", EventID: "in-1", GroupID: g1, Number: "+15550100001", To: "+15550100000", Text: "=cmd|' /C calc'!A0", ReceivedAt: e.clock.Now()},
 		{Provider: "telnyx", EventID: "in-2", Number: "+15550100009", To: "+15550100000", Text: "who is this?", ReceivedAt: e.clock.Now()},
+		{Provider: "telnyx", EventID: "in-3", Number: "+15550100008", To: "+15550100000", Text: "I can't stop by today", ReceivedAt: e.clock.Now(), PossibleOptOut: true},
 	}}}}
 	if res, err := e.st.Commit(ctx, []actor.Unit{unit}); err != nil || res[0] != nil {
 		e.t.Fatalf("seed replies: %v %v", err, res)
@@ -622,7 +629,9 @@ func TestReports(t *testing.T) {
 				}
 			}},
 		{name: "recipient history", method: "GET", path: "/v1/reports/recipients/%2B15550100001", key: "read", status: 200,
-			has: []string{`"number":"+15550100001"`, `"suppression":null`}, check: func(t *testing.T, e *env, _ *http.Response, b []byte) {
+			has: []string{`"number":"+15550100001"`, `"suppression":null`, `"confirmations":[{"group_id":"grp0002","keyword":"help",` +
+				`"text":"Crew alerts. Reply STOP to end.","from":"+15550100000","status":"sent","provider_message_id":"msg-k1",`},
+			check: func(t *testing.T, e *env, _ *http.Response, b []byte) {
 				if r := decode[recipientReportJSON](t, b); len(r.Deliveries) != 2 {
 					t.Errorf("history %+v", r)
 				}
@@ -637,7 +646,9 @@ func TestReports(t *testing.T) {
 		{name: "replies unmatched", method: "GET", path: "/v1/replies?unmatched=true", key: "read", status: 200,
 			has: []string{`"event_id":"in-2"`, `"group_id":""`}, hasNot: []string{`"in-1"`}},
 		{name: "replies by number", method: "GET", path: "/v1/replies?number=%2B15550100001", key: "read", status: 200,
-			has: []string{`"in-1"`}, hasNot: []string{`"in-2"`}},
+			has: []string{`"in-1"`, `"possible_opt_out":false`}, hasNot: []string{`"in-2"`}},
+		{name: "replies flag possible opt-outs", method: "GET", path: "/v1/replies?number=%2B15550100008", key: "read", status: 200,
+			has: []string{`"in-3"`, `"possible_opt_out":true`}},
 		{name: "replies bad flag", method: "GET", path: "/v1/replies?unmatched=perhaps", key: "read", status: 400, fields: []string{"unmatched"}},
 	})
 	runScenarios(t, []scenario{

@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/csv"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/errcode"
 	"github.com/crewcast/crewcast/store"
+	"github.com/crewcast/crewcast/tracker"
 )
 
 // csvSafe keeps spreadsheet programs from running free text as a formula
@@ -327,7 +330,48 @@ type recipientReportJSON struct {
 	Number      string           `json:"number"`
 	Suppression *suppressionJSON `json:"suppression"`
 	Deliveries  []deliveryJSON   `json:"deliveries"`
-	NextCursor  string           `json:"next_cursor"`
+	// Confirmations are the STOP and HELP answers crewcast sent this
+	// person in the groups of this page.
+	Confirmations []confirmationJSON `json:"confirmations"`
+	NextCursor    string             `json:"next_cursor"`
+}
+
+type confirmationJSON struct {
+	GroupID           string     `json:"group_id"`
+	Keyword           string     `json:"keyword"`
+	Text              string     `json:"text"`
+	From              string     `json:"from"`
+	Status            string     `json:"status"`
+	ProviderMessageID string     `json:"provider_message_id"`
+	Detail            string     `json:"detail"`
+	ClaimedAt         *time.Time `json:"claimed_at"`
+}
+
+// confirmationsTo lists the confirmations sent to number in the groups of
+// rows. Only a group the person replied to can hold one, so only those
+// groups' states are read.
+func (a *api) confirmationsTo(ctx context.Context, number string, rows []store.DeliveryRow) ([]confirmationJSON, error) {
+	out := []confirmationJSON{}
+	for _, d := range rows {
+		if d.RepliedAt.IsZero() {
+			continue
+		}
+		g, ok, err := tracker.LoadGroup(ctx, a.store, d.GroupID)
+		if err != nil {
+			return nil, fmt.Errorf("load group state: %w", err)
+		}
+		r := g.Recipient(number)
+		if !ok || r == nil {
+			continue
+		}
+		for _, c := range g.Confirmations {
+			if c.Index == r.Index {
+				out = append(out, confirmationJSON{GroupID: d.GroupID, Keyword: c.Keyword, Text: c.Text, From: c.From,
+					Status: c.Status, ProviderMessageID: c.MessageID, Detail: c.Detail, ClaimedAt: tsOrNil(c.At)})
+			}
+		}
+	}
+	return out, nil
 }
 
 func (a *api) reportRecipient(w http.ResponseWriter, r *http.Request) error {
@@ -357,6 +401,9 @@ func (a *api) reportRecipient(w http.ResponseWriter, r *http.Request) error {
 	}
 	list := deliveryList(rows, next)
 	out := recipientReportJSON{Number: number, Deliveries: list.Deliveries, NextCursor: next}
+	if out.Confirmations, err = a.confirmationsTo(r.Context(), number, rows); err != nil {
+		return err
+	}
 	if s, ok := sup[number]; ok {
 		sj := suppressionOf(s)
 		out.Suppression = &sj
@@ -376,6 +423,8 @@ type replyJSON struct {
 	Text       string     `json:"text"`
 	Media      []string   `json:"media"`
 	ReceivedAt *time.Time `json:"received_at"`
+	// PossibleOptOut: a stop word among other words, for a person to decide.
+	PossibleOptOut bool `json:"possible_opt_out"`
 }
 
 type replyListJSON struct {
@@ -410,7 +459,7 @@ func (a *api) listReplies(w http.ResponseWriter, r *http.Request) error {
 			media = []string{}
 		}
 		out.Replies[i] = replyJSON{Provider: rp.Provider, EventID: rp.EventID, GroupID: rp.GroupID, Number: rp.Number,
-			To: rp.To, Text: rp.Text, Media: media, ReceivedAt: tsOrNil(rp.ReceivedAt)}
+			To: rp.To, Text: rp.Text, Media: media, ReceivedAt: tsOrNil(rp.ReceivedAt), PossibleOptOut: rp.PossibleOptOut}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

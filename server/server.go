@@ -91,6 +91,11 @@ type Config struct {
 	// QuietHours is the default quiet hours of new groups ("21:00-07:00";
 	// "" or "off": none), read in each recipient's zone (design §12).
 	QuietHours string
+	// OptOutReply is what crewcast sends on an opt-out ("provider": the
+	// provider's own confirmation, crewcast sends nothing; "off"; or a
+	// text) and HelpReply the text sent on HELP/INFO ("": none); see
+	// tracker.Config.
+	OptOutReply, HelpReply string
 	// DefaultTimezone is the IANA zone of recipients without one (UTC).
 	DefaultTimezone string
 	// Settings are the policies of new groups (group.DefaultSettings).
@@ -338,7 +343,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		SendTimeout: cfg.ProviderTimeout, IdleTimeout: cfg.IdleTimeout, SweepInterval: cfg.SweepInterval,
 		HashKey: cfg.Retention.HashKey, PastHashKeys: pastKeys,
 		PolicyDefaults: policy, ResolveCrews: crewNumbers(s.st),
-		ParkedTTL: cfg.ParkedTTL,
+		ParkedTTL: cfg.ParkedTTL, OptOutReply: cfg.OptOutReply, HelpReply: cfg.HelpReply,
 		Clustered: cfg.Cluster.enabled(), // owns nothing until startCluster
 	})
 	if err != nil {

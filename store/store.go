@@ -287,6 +287,9 @@ type Reply struct {
 	Text       string
 	Media      []string
 	ReceivedAt time.Time
+	// PossibleOptOut flags a reply with a stop word among other words
+	// ("I can't stop by today") for a person to decide; not an opt-out.
+	PossibleOptOut bool
 }
 
 // GroupQuery filters ListGroups. Results are newest first.

@@ -325,6 +325,37 @@ func (a *groupActor) skipSuppressedFollowups(c *actor.Context[groupMsg], cl grou
 	return a.g.ClaimFollowups(now, limit)
 }
 
+// confirmText is the confirmation crewcast sends for a keyword reply, ""
+// for none.
+func (c *groupConfig) confirmText(keyword string) string {
+	switch keyword {
+	case group.KeywordStop:
+		if c.OptOutReply == "provider" || c.OptOutReply == "off" {
+			return ""
+		}
+		return c.OptOutReply
+	case group.KeywordHelp:
+		return c.HelpReply
+	}
+	return ""
+}
+
+// confirm claims the confirmation of a keyword reply, if one is
+// configured: the claim commits with the reply, the send is queued after.
+// A STOP's confirmation goes to a number suppressed by that very reply,
+// so it is not in Effects.Claim and the send guard lets it through.
+func (a *groupActor) confirm(rep group.Replied, ev crewcast.Event, now time.Time) {
+	text := a.env.cfg.confirmText(rep.Keyword)
+	if text == "" {
+		return
+	}
+	cl := a.g.Confirm(rep, ev.To, text, now)
+	a.emit(cl)
+	a.pol = append(a.pol, sendJob{groupID: a.key, send: cl.Send.Send(),
+		req: crewcast.SendRequest{From: cl.Send.From, To: []string{ev.From}, Text: text,
+			IdempotencyKey: group.ClaimKey(a.key, cl.Send.ID)}})
+}
+
 // takePolicyJobs hands over the sends claimed in the commit being made.
 func (a *groupActor) takePolicyJobs() []sendJob {
 	jobs := a.pol
@@ -383,6 +414,9 @@ func (a *groupActor) policyResult(r sendResult, now time.Time) bool {
 	case group.IsEscalationSend(r.send.ID):
 		o = a.g.EscalationOutcome(r.send, r.res, r.err, r.at)
 		a.emit(group.EscalationOutcomes{At: now, Outcomes: []group.Outcome{o}})
+	case group.IsConfirmSend(r.send.ID):
+		o = a.g.Outcome(r.send, r.res, r.err, r.at)
+		a.emit(group.ConfirmOutcomes{At: now, Outcomes: []group.Outcome{o}})
 	default:
 		return false
 	}

@@ -597,17 +597,22 @@ func (a *groupActor) applyEntry(e routed, now time.Time) bool {
 		case crewcast.KindInbound:
 			rep, ok := a.g.Reply(ev, now)
 			grp := a.key
+			// The group's reading (an answer to its options is never an
+			// opt-out), or the text's alone for one that is not its own.
+			cl := group.Classification{Keyword: rep.Keyword, PossibleOptOut: rep.PossibleOptOut}
 			if !ok {
 				grp = "" // not from a recipient of this group: keep it unmatched
+				cl = group.ClassifyReply(ev.Text)
 			} else {
 				a.emit(rep)
 				if qm, ok := a.g.QuorumReached(now); ok {
 					a.emit(qm) // journaled with the reply that met it
 				}
+				a.confirm(rep, ev, now)
 			}
 			a.eff.Replies = append(a.eff.Replies, store.Reply{Provider: ev.Provider, EventID: ev.EventID, GroupID: grp,
-				Number: ev.From, To: ev.To, Text: ev.Text, Media: ev.Media, ReceivedAt: now})
-			switch group.ParseKeyword(ev.Text) {
+				Number: ev.From, To: ev.To, Text: ev.Text, Media: ev.Media, ReceivedAt: now, PossibleOptOut: cl.PossibleOptOut})
+			switch cl.Keyword {
 			case group.KeywordStop:
 				a.eff.Suppress = append(a.eff.Suppress, store.Suppression{Number: ev.From, Reason: "stop", CreatedAt: now})
 			case group.KeywordStart:

@@ -142,6 +142,11 @@ func (t *Tracker) guardSend(ctx context.Context, j sendJob) (release func(), err
 		release()
 		return nil, &group.FollowupAnswered{}
 	}
+	if group.IsConfirmSend(j.send.ID) {
+		// The answer to a STOP or HELP goes to the number that sent it,
+		// suppressed or not (group/confirm.go).
+		return release, nil
+	}
 	sup, err := t.suppressed(ctx, j.req.To, true)
 	if err != nil {
 		release()

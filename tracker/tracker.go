@@ -125,6 +125,13 @@ type Config struct {
 	// ResolveCrews turns escalation crews into numbers at creation; nil:
 	// crews are kept unresolved (see followups.go).
 	ResolveCrews CrewResolver
+	// OptOutReply is what crewcast sends on an opt-out: "provider" or ""
+	// (the provider sends its own confirmation, crewcast nothing), "off"
+	// (nothing) or the text to send. HelpReply is the text sent on
+	// HELP/INFO ("" = none). Each is sent at most once per keyword reply,
+	// claimed like any message (group/confirm.go).
+	OptOutReply string
+	HelpReply   string
 }
 
 // Outbox is what the tracker needs of the outbound webhook worker.

@@ -165,10 +165,10 @@ func (u *unmatchedJournal) record(ctx context.Context, ref store.InboxRef, event
 		return nil // recorded and acknowledged by an earlier commit
 	}
 	var unit actor.Unit
-	kws := make([]string, len(events))
+	kws := make([]group.Classification, len(events))
 	for i, ev := range events {
-		kws[i] = group.ParseKeyword(ev.Text)
-		data, err := json.Marshal(unmatchedReply{Provider: ev.Provider, EventID: ev.EventID, Keyword: kws[i]})
+		kws[i] = group.ClassifyReply(ev.Text)
+		data, err := json.Marshal(unmatchedReply{Provider: ev.Provider, EventID: ev.EventID, Keyword: kws[i].Keyword})
 		if err != nil {
 			return err
 		}
@@ -178,13 +178,14 @@ func (u *unmatchedJournal) record(ctx context.Context, ref store.InboxRef, event
 	unit = u.j.Stamp(unit)
 	var eff store.Effects
 	for i, ev := range events {
-		eff.Replies = append(eff.Replies, store.Reply{Provider: ev.Provider, EventID: ev.EventID, Number: ev.From, To: ev.To, Text: ev.Text, Media: ev.Media, ReceivedAt: now})
+		eff.Replies = append(eff.Replies, store.Reply{Provider: ev.Provider, EventID: ev.EventID, Number: ev.From, To: ev.To, Text: ev.Text,
+			Media: ev.Media, ReceivedAt: now, PossibleOptOut: kws[i].PossibleOptOut})
 		if d.webhooks != nil && d.webhooks.Enabled() {
 			// Committed with the reply it reports (design.md §13).
 			eff.Outbox = append(eff.Outbox, webhookout.Unmatched(unmatchedKey, unit.Events[i].Seq,
 				eff.Replies[len(eff.Replies)-1], now))
 		}
-		switch kws[i] {
+		switch kws[i].Keyword {
 		case group.KeywordStop:
 			eff.Suppress = append(eff.Suppress, store.Suppression{Number: ev.From, Reason: "stop", CreatedAt: now})
 		case group.KeywordStart:

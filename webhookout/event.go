@@ -215,6 +215,8 @@ type ReplyJSON struct {
 	Text       string     `json:"text"`
 	Media      []string   `json:"media"`
 	ReceivedAt *time.Time `json:"received_at"`
+	// PossibleOptOut: a stop word among other words, for a person to decide.
+	PossibleOptOut bool `json:"possible_opt_out"`
 }
 
 type unmatchedData struct {
@@ -231,7 +233,7 @@ func Unmatched(key string, seq uint64, r store.Reply, at time.Time) store.Outbox
 		media = []string{}
 	}
 	data := unmatchedData{Seq: seq, Reply: ReplyJSON{Provider: r.Provider, EventID: r.EventID, Number: r.Number,
-		To: r.To, Text: r.Text, Media: media, ReceivedAt: tsOrNil(r.ReceivedAt)}}
+		To: r.To, Text: r.Text, Media: media, ReceivedAt: tsOrNil(r.ReceivedAt), PossibleOptOut: r.PossibleOptOut}}
 	return store.OutboxRow{MsgID: MsgID(key, seq, InboundUnmatched, r.Provider+":"+r.EventID+":"+r.Number),
 		Type: InboundUnmatched, Seq: seq, CreatedAt: at, Payload: encode(InboundUnmatched, at, data)}
 }

@@ -1,6 +1,7 @@
 package webhookout
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -125,7 +126,7 @@ func TestRulesProduceKnownTypes(t *testing.T) {
 
 func TestUnmatchedAndDisabledBodies(t *testing.T) {
 	r := Unmatched("unmatched", 7, store.Reply{Provider: "telnyx", EventID: "ev1", Number: "+15550100009",
-		To: "+15550100000", Text: "who is this", ReceivedAt: at}, at)
+		To: "+15550100000", Text: "can't stop by, who is this", ReceivedAt: at, PossibleOptOut: true}, at)
 	var b struct {
 		Type string `json:"type"`
 		Data struct {
@@ -137,7 +138,8 @@ func TestUnmatchedAndDisabledBodies(t *testing.T) {
 	if err := json.Unmarshal(r.Payload, &b); err != nil {
 		t.Fatal(err)
 	}
-	if b.Type != InboundUnmatched || b.Data.Seq != 7 || b.Data.Reply.Number != "+15550100009" || b.Data.Reply.Media == nil {
+	if b.Type != InboundUnmatched || b.Data.Seq != 7 || b.Data.Reply.Number != "+15550100009" || b.Data.Reply.Media == nil ||
+		!bytes.Contains(r.Payload, []byte(`"possible_opt_out":true`)) {
 		t.Fatalf("unmatched body %s", r.Payload)
 	}
 	d := Disabled(store.WebhookEndpoint{ID: "ep1", URL: "https://x.example/"}, "gone", at)

@@ -37,6 +37,7 @@ type serverFlags struct {
 	segmentPrice                                    string
 	sendWorkers                                     int
 	quietHours, defaultTZ                           string
+	optOutReply, helpReply                          string
 	checkAfter, deadline, providerTimeout           time.Duration
 	redactAfter, hashAfter, deleteAfter             time.Duration
 	auditAfter                                      time.Duration
@@ -80,6 +81,7 @@ var serverFlagDocs = []flagSection{
 		{"check-after", "CREWCAST_CHECK_AFTER"}, {"check-deadline", "CREWCAST_CHECK_DEADLINE"},
 		{"quiet-hours", "CREWCAST_QUIET_HOURS"}, {"default-timezone", "CREWCAST_DEFAULT_TIMEZONE"},
 		{"parked-ttl", "CREWCAST_PARKED_TTL"}, {"segment-price", "CREWCAST_SEGMENT_PRICE"},
+		{"opt-out-reply", "CREWCAST_OPT_OUT_REPLY"}, {"help-reply", "CREWCAST_HELP_REPLY"},
 	}},
 	{"Retention", []envBinding{
 		{"redact-after", "CREWCAST_REDACT_AFTER"}, {"hash-after", "CREWCAST_HASH_AFTER"},
@@ -114,6 +116,8 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.StringVar(&f.segmentPrice, "segment-price", "", "price of one SMS segment, a decimal such as 0.0079; the preview shows the cost of a send (default: no cost shown)")
 	fs.IntVar(&f.sendWorkers, "send-workers", 64, "concurrent provider calls")
 	fs.StringVar(&f.quietHours, "quiet-hours", "", `default quiet hours of new groups, e.g. 21:00-07:00, in each recipient's time zone ("" or off: none)`)
+	fs.StringVar(&f.optOutReply, "opt-out-reply", "provider", "on STOP: provider (the provider confirms, crewcast sends nothing), off, or the text crewcast sends once")
+	fs.StringVar(&f.helpReply, "help-reply", "", `text crewcast sends once on HELP/INFO ("": none)`)
 	fs.StringVar(&f.defaultTZ, "default-timezone", "UTC", "IANA time zone of recipients without one, for quiet hours")
 	d := group.DefaultSettings()
 	fs.DurationVar(&f.checkAfter, "check-after", d.CheckAfter, "first provider status check of a sent recipient without a receipt")
@@ -156,6 +160,9 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 			return server.Config{}, usagef("--segment-price (CREWCAST_SEGMENT_PRICE) %q: %v", f.segmentPrice, err)
 		}
 	}
+	if strings.TrimSpace(f.optOutReply) == "" {
+		return server.Config{}, usagef(`--opt-out-reply (CREWCAST_OPT_OUT_REPLY): provider, off or a text, not ""`)
+	}
 	proxies, err := httpapi.ParseTrustedProxies(f.trustedProxies)
 	if err != nil {
 		return server.Config{}, usagef("--trusted-proxies (CREWCAST_TRUSTED_PROXIES) %q: %v", f.trustedProxies, err)
@@ -170,6 +177,7 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 		TwilioAccountSID: f.twilioSID, TwilioAuthToken: f.twilioToken, TwilioAPIBase: f.twilioBase,
 		AdminKey: f.adminKey, SendRate: f.sendRate, SendWorkers: f.sendWorkers, ProviderTimeout: f.providerTimeout,
 		QuietHours: f.quietHours, DefaultTimezone: f.defaultTZ,
+		OptOutReply: f.optOutReply, HelpReply: strings.TrimSpace(f.helpReply),
 		Settings: group.Settings{CheckAfter: f.checkAfter, Deadline: f.deadline},
 		Retention: tracker.RetentionPolicy{RedactAfter: f.redactAfter, HashAfter: f.hashAfter, DeleteAfter: f.deleteAfter, HashKey: []byte(f.hashKey),
 			AuditAfter: f.auditAfter, ReplayAfter: f.replayAfter},

@@ -194,3 +194,36 @@ func TestStreamMaxLifetimeFlagAndEnv(t *testing.T) {
 		}
 	}
 }
+
+func TestOptOutAndHelpReplyFlagsAndEnv(t *testing.T) {
+	for _, c := range []struct {
+		optEnv, helpEnv string
+		args            []string
+		opt, help       string
+		bad             bool
+	}{
+		{"", "", nil, "provider", "", false},
+		{"off", "", nil, "off", "", false},
+		{"You are unsubscribed.", "Crew alerts. Reply STOP to end.", nil, "You are unsubscribed.", "Crew alerts. Reply STOP to end.", false},
+		{"off", "", []string{"--opt-out-reply", "Bye.", "--help-reply", "Help text"}, "Bye.", "Help text", false},
+		{"", "", []string{"--opt-out-reply", "  "}, "", "", true},
+	} {
+		t.Setenv("CREWCAST_OPT_OUT_REPLY", c.optEnv)
+		t.Setenv("CREWCAST_HELP_REPLY", c.helpEnv)
+		fs := newFlagSet("serve", io.Discard)
+		f := bindServerFlags(fs, "")
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := f.config(io.Discard)
+		if c.bad {
+			if err == nil {
+				t.Errorf("env %q args %v: accepted", c.optEnv, c.args)
+			}
+			continue
+		}
+		if err != nil || cfg.OptOutReply != c.opt || cfg.HelpReply != c.help {
+			t.Errorf("env %q %q args %v: OptOutReply %q HelpReply %q, %v; want %q %q", c.optEnv, c.helpEnv, c.args, cfg.OptOutReply, cfg.HelpReply, err, c.opt, c.help)
+		}
+	}
+}

@@ -275,7 +275,7 @@ func summarize(ctx context.Context, tx Querier, q store.DeliveryQuery) (store.Su
 	return sum, nil
 }
 
-const replyCols = `id, provider, event_id, group_id, number, to_number, text, media, received_at`
+const replyCols = `id, provider, event_id, group_id, number, to_number, text, media, received_at, possible_opt_out`
 
 // replyRow is a reply with its row id, the cursor's tie-breaker.
 type replyRow struct {
@@ -287,11 +287,12 @@ type replyRow struct {
 func scanReply(rows Rows) (replyRow, error) {
 	var rr replyRow
 	r := &rr.reply
-	var recv int64
+	var recv, possible int64
 	var media string
-	if err := rows.Scan(&rr.id, &r.Provider, &r.EventID, &r.GroupID, &r.Number, &r.To, &r.Text, &media, &recv); err != nil {
+	if err := rows.Scan(&rr.id, &r.Provider, &r.EventID, &r.GroupID, &r.Number, &r.To, &r.Text, &media, &recv, &possible); err != nil {
 		return replyRow{}, err
 	}
+	r.PossibleOptOut = possible != 0
 	if err := json.Unmarshal([]byte(media), &r.Media); err != nil {
 		return replyRow{}, fmt.Errorf("media: %w", err)
 	}
@@ -366,4 +367,12 @@ func (d DB) LoadAllEvents(ctx context.Context, afterPos int64, limit int) ([]sto
 		return nil, d.errorf("load all events: %w", err)
 	}
 	return out, nil
+}
+
+// Flag stores a bool as the 0 or 1 of an integer column.
+func Flag(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -334,6 +334,7 @@ func testReplies(t *testing.T, o Options) {
 		if i >= 4 {
 			r.GroupID = "" // matched no group
 		}
+		r.PossibleOptOut = i%2 == 0 // kept as the tracker classified it
 		want = append([]store.Reply{r}, want...)
 		commitOK(t, s, actor.Unit{Key: fmt.Sprintf("r-unit-%d", i), Effects: []any{store.Effects{Replies: []store.Reply{r}}}})
 	}
