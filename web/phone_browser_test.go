@@ -92,6 +92,8 @@ func TestBoardFitsPhone(t *testing.T) {
 		"responses": []map[string]any{{"key": "1", "label": "Coming", "ack": "yes"}, {"key": "2", "label": "Can't make it", "ack": "no"}}})
 	createVia(t, base+"/v1/keys", key, map[string]any{"scopes": []string{"read"}, "name": "contractor", "expires_at": time.Now().Add(72 * time.Hour).UTC().Format(time.RFC3339)})
 	createVia(t, base+"/v1/webhook-endpoints", key, map[string]any{"url": "https://hooks.example.com/crewcast/deliveries", "events": []string{"*"}, "description": "ops"})
+	createVia(t, base+"/v1/templates", key, map[string]any{"name": "Crew call, site B, the long version", "text": "Hi {{first_name}}, crew call at site B, 7:00 tomorrow.",
+		"responses": []map[string]any{{"key": "1", "label": "Coming", "ack": "yes"}}})
 
 	b := openTab(t)
 	b.signIn(base+"/", key)
@@ -106,6 +108,10 @@ func TestBoardFitsPhone(t *testing.T) {
 		{"#/audit", `document.querySelectorAll("#audit-rows tr[data-action]").length > 0`},
 		{"#/settings", `!document.querySelector("#retention-line").textContent.startsWith("Loading")`},
 		{"#/webhooks", `document.body.textContent.includes("hooks.example.com")`},
+		{"#/templates", `document.querySelectorAll("#templates-body tr").length > 0`},
+		{"#/replies", `!!document.querySelector("#replies-list") && !document.querySelector("#replies-list").textContent.includes("Loading")`},
+		{"#/opt-outs", `!!document.querySelector("#optouts-list") && !document.querySelector("#optouts-list").textContent.includes("Loading")`},
+		{"#/people/%2B15550100001", `!!document.querySelector("#person-status") && !document.querySelector("#person-status").textContent.startsWith("Loading")`},
 	}
 	for _, w := range phoneWidths {
 		webtest.SetViewport(t, b.ctx, w, webtest.PhoneHeight)
