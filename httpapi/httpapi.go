@@ -293,7 +293,7 @@ func New(cfg Config) (http.Handler, error) {
 		now:       cfg.Now,
 		metrics:   cfg.Metrics,
 		auth:      apikey.NewAuthenticator(cfg.Store, cfg.Now, cfg.KeyTouchInterval),
-		sessions:  newSessions(cfg.Now, cfg.SessionTTL),
+		sessions:  newSessions(cfg.Store, cfg.Now, cfg.SessionTTL),
 		streams:   newStreamCaps(cfg.MaxStreams, cfg.MaxStreamsPerKey),
 		feed:      newFeed(cfg.Service.Hub(), cfg.Store, cfg.Logger),
 		csrf:      http.NewCrossOriginProtection(),

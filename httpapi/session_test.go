@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -177,15 +178,17 @@ func TestSessionLogin(t *testing.T) {
 // out another key's session. A key over its own cap loses its own oldest
 // session; a full table refuses new sign-ins instead of evicting.
 func TestSessionFloodKeepsOtherKeysSignedIn(t *testing.T) {
-	clock := newClock()
-	s := newSessions(clock.Now, time.Hour)
-	victim, _, err := s.create("key_victim", "pv")
+	e := newEnv(t, nil)
+	clock, ctx := e.clock, context.Background()
+	s := newSessions(e.st, clock.Now, time.Hour)
+	s.max, s.maxPerOwner = 40, 5 // the store-backed caps, small enough to fill in a test
+	victim, _, err := s.create(ctx, "key_victim", "pv")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var first string
-	for i := range maxSessions + 10 {
-		id, _, err := s.create("key_flood", "pf")
+	for i := range s.max + 10 {
+		id, _, err := s.create(ctx, "key_flood", "pf")
 		if err != nil {
 			t.Fatalf("sign-in %d of the flooding key: %v", i, err)
 		}
@@ -194,33 +197,33 @@ func TestSessionFloodKeepsOtherKeysSignedIn(t *testing.T) {
 		}
 		clock.Advance(time.Millisecond)
 	}
-	if _, ok := s.get(victim); !ok {
+	if _, ok, _ := s.get(ctx, victim); !ok {
 		t.Fatal("the other key's session was evicted by one key's sign-in flood")
 	}
-	if _, ok := s.get(first); ok {
+	if _, ok, _ := s.get(ctx, first); ok {
 		t.Error("the flooding key kept more than its cap of sessions")
 	}
 
 	// Fill the table with many keys: a new sign-in is refused, nobody is
 	// signed out.
 	for k := 0; ; k++ {
-		_, _, err := s.create("key_"+strconv.Itoa(k), "p")
+		_, _, err := s.create(ctx, "key_"+strconv.Itoa(k), "p")
 		if errors.Is(err, errTooManySessions) {
 			break
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if k > 2*maxSessions {
+		if k > 2*s.max {
 			t.Fatal("the session table has no global cap")
 		}
 	}
-	if _, ok := s.get(victim); !ok {
+	if _, ok, _ := s.get(ctx, victim); !ok {
 		t.Fatal("a full table evicted an existing session")
 	}
 	// Once sessions expire, sign-ins work again.
 	clock.Advance(2 * time.Hour)
-	if _, _, err := s.create("key_late", "pl"); err != nil {
+	if _, _, err := s.create(ctx, "key_late", "pl"); err != nil {
 		t.Fatalf("sign-in after expiry: %v", err)
 	}
 }

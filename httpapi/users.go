@@ -199,7 +199,7 @@ func (a *api) signInUser(w http.ResponseWriter, r *http.Request, email, pw strin
 		a.audit(r, store.AuditActor{Type: store.ActorUser, ID: u.ID, Name: u.Name, IP: ip}, auditSignInFailed, email)
 		return wrongCredentials()
 	}
-	id, expires, err := a.sessions.open(session{userID: u.ID, epoch: u.SessionEpoch, name: u.Name})
+	id, expires, err := a.sessions.open(r.Context(), session{userID: u.ID, epoch: u.SessionEpoch, name: u.Name})
 	if errors.Is(err, errTooManySessions) {
 		e := newError(http.StatusServiceUnavailable, codeUnavailable, "too many open sessions; try again later")
 		e.Header = http.Header{"Retry-After": {"60"}}
@@ -469,7 +469,7 @@ func (a *api) updateUser(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if u.SessionEpoch != epoch {
-			a.sessions.deleteOwner(u.ID) // this node at once; others by the epoch
+			a.endSessionsOf(r, u.ID)
 		}
 	}
 	out := userOf(u)
@@ -521,7 +521,7 @@ func (a *api) deleteUser(w http.ResponseWriter, r *http.Request) error {
 	for _, id := range revoked {
 		a.auth.Forget(id)
 	}
-	a.sessions.deleteOwner(u.ID)
+	a.endSessionsOf(r, u.ID)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
