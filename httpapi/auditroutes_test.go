@@ -285,6 +285,10 @@ func TestEveryChangingRouteAppendsOneAuditEntry(t *testing.T) {
 		t.Fatal("no session cookie after sign-in")
 	}
 	same := map[string]string{"Origin": e.srv.URL}
+	// The one-time password is changed first.
+	step(req{method: "POST", pattern: "/v1/account/password", path: "/v1/account/password",
+		body: fmt.Sprintf(`{"current":%q,"new":%q}`, pw, pw+"-chosen"), cookie: cookie, header: same, status: 204,
+		action: auditUserPasswordChanged, who: dana})
 	// A change made with a user's session names the user.
 	step(req{method: "POST", pattern: "/v1/templates", path: "/v1/templates", body: `{"name":"Call 2","text":"Hi"}`,
 		cookie: cookie, header: same, status: 201, action: auditTemplateCreated, who: dana})

@@ -64,6 +64,10 @@ func (a *api) authorize(r *http.Request, rt route) (*http.Request, error) {
 		}
 		return r, newError(http.StatusForbidden, codeForbidden, "this API key lacks the "+string(need)+" scope")
 	}
+	if u != nil && u.MustChangePassword && !allowedBeforePasswordChange(rt) {
+		return r, newError(http.StatusForbidden, codePasswordChangeRequired,
+			"choose a new password first (POST /v1/account/password)")
+	}
 	ctx := context.WithValue(r.Context(), principalKey{}, p)
 	if u != nil {
 		ctx = context.WithValue(ctx, userKey{}, *u)
@@ -151,6 +155,10 @@ type sessionJSON struct {
 	UserID string `json:"user_id,omitempty"`
 	Email  string `json:"email,omitempty"`
 	Role   string `json:"role,omitempty"`
+	// MustChangePassword: the user signed in with a one-time or reset
+	// password; every route but the session's and the password change
+	// answers 403 password_change_required until they choose a new one.
+	MustChangePassword bool `json:"must_change_password,omitempty"`
 }
 
 func scopeNames(p apikey.Principal) []string {
@@ -220,7 +228,8 @@ func (a *api) setSessionCookie(w http.ResponseWriter, r *http.Request, id string
 func (a *api) getSession(w http.ResponseWriter, r *http.Request) error {
 	p, _ := principalFrom(r.Context())
 	if u, ok := userFrom(r.Context()); ok {
-		writeJSON(w, http.StatusOK, sessionJSON{Name: u.Name, Scopes: scopeNames(p), UserID: u.ID, Email: u.Email, Role: u.Role})
+		writeJSON(w, http.StatusOK, sessionJSON{Name: u.Name, Scopes: scopeNames(p), UserID: u.ID, Email: u.Email, Role: u.Role,
+			MustChangePassword: u.MustChangePassword})
 		return nil
 	}
 	writeJSON(w, http.StatusOK, sessionJSON{KeyID: p.KeyID, Name: p.Name, Scopes: scopeNames(p)})

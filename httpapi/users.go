@@ -35,18 +35,19 @@ var roleScopes = map[string]apikey.Scope{
 
 // Audit actions recorded by the API (the group actions are the tracker's).
 const (
-	auditSignedIn      = "session.signed_in"
-	auditSignInFailed  = "session.sign_in_failed"
-	auditSignedOut     = "session.signed_out"
-	auditUserCreated   = "user.created"
-	auditUserUpdated   = "user.updated"
-	auditUserPassword  = "user.password_reset"
-	auditUserDisabled  = "user.disabled"
-	auditUserEnabled   = "user.enabled"
-	auditKeyCreated    = apikey.AuditKeyCreated
-	auditKeyRevoked    = apikey.AuditKeyRevoked
-	auditSuppressAdd   = "suppression.added"
-	auditSuppressRemov = "suppression.removed"
+	auditSignedIn            = "session.signed_in"
+	auditSignInFailed        = "session.sign_in_failed"
+	auditSignedOut           = "session.signed_out"
+	auditUserCreated         = "user.created"
+	auditUserUpdated         = "user.updated"
+	auditUserPassword        = "user.password_reset"
+	auditUserPasswordChanged = "user.password_changed"
+	auditUserDisabled        = "user.disabled"
+	auditUserEnabled         = "user.enabled"
+	auditKeyCreated          = apikey.AuditKeyCreated
+	auditKeyRevoked          = apikey.AuditKeyRevoked
+	auditSuppressAdd         = "suppression.added"
+	auditSuppressRemov       = "suppression.removed"
 )
 
 // Audit actions of directory writes (design.md §14: contact, crew and
@@ -215,7 +216,8 @@ func (a *api) signInUser(w http.ResponseWriter, r *http.Request, email, pw strin
 	if sc, ok := roleScopes[u.Role]; ok {
 		scopes = []string{string(sc)}
 	}
-	writeJSON(w, http.StatusOK, sessionJSON{Name: u.Name, Scopes: nonNil(scopes), ExpiresAt: &exp, UserID: u.ID, Email: u.Email, Role: u.Role})
+	writeJSON(w, http.StatusOK, sessionJSON{Name: u.Name, Scopes: nonNil(scopes), ExpiresAt: &exp, UserID: u.ID, Email: u.Email, Role: u.Role,
+		MustChangePassword: u.MustChangePassword})
 	return nil
 }
 
@@ -340,7 +342,7 @@ func (a *api) createUser(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := a.now().UTC()
 	u := store.User{ID: newUserID(), Email: body.Email, Name: body.Name, Role: body.Role, PasswordHash: hash,
-		CreatedAt: now, UpdatedAt: now}
+		CreatedAt: now, UpdatedAt: now, MustChangePassword: shown}
 	err = a.store.CreateUser(r.Context(), u, store.AuditEntry{At: now, Actor: requestActor(r), Action: auditUserCreated,
 		Target: u.ID + " " + u.Email + " " + u.Role})
 	if errors.Is(err, store.ErrEmailTaken) {
@@ -441,6 +443,9 @@ func (a *api) updateUser(w http.ResponseWriter, r *http.Request) error {
 			generated = pw
 		}
 		u.SessionEpoch++ // signs the user out everywhere
+		// A password someone else chose (generated or set by an admin)
+		// is one-time: the user must choose their own at sign-in.
+		u.MustChangePassword = true
 		note(auditUserPassword, "")
 	}
 	if body.Disabled != nil && *body.Disabled != !u.DisabledAt.IsZero() {
