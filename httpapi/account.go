@@ -21,6 +21,8 @@ func allowedBeforePasswordChange(rt route) bool {
 		return rt.Method == http.MethodGet || rt.Method == http.MethodDelete
 	case rt.Pattern == "/v1/account/password":
 		return rt.Method == http.MethodPost
+	case rt.Pattern == "/v1/account/sessions":
+		return rt.Method == http.MethodDelete // signing out, everywhere
 	}
 	return false
 }
@@ -77,6 +79,26 @@ func (a *api) changeOwnPassword(w http.ResponseWriter, r *http.Request) error {
 	if err := a.store.ChangePassword(r.Context(), u, hashSessionID(c.Value), entry); err != nil {
 		return err
 	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// signOutEverywhere is DELETE /v1/account/sessions: it ends every session
+// of the signed-in user on every node, this one too, and clears the
+// cookie.
+func (a *api) signOutEverywhere(w http.ResponseWriter, r *http.Request) error {
+	self, ok := userFrom(r.Context())
+	if !ok {
+		return newError(http.StatusForbidden, codeForbidden, "only a signed-in user has sessions to end (an API key has none)")
+	}
+	if err := a.sessions.deleteOwner(r.Context(), self.ID); err != nil {
+		return err // not signed out: the client must hear so
+	}
+	a.audit(r, requestActor(r), auditSignedOutEverywhere, self.ID)
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: a.secureCookies(r),
+	})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

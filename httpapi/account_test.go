@@ -151,3 +151,23 @@ func TestAccountPasswordChangeEndsOtherSessions(t *testing.T) {
 		t.Errorf("an API key changing a password: %d %s, want 403 forbidden", r.StatusCode, b)
 	}
 }
+
+// Signing out everywhere ends every session of the user, this one too.
+func TestAccountSignOutEverywhere(t *testing.T) {
+	e := newEnv(t, cheapUsers)
+	_, pw := e.userWithPassword("sol@example.com", "Sol", "viewer", "sol's own password")
+	a, b := e.mustSignIn("sol@example.com", pw), e.mustSignIn("sol@example.com", pw)
+	r, body := e.withCookie(a, "DELETE", "/v1/account/sessions", "", nil)
+	if r.StatusCode != 204 {
+		t.Fatalf("sign out everywhere: %d %s", r.StatusCode, body)
+	}
+	for _, c := range []*http.Cookie{a, b} {
+		if r, _ := e.withCookie(c, "GET", "/v1/groups", "", nil); r.StatusCode != 401 {
+			t.Errorf("a session after signing out everywhere: %d, want 401", r.StatusCode)
+		}
+	}
+	rows, _, err := e.st.ListAudit(context.Background(), store.AuditQuery{Action: auditSignedOutEverywhere})
+	if err != nil || len(rows) != 1 {
+		t.Errorf("audit: %+v, %v", rows, err)
+	}
+}

@@ -38,6 +38,7 @@ const (
 	auditSignedIn            = "session.signed_in"
 	auditSignInFailed        = "session.sign_in_failed"
 	auditSignedOut           = "session.signed_out"
+	auditSignedOutEverywhere = "session.signed_out_everywhere"
 	auditUserCreated         = "user.created"
 	auditUserUpdated         = "user.updated"
 	auditUserPassword        = "user.password_reset"
