@@ -1,5 +1,6 @@
 // The board's entry point: session check, hash routing and the top bar.
-// Routes: #/signin, #/groups, #/groups/{id}, #/new, #/contacts, #/crews, and
+// Routes: #/signin, #/groups, #/groups/{id}, #/new, #/contacts, #/crews,
+// #/account, and
 // for admins #/users, #/keys, #/audit, #/settings, #/webhooks.
 import { api, setUnauthorizedHandler } from "./api.js";
 import { h, replace } from "./dom.js";
@@ -17,6 +18,7 @@ import * as settings from "./settings.js";
 import * as webhooks from "./webhooks.js";
 import * as contacts from "./contacts.js";
 import * as crews from "./crews.js";
+import * as account from "./account.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -37,6 +39,7 @@ export function route(hash) {
   if (path === "/webhooks") return { name: "webhooks" };
   if (path === "/contacts") return { name: "contacts" };
   if (path === "/crews") return { name: "crews" };
+  if (path === "/account") return { name: "account" };
   if ((m = /^\/groups\/([^/]+)$/.exec(path))) return { name: "group", id: decodeURIComponent(m[1]) };
   return { name: "groups" };
 }
@@ -81,9 +84,15 @@ function render() {
     navigate("#/groups");
     return;
   }
+  // A one-time or reset password: choose a new one before anything else.
+  if (session && session.must_change_password && r.name !== "account") {
+    returnTo = location.hash || "#/groups";
+    navigate("#/account");
+    return;
+  }
   drawNav();
-  const ctx = { session, canSend: canSend(session), navigate, signedIn };
-  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", users: "Users", keys: "API keys", audit: "Audit trail", settings: "Settings", webhooks: "Webhook endpoints", contacts: "Contacts", crews: "Crews" };
+  const ctx = { session, canSend: canSend(session), navigate, signedIn, signedOut };
+  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", users: "Users", keys: "API keys", audit: "Audit trail", settings: "Settings", webhooks: "Webhook endpoints", contacts: "Contacts", crews: "Crews", account: "Account" };
   document.title = `${titles[r.name]} — crewcast`;
   main.replaceChildren();
   switch (r.name) {
@@ -117,6 +126,9 @@ function render() {
     case "crews":
       cleanup = crews.render(main, ctx);
       break;
+    case "account":
+      cleanup = account.render(main, ctx);
+      break;
     default:
       cleanup = groups.render(main, ctx);
   }
@@ -140,6 +152,10 @@ async function signOut() {
   } catch {
     // Signing out locally still matters if the server call failed.
   }
+  signedOut();
+}
+
+function signedOut() {
   session = null;
   drawNav();
   navigate("#/signin");
