@@ -429,24 +429,9 @@ func (a *api) updateUser(w http.ResponseWriter, r *http.Request) error {
 	}
 	var generated string
 	if body.ResetPassword || body.Password != nil {
-		given := body.Password
-		if body.ResetPassword {
-			given = nil
-		}
-		pw, shown, err := passwordOrGenerated(given)
-		if err != nil {
+		if generated, err = a.resetPassword(r, &u, body.Password, body.ResetPassword); err != nil {
 			return err
 		}
-		if u.PasswordHash, err = a.hasher.Hash(r.Context(), pw); err != nil {
-			return err
-		}
-		if shown {
-			generated = pw
-		}
-		u.SessionEpoch++ // signs the user out everywhere
-		// A password someone else chose (generated or set by an admin)
-		// is one-time: the user must choose their own at sign-in.
-		u.MustChangePassword = true
 		note(auditUserPassword, "")
 	}
 	if body.Disabled != nil && *body.Disabled != !u.DisabledAt.IsZero() {
@@ -464,24 +449,56 @@ func (a *api) updateUser(w http.ResponseWriter, r *http.Request) error {
 	}
 	if len(audit) > 0 {
 		u.UpdatedAt = now
-		err := a.store.UpdateUser(r.Context(), u, audit...)
-		if errors.Is(err, store.ErrEmailTaken) {
-			return newError(http.StatusConflict, codeConflict, "a user with this email already exists")
-		}
-		if errors.Is(err, actor.ErrNotFound) {
-			return notFound("user")
-		}
-		if err != nil {
+		if err := a.saveUser(r, u, epoch, audit); err != nil {
 			return err
-		}
-		if u.SessionEpoch != epoch {
-			a.endSessionsOf(r, u.ID)
 		}
 	}
 	out := userOf(u)
 	out.Password = generated
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// saveUser stores an updated user with its audit entries and, when its
+// session epoch changed (from epoch), ends its sessions everywhere.
+func (a *api) saveUser(r *http.Request, u store.User, epoch int64, audit []store.AuditEntry) error {
+	err := a.store.UpdateUser(r.Context(), u, audit...)
+	if errors.Is(err, store.ErrEmailTaken) {
+		return newError(http.StatusConflict, codeConflict, "a user with this email already exists")
+	}
+	if errors.Is(err, actor.ErrNotFound) {
+		return notFound("user")
+	}
+	if err != nil {
+		return err
+	}
+	if u.SessionEpoch != epoch {
+		a.endSessionsOf(r, u.ID)
+	}
+	return nil
+}
+
+// resetPassword sets the password an admin gives (or a generated one when
+// given is nil or generate is set, returned to be shown once) and signs
+// the user out everywhere. A password someone else chose is one-time: the
+// user must choose their own at sign-in.
+func (a *api) resetPassword(r *http.Request, u *store.User, given *string, generate bool) (generated string, err error) {
+	if generate {
+		given = nil
+	}
+	pw, shown, err := passwordOrGenerated(given)
+	if err != nil {
+		return "", err
+	}
+	if u.PasswordHash, err = a.hasher.Hash(r.Context(), pw); err != nil {
+		return "", err
+	}
+	u.SessionEpoch++
+	u.MustChangePassword = true
+	if shown {
+		return pw, nil
+	}
+	return "", nil
 }
 
 // refuseSelf keeps an admin from disabling their own account (and so
