@@ -302,6 +302,9 @@ func New(cfg Config) (http.Handler, error) {
 		mux:       http.NewServeMux(),
 	}
 	a.sessions.idle = cfg.SessionIdle
+	a.sessions.touchFailed = func(ctx context.Context, err error) {
+		a.log.WarnContext(ctx, "recording session use failed", "err", err.Error())
+	}
 	a.throttle = newThrottle(cfg.Throttle)
 	a.hasher = password.NewHasher(cfg.PasswordParams, 2)
 	a.metricsHTTP = a.metrics.Handler()

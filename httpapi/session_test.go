@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crewcast/crewcast/store"
 )
 
 // login signs in with the named key and returns the session cookie.
@@ -225,5 +227,52 @@ func TestSessionFloodKeepsOtherKeysSignedIn(t *testing.T) {
 	clock.Advance(2 * time.Hour)
 	if _, _, err := s.create(ctx, "key_late", "pl"); err != nil {
 		t.Fatalf("sign-in after expiry: %v", err)
+	}
+}
+
+// touchCounter counts the last-use writes sessions make.
+type touchCounter struct {
+	store.Sessions
+	n int
+}
+
+func (c *touchCounter) TouchSession(ctx context.Context, h []byte, at time.Time) error {
+	c.n++
+	return c.Sessions.TouchSession(ctx, h, at)
+}
+
+// A busy board writes a session's last use at most once a minute, not on
+// every request, and the idle limit still counts from that write.
+func TestSessionLastUseWrittenOncePerMinute(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	tc := &touchCounter{Sessions: e.st}
+	s := newSessions(tc, e.clock.Now, 12*time.Hour)
+	s.idle = time.Hour
+	id, _, err := s.create(ctx, "key_a", "pa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 29 { // 29 requests over 58 s
+		e.clock.Advance(2 * time.Second)
+		if _, ok, err := s.get(ctx, id); !ok || err != nil {
+			t.Fatalf("get: %v %v", ok, err)
+		}
+	}
+	if tc.n != 0 {
+		t.Fatalf("%d last-use writes within the first minute, want 0", tc.n)
+	}
+	e.clock.Advance(3 * time.Second)
+	if _, ok, _ := s.get(ctx, id); !ok || tc.n != 1 {
+		t.Fatalf("after a minute: ok=%v, %d writes, want 1", ok, tc.n)
+	}
+	// Idle counts from the stored last use.
+	e.clock.Advance(59 * time.Minute)
+	if _, ok, _ := s.peek(ctx, id); !ok {
+		t.Fatal("the session idled out early")
+	}
+	e.clock.Advance(2 * time.Minute)
+	if _, ok, _ := s.peek(ctx, id); ok {
+		t.Fatal("the session outlived its idle limit")
 	}
 }

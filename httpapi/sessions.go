@@ -54,6 +54,9 @@ type sessions struct {
 
 	touchEvery       time.Duration
 	max, maxPerOwner int
+	// touchFailed hears a failed last-use write, which does not fail the
+	// request: the session was found live.
+	touchFailed func(context.Context, error)
 
 	mu        sync.Mutex
 	nextSweep time.Time
@@ -70,7 +73,8 @@ const (
 var errTooManySessions = store.ErrTooManySessions
 
 func newSessions(st store.Sessions, now func() time.Time, ttl time.Duration) *sessions {
-	return &sessions{st: st, now: now, ttl: ttl, touchEvery: time.Minute, max: maxSessions, maxPerOwner: maxSessionsPerKey}
+	return &sessions{st: st, now: now, ttl: ttl, touchEvery: time.Minute, max: maxSessions, maxPerOwner: maxSessionsPerKey,
+		touchFailed: func(context.Context, error) {}}
 }
 
 // hashSessionID is what the store keeps of a session id.
@@ -142,9 +146,10 @@ func (s *sessions) get(ctx context.Context, id string) (session, bool, error) {
 	now := s.now()
 	if now.Sub(v.lastSeen) >= s.touchEvery {
 		if err := s.st.TouchSession(ctx, v.hash, now); err != nil {
-			return session{}, false, err
+			s.touchFailed(ctx, err) // tried again at the next request
+		} else {
+			v.lastSeen = now
 		}
-		v.lastSeen = now
 	}
 	s.sweep(ctx, now)
 	return v, true, nil
