@@ -285,11 +285,24 @@ func TestEveryChangingRouteAppendsOneAuditEntry(t *testing.T) {
 		t.Fatal("no session cookie after sign-in")
 	}
 	same := map[string]string{"Origin": e.srv.URL}
+	// The one-time password is changed first.
+	step(req{method: "POST", pattern: "/v1/account/password", path: "/v1/account/password",
+		body: fmt.Sprintf(`{"current":%q,"new":%q}`, pw, pw+"-chosen"), cookie: cookie, header: same, status: 204,
+		action: auditUserPasswordChanged, who: dana})
 	// A change made with a user's session names the user.
 	step(req{method: "POST", pattern: "/v1/templates", path: "/v1/templates", body: `{"name":"Call 2","text":"Hi"}`,
 		cookie: cookie, header: same, status: 201, action: auditTemplateCreated, who: dana})
 	step(req{method: "DELETE", pattern: "/v1/session", path: "/v1/session", cookie: cookie, header: same, status: 204,
 		action: auditSignedOut, who: dana})
+	step(req{method: "POST", pattern: "/v1/session", path: "/v1/session", body: fmt.Sprintf(`{"email":"dana@example.com","password":%q}`, pw+"-chosen"),
+		status: 200, action: auditSignedIn, who: dana})
+	for _, c := range lastResp.Cookies() {
+		if c.Name == sessionCookie && c.Value != "" {
+			cookie = c
+		}
+	}
+	step(req{method: "DELETE", pattern: "/v1/account/sessions", path: "/v1/account/sessions", cookie: cookie, header: same, status: 204,
+		action: auditSignedOutEverywhere, who: dana})
 	step(req{method: "PATCH", pattern: "/v1/users/{id}", path: "/v1/users/" + uid, body: `{"name":"Dana D"}`, key: "admin", status: 200,
 		action: auditUserUpdated, who: admin})
 	step(req{method: "PATCH", pattern: "/v1/users/{id}", path: "/v1/users/" + uid, body: `{"reset_password":true}`, key: "admin",

@@ -2,12 +2,9 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/crewcast/crewcast/apikey"
@@ -67,6 +64,10 @@ func (a *api) authorize(r *http.Request, rt route) (*http.Request, error) {
 		}
 		return r, newError(http.StatusForbidden, codeForbidden, "this API key lacks the "+string(need)+" scope")
 	}
+	if u != nil && u.MustChangePassword && !allowedBeforePasswordChange(rt) {
+		return r, newError(http.StatusForbidden, codePasswordChangeRequired,
+			"choose a new password first (POST /v1/account/password)")
+	}
 	ctx := context.WithValue(r.Context(), principalKey{}, p)
 	if u != nil {
 		ctx = context.WithValue(ctx, userKey{}, *u)
@@ -89,7 +90,10 @@ func (a *api) authenticate(r *http.Request) (apikey.Principal, *store.User, erro
 	if err != nil || c.Value == "" {
 		return apikey.Principal{}, nil, unauthorized("an API key is required (Authorization: Bearer <key>)")
 	}
-	s, ok := a.sessions.get(c.Value)
+	s, ok, err := a.sessions.get(r.Context(), c.Value)
+	if err != nil {
+		return apikey.Principal{}, nil, err
+	}
 	if !ok {
 		return apikey.Principal{}, nil, unauthorized("session expired or unknown; sign in again")
 	}
@@ -101,7 +105,7 @@ func (a *api) authenticate(r *http.Request) (apikey.Principal, *store.User, erro
 	if s.userID != "" {
 		p, u, err := a.userPrincipal(r.Context(), s)
 		if errors.Is(err, errSessionRevoked) {
-			a.sessions.delete(c.Value)
+			a.endSession(r, c.Value)
 			return apikey.Principal{}, nil, unauthorized("session expired or unknown; sign in again")
 		}
 		return p, u, err
@@ -109,9 +113,25 @@ func (a *api) authenticate(r *http.Request) (apikey.Principal, *store.User, erro
 	p, touchErr, err := a.auth.Check(r.Context(), s.prefix, s.keyID)
 	a.touchFailed(r, touchErr)
 	if errors.Is(err, apikey.ErrInvalidKey) {
-		a.sessions.delete(c.Value) // the key was revoked: end its session
+		a.endSession(r, c.Value) // the key was revoked: end its session
 	}
 	return p, nil, err
+}
+
+// endSession deletes a session found dead; a failure is logged (the
+// session is refused anyway, and purged later).
+func (a *api) endSession(r *http.Request, id string) {
+	if err := a.sessions.delete(r.Context(), id); err != nil {
+		a.log.WarnContext(r.Context(), "ending a session failed", "err", err.Error())
+	}
+}
+
+// endSessionsOf ends every session of a user on every node; a failure is
+// logged: the raised session epoch refuses them anyway.
+func (a *api) endSessionsOf(r *http.Request, owner string) {
+	if err := a.sessions.deleteOwner(r.Context(), owner); err != nil {
+		a.log.WarnContext(r.Context(), "ending a user's sessions failed", "err", err.Error())
+	}
 }
 
 // touchFailed reports a failed best-effort last-use write: counted and
@@ -122,160 +142,6 @@ func (a *api) touchFailed(r *http.Request, err error) {
 	}
 	a.metrics.KeyTouchFailed()
 	a.log.WarnContext(r.Context(), "recording API key use failed", "err", err.Error())
-}
-
-// ---- sessions ----
-
-// session is one signed-in board: an API key's (keyID, prefix) or a
-// user's (userID and the user's session epoch when it was opened: a
-// password reset or disable raises the epoch and so ends it on every node).
-type session struct {
-	keyID, prefix string
-	userID        string
-	name          string // the key's or user's name at sign-in, for the audit trail
-	epoch         int64
-	expires       time.Time // absolute end: sign-in + SessionTTL
-	lastSeen      time.Time // idle end: lastSeen + SessionIdle
-}
-
-// owner is whose share of the session table the session counts against.
-func (s session) owner() string {
-	if s.userID != "" {
-		return s.userID
-	}
-	return s.keyID
-}
-
-// sessions maps random session ids to API keys, in memory: a restart signs
-// everyone out, which is acceptable for a board and keeps no secret on disk.
-//
-// Memory is bounded twice: each key holds at most maxSessionsPerKey
-// sessions (a new sign-in beyond that ends the same key's oldest one), and
-// the whole table at most maxSessions (a sign-in into a full table is
-// refused). No key's sign-ins can ever end another key's session.
-type sessions struct {
-	now  func() time.Time
-	ttl  time.Duration
-	idle time.Duration // ≤ 0: no idle expiry
-
-	mu        sync.Mutex
-	m         map[string]session
-	byKey     map[string]map[string]struct{} // key id → its session ids
-	nextSweep time.Time
-}
-
-// maxSessions bounds the table; maxSessionsPerKey bounds one key's share
-// (a person signing in from a few browsers stays far below it).
-const (
-	maxSessions       = 10000
-	maxSessionsPerKey = 50
-)
-
-// errTooManySessions refuses a sign-in into a full session table.
-var errTooManySessions = errors.New("too many open sessions")
-
-func newSessions(now func() time.Time, ttl time.Duration) *sessions {
-	return &sessions{now: now, ttl: ttl, m: map[string]session{}, byKey: map[string]map[string]struct{}{}}
-}
-
-// live reports whether v has neither reached its absolute end nor been
-// idle too long at now.
-func (s *sessions) live(v session, now time.Time) bool {
-	return now.Before(v.expires) && (s.idle <= 0 || now.Before(v.lastSeen.Add(s.idle)))
-}
-
-func (s *sessions) create(keyID, prefix string) (id string, expires time.Time, err error) {
-	return s.open(session{keyID: keyID, prefix: prefix})
-}
-
-// open adds a session for v's key or user.
-func (s *sessions) open(v session) (id string, expires time.Time, err error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", time.Time{}, err
-	}
-	id = base64.RawURLEncoding.EncodeToString(b[:])
-	now := s.now()
-	expires = now.Add(s.ttl)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if now.After(s.nextSweep) || len(s.m) >= maxSessions {
-		for k, v := range s.m {
-			if !s.live(v, now) {
-				s.deleteLocked(k)
-			}
-		}
-		s.nextSweep = now.Add(time.Minute)
-	}
-	keyID := v.owner()
-	mine := s.byKey[keyID]
-	if len(mine) >= maxSessionsPerKey {
-		// The key's own oldest session makes room.
-		var oldest string
-		for k := range mine {
-			if oldest == "" || s.m[k].expires.Before(s.m[oldest].expires) {
-				oldest = k
-			}
-		}
-		s.deleteLocked(oldest)
-	} else if len(s.m) >= maxSessions {
-		return "", time.Time{}, errTooManySessions
-	}
-	v.expires, v.lastSeen = expires, now
-	s.m[id] = v
-	if s.byKey[keyID] == nil {
-		s.byKey[keyID] = map[string]struct{}{}
-	}
-	s.byKey[keyID][id] = struct{}{}
-	return id, expires, nil
-}
-
-// deleteLocked removes one session; s.mu is held.
-func (s *sessions) deleteLocked(id string) {
-	v, ok := s.m[id]
-	if !ok {
-		return
-	}
-	delete(s.m, id)
-	if mine := s.byKey[v.owner()]; mine != nil {
-		delete(mine, id)
-		if len(mine) == 0 {
-			delete(s.byKey, v.owner())
-		}
-	}
-}
-
-func (s *sessions) get(id string) (session, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.m[id]
-	if !ok {
-		return session{}, false
-	}
-	now := s.now()
-	if !s.live(v, now) {
-		s.deleteLocked(id)
-		return session{}, false
-	}
-	v.lastSeen = now
-	s.m[id] = v
-	return v, true
-}
-
-// deleteOwner ends every session of a user or key on this node (other
-// nodes end theirs at their next request, by the user's epoch).
-func (s *sessions) deleteOwner(owner string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id := range s.byKey[owner] {
-		s.deleteLocked(id)
-	}
-}
-
-func (s *sessions) delete(id string) {
-	s.mu.Lock()
-	s.deleteLocked(id)
-	s.mu.Unlock()
 }
 
 // ---- session routes ----
@@ -289,6 +155,10 @@ type sessionJSON struct {
 	UserID string `json:"user_id,omitempty"`
 	Email  string `json:"email,omitempty"`
 	Role   string `json:"role,omitempty"`
+	// MustChangePassword: the user signed in with a one-time or reset
+	// password; every route but the session's and the password change
+	// answers 403 password_change_required until they choose a new one.
+	MustChangePassword bool `json:"must_change_password,omitempty"`
 }
 
 func scopeNames(p apikey.Principal) []string {
@@ -330,7 +200,7 @@ func (a *api) createSession(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	id, expires, err := a.sessions.open(session{keyID: p.KeyID, prefix: p.Prefix, name: p.Name})
+	id, expires, err := a.sessions.open(r.Context(), session{keyID: p.KeyID, prefix: p.Prefix, name: p.Name})
 	if errors.Is(err, errTooManySessions) {
 		e := newError(http.StatusServiceUnavailable, codeUnavailable, "too many open sessions; try again later or use an API key directly")
 		e.Header = http.Header{"Retry-After": {"60"}}
@@ -358,7 +228,8 @@ func (a *api) setSessionCookie(w http.ResponseWriter, r *http.Request, id string
 func (a *api) getSession(w http.ResponseWriter, r *http.Request) error {
 	p, _ := principalFrom(r.Context())
 	if u, ok := userFrom(r.Context()); ok {
-		writeJSON(w, http.StatusOK, sessionJSON{Name: u.Name, Scopes: scopeNames(p), UserID: u.ID, Email: u.Email, Role: u.Role})
+		writeJSON(w, http.StatusOK, sessionJSON{Name: u.Name, Scopes: scopeNames(p), UserID: u.ID, Email: u.Email, Role: u.Role,
+			MustChangePassword: u.MustChangePassword})
 		return nil
 	}
 	writeJSON(w, http.StatusOK, sessionJSON{KeyID: p.KeyID, Name: p.Name, Scopes: scopeNames(p)})
@@ -370,10 +241,16 @@ func (a *api) deleteSession(w http.ResponseWriter, r *http.Request) error {
 		return newError(http.StatusForbidden, codeCrossOrigin, "cross-origin request refused")
 	}
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		if s, ok := a.sessions.get(c.Value); ok {
+		s, ok, err := a.sessions.peek(r.Context(), c.Value)
+		if err != nil {
+			return err
+		}
+		if err := a.sessions.delete(r.Context(), c.Value); err != nil {
+			return err // not signed out: the client must hear so
+		}
+		if ok {
 			a.audit(r, a.sessionActor(r, s), auditSignedOut, "")
 		}
-		a.sessions.delete(c.Value)
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,

@@ -38,6 +38,9 @@ const (
 	codeUnavailable      = "unavailable"
 	codeNotReady         = "not_ready"
 	codeSuppressed       = "suppressed"
+	// codePasswordChangeRequired: the session's user signed in with a
+	// one-time or reset password and must choose a new one first.
+	codePasswordChangeRequired = "password_change_required"
 )
 
 // apiError is an error that is safe to show: its status, code, message

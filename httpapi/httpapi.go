@@ -308,7 +308,7 @@ func New(cfg Config) (http.Handler, error) {
 		now:       cfg.Now,
 		metrics:   cfg.Metrics,
 		auth:      apikey.NewAuthenticator(cfg.Store, cfg.Now, cfg.KeyTouchInterval),
-		sessions:  newSessions(cfg.Now, cfg.SessionTTL),
+		sessions:  newSessions(cfg.Store, cfg.Now, cfg.SessionTTL),
 		streams:   newStreamCaps(cfg.MaxStreams, cfg.MaxStreamsPerKey),
 		feed:      newFeed(cfg.Service.Hub(), cfg.Store, cfg.Logger),
 		csrf:      http.NewCrossOriginProtection(),
@@ -317,6 +317,9 @@ func New(cfg Config) (http.Handler, error) {
 		mux:       http.NewServeMux(),
 	}
 	a.sessions.idle = cfg.SessionIdle
+	a.sessions.touchFailed = func(ctx context.Context, err error) {
+		a.log.WarnContext(ctx, "recording session use failed", "err", err.Error())
+	}
 	a.throttle = newThrottle(cfg.Throttle)
 	a.hasher = password.NewHasher(cfg.PasswordParams, 2)
 	a.metricsHTTP = a.metrics.Handler()

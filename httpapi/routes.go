@@ -103,6 +103,8 @@ var routeTable = []route{
 	{http.MethodPost, "/v1/session", public, (*api).createSession},
 	{http.MethodGet, "/v1/session", needRead, (*api).getSession},
 	{http.MethodDelete, "/v1/session", public, (*api).deleteSession},
+	{http.MethodPost, "/v1/account/password", needRead, (*api).changeOwnPassword},
+	{http.MethodDelete, "/v1/account/sessions", needRead, (*api).signOutEverywhere},
 
 	{http.MethodGet, "/v1/users", needAdmin, (*api).listUsers},
 	{http.MethodPost, "/v1/users", needAdmin, (*api).createUser},

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crewcast/crewcast/store"
 )
 
 // login signs in with the named key and returns the session cookie.
@@ -177,15 +180,17 @@ func TestSessionLogin(t *testing.T) {
 // out another key's session. A key over its own cap loses its own oldest
 // session; a full table refuses new sign-ins instead of evicting.
 func TestSessionFloodKeepsOtherKeysSignedIn(t *testing.T) {
-	clock := newClock()
-	s := newSessions(clock.Now, time.Hour)
-	victim, _, err := s.create("key_victim", "pv")
+	e := newEnv(t, nil)
+	clock, ctx := e.clock, context.Background()
+	s := newSessions(e.st, clock.Now, time.Hour)
+	s.max, s.maxPerOwner = 40, 5 // the store-backed caps, small enough to fill in a test
+	victim, _, err := s.create(ctx, "key_victim", "pv")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var first string
-	for i := range maxSessions + 10 {
-		id, _, err := s.create("key_flood", "pf")
+	for i := range s.max + 10 {
+		id, _, err := s.create(ctx, "key_flood", "pf")
 		if err != nil {
 			t.Fatalf("sign-in %d of the flooding key: %v", i, err)
 		}
@@ -194,33 +199,80 @@ func TestSessionFloodKeepsOtherKeysSignedIn(t *testing.T) {
 		}
 		clock.Advance(time.Millisecond)
 	}
-	if _, ok := s.get(victim); !ok {
+	if _, ok, _ := s.get(ctx, victim); !ok {
 		t.Fatal("the other key's session was evicted by one key's sign-in flood")
 	}
-	if _, ok := s.get(first); ok {
+	if _, ok, _ := s.get(ctx, first); ok {
 		t.Error("the flooding key kept more than its cap of sessions")
 	}
 
 	// Fill the table with many keys: a new sign-in is refused, nobody is
 	// signed out.
 	for k := 0; ; k++ {
-		_, _, err := s.create("key_"+strconv.Itoa(k), "p")
+		_, _, err := s.create(ctx, "key_"+strconv.Itoa(k), "p")
 		if errors.Is(err, errTooManySessions) {
 			break
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if k > 2*maxSessions {
+		if k > 2*s.max {
 			t.Fatal("the session table has no global cap")
 		}
 	}
-	if _, ok := s.get(victim); !ok {
+	if _, ok, _ := s.get(ctx, victim); !ok {
 		t.Fatal("a full table evicted an existing session")
 	}
 	// Once sessions expire, sign-ins work again.
 	clock.Advance(2 * time.Hour)
-	if _, _, err := s.create("key_late", "pl"); err != nil {
+	if _, _, err := s.create(ctx, "key_late", "pl"); err != nil {
 		t.Fatalf("sign-in after expiry: %v", err)
+	}
+}
+
+// touchCounter counts the last-use writes sessions make.
+type touchCounter struct {
+	store.Sessions
+	n int
+}
+
+func (c *touchCounter) TouchSession(ctx context.Context, h []byte, at time.Time) error {
+	c.n++
+	return c.Sessions.TouchSession(ctx, h, at)
+}
+
+// A busy board writes a session's last use at most once a minute, not on
+// every request, and the idle limit still counts from that write.
+func TestSessionLastUseWrittenOncePerMinute(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	tc := &touchCounter{Sessions: e.st}
+	s := newSessions(tc, e.clock.Now, 12*time.Hour)
+	s.idle = time.Hour
+	id, _, err := s.create(ctx, "key_a", "pa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 29 { // 29 requests over 58 s
+		e.clock.Advance(2 * time.Second)
+		if _, ok, err := s.get(ctx, id); !ok || err != nil {
+			t.Fatalf("get: %v %v", ok, err)
+		}
+	}
+	if tc.n != 0 {
+		t.Fatalf("%d last-use writes within the first minute, want 0", tc.n)
+	}
+	e.clock.Advance(3 * time.Second)
+	if _, ok, _ := s.get(ctx, id); !ok || tc.n != 1 {
+		t.Fatalf("after a minute: ok=%v, %d writes, want 1", ok, tc.n)
+	}
+	// Idle counts from the stored last use.
+	e.clock.Advance(59 * time.Minute)
+	if _, ok, _ := s.peek(ctx, id); !ok {
+		t.Fatal("the session idled out early")
+	}
+	e.clock.Advance(2 * time.Minute)
+	if _, ok, _ := s.peek(ctx, id); ok {
+		t.Fatal("the session outlived its idle limit")
 	}
 }

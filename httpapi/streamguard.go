@@ -54,18 +54,6 @@ func streamAccessOf(r *http.Request, need apikey.Scope) streamAccess {
 	return sa
 }
 
-// peek returns a live session without counting it as use, so that a
-// stream checking it does not keep it from idling out.
-func (s *sessions) peek(id string) (session, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.m[id]
-	if !ok || !s.live(v, s.now()) {
-		return session{}, false
-	}
-	return v, true
-}
-
 // recheck checks sa again: nil while it still allows the stream,
 // accessLost or errAccessChanged when not, another error when the store
 // cannot answer.
@@ -76,8 +64,10 @@ func (a *api) recheck(ctx context.Context, r *http.Request, sa streamAccess) err
 	case sa.session == "":
 		p, touchErr, err = a.auth.Check(ctx, sa.prefix, sa.keyID)
 	default:
-		s, ok := a.sessions.peek(sa.session)
+		s, ok, perr := a.sessions.peek(ctx, sa.session)
 		switch {
+		case perr != nil:
+			err = perr
 		case !ok:
 			return accessLost{http.StatusUnauthorized}
 		case s.userID != "":

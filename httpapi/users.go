@@ -35,18 +35,20 @@ var roleScopes = map[string]apikey.Scope{
 
 // Audit actions recorded by the API (the group actions are the tracker's).
 const (
-	auditSignedIn      = "session.signed_in"
-	auditSignInFailed  = "session.sign_in_failed"
-	auditSignedOut     = "session.signed_out"
-	auditUserCreated   = "user.created"
-	auditUserUpdated   = "user.updated"
-	auditUserPassword  = "user.password_reset"
-	auditUserDisabled  = "user.disabled"
-	auditUserEnabled   = "user.enabled"
-	auditKeyCreated    = apikey.AuditKeyCreated
-	auditKeyRevoked    = apikey.AuditKeyRevoked
-	auditSuppressAdd   = "suppression.added"
-	auditSuppressRemov = "suppression.removed"
+	auditSignedIn            = "session.signed_in"
+	auditSignInFailed        = "session.sign_in_failed"
+	auditSignedOut           = "session.signed_out"
+	auditSignedOutEverywhere = "session.signed_out_everywhere"
+	auditUserCreated         = "user.created"
+	auditUserUpdated         = "user.updated"
+	auditUserPassword        = "user.password_reset"
+	auditUserPasswordChanged = "user.password_changed"
+	auditUserDisabled        = "user.disabled"
+	auditUserEnabled         = "user.enabled"
+	auditKeyCreated          = apikey.AuditKeyCreated
+	auditKeyRevoked          = apikey.AuditKeyRevoked
+	auditSuppressAdd         = "suppression.added"
+	auditSuppressRemov       = "suppression.removed"
 )
 
 // Audit actions of directory writes (design.md §14: contact, crew and
@@ -199,7 +201,7 @@ func (a *api) signInUser(w http.ResponseWriter, r *http.Request, email, pw strin
 		a.audit(r, store.AuditActor{Type: store.ActorUser, ID: u.ID, Name: u.Name, IP: ip}, auditSignInFailed, email)
 		return wrongCredentials()
 	}
-	id, expires, err := a.sessions.open(session{userID: u.ID, epoch: u.SessionEpoch, name: u.Name})
+	id, expires, err := a.sessions.open(r.Context(), session{userID: u.ID, epoch: u.SessionEpoch, name: u.Name})
 	if errors.Is(err, errTooManySessions) {
 		e := newError(http.StatusServiceUnavailable, codeUnavailable, "too many open sessions; try again later")
 		e.Header = http.Header{"Retry-After": {"60"}}
@@ -215,7 +217,8 @@ func (a *api) signInUser(w http.ResponseWriter, r *http.Request, email, pw strin
 	if sc, ok := roleScopes[u.Role]; ok {
 		scopes = []string{string(sc)}
 	}
-	writeJSON(w, http.StatusOK, sessionJSON{Name: u.Name, Scopes: nonNil(scopes), ExpiresAt: &exp, UserID: u.ID, Email: u.Email, Role: u.Role})
+	writeJSON(w, http.StatusOK, sessionJSON{Name: u.Name, Scopes: nonNil(scopes), ExpiresAt: &exp, UserID: u.ID, Email: u.Email, Role: u.Role,
+		MustChangePassword: u.MustChangePassword})
 	return nil
 }
 
@@ -340,7 +343,7 @@ func (a *api) createUser(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := a.now().UTC()
 	u := store.User{ID: newUserID(), Email: body.Email, Name: body.Name, Role: body.Role, PasswordHash: hash,
-		CreatedAt: now, UpdatedAt: now}
+		CreatedAt: now, UpdatedAt: now, MustChangePassword: shown}
 	err = a.store.CreateUser(r.Context(), u, store.AuditEntry{At: now, Actor: requestActor(r), Action: auditUserCreated,
 		Target: u.ID + " " + u.Email + " " + u.Role})
 	if errors.Is(err, store.ErrEmailTaken) {
@@ -426,21 +429,9 @@ func (a *api) updateUser(w http.ResponseWriter, r *http.Request) error {
 	}
 	var generated string
 	if body.ResetPassword || body.Password != nil {
-		given := body.Password
-		if body.ResetPassword {
-			given = nil
-		}
-		pw, shown, err := passwordOrGenerated(given)
-		if err != nil {
+		if generated, err = a.resetPassword(r, &u, body.Password, body.ResetPassword); err != nil {
 			return err
 		}
-		if u.PasswordHash, err = a.hasher.Hash(r.Context(), pw); err != nil {
-			return err
-		}
-		if shown {
-			generated = pw
-		}
-		u.SessionEpoch++ // signs the user out everywhere
 		note(auditUserPassword, "")
 	}
 	if body.Disabled != nil && *body.Disabled != !u.DisabledAt.IsZero() {
@@ -458,24 +449,56 @@ func (a *api) updateUser(w http.ResponseWriter, r *http.Request) error {
 	}
 	if len(audit) > 0 {
 		u.UpdatedAt = now
-		err := a.store.UpdateUser(r.Context(), u, audit...)
-		if errors.Is(err, store.ErrEmailTaken) {
-			return newError(http.StatusConflict, codeConflict, "a user with this email already exists")
-		}
-		if errors.Is(err, actor.ErrNotFound) {
-			return notFound("user")
-		}
-		if err != nil {
+		if err := a.saveUser(r, u, epoch, audit); err != nil {
 			return err
-		}
-		if u.SessionEpoch != epoch {
-			a.sessions.deleteOwner(u.ID) // this node at once; others by the epoch
 		}
 	}
 	out := userOf(u)
 	out.Password = generated
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// saveUser stores an updated user with its audit entries and, when its
+// session epoch changed (from epoch), ends its sessions everywhere.
+func (a *api) saveUser(r *http.Request, u store.User, epoch int64, audit []store.AuditEntry) error {
+	err := a.store.UpdateUser(r.Context(), u, audit...)
+	if errors.Is(err, store.ErrEmailTaken) {
+		return newError(http.StatusConflict, codeConflict, "a user with this email already exists")
+	}
+	if errors.Is(err, actor.ErrNotFound) {
+		return notFound("user")
+	}
+	if err != nil {
+		return err
+	}
+	if u.SessionEpoch != epoch {
+		a.endSessionsOf(r, u.ID)
+	}
+	return nil
+}
+
+// resetPassword sets the password an admin gives (or a generated one when
+// given is nil or generate is set, returned to be shown once) and signs
+// the user out everywhere. A password someone else chose is one-time: the
+// user must choose their own at sign-in.
+func (a *api) resetPassword(r *http.Request, u *store.User, given *string, generate bool) (generated string, err error) {
+	if generate {
+		given = nil
+	}
+	pw, shown, err := passwordOrGenerated(given)
+	if err != nil {
+		return "", err
+	}
+	if u.PasswordHash, err = a.hasher.Hash(r.Context(), pw); err != nil {
+		return "", err
+	}
+	u.SessionEpoch++
+	u.MustChangePassword = true
+	if shown {
+		return pw, nil
+	}
+	return "", nil
 }
 
 // refuseSelf keeps an admin from disabling their own account (and so
@@ -521,7 +544,7 @@ func (a *api) deleteUser(w http.ResponseWriter, r *http.Request) error {
 	for _, id := range revoked {
 		a.auth.Forget(id)
 	}
-	a.sessions.deleteOwner(u.ID)
+	a.endSessionsOf(r, u.ID)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -41,6 +41,7 @@ type Store interface {
 	Leases
 	Retention
 	Users
+	Sessions
 	Audit
 	Erasure
 	Webhooks

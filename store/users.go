@@ -31,6 +31,9 @@ type User struct {
 	// (password reset, role change, disable); a session remembers the
 	// epoch it was opened under.
 	SessionEpoch int64
+	// MustChangePassword is set by a generated or reset password: the
+	// user must choose a new one before doing anything else.
+	MustChangePassword bool
 }
 
 // ErrEmailTaken fails CreateUser and UpdateUser for an email another user
@@ -58,6 +61,66 @@ type Users interface {
 	// whose Target is the key's id. It returns the revoked keys' ids;
 	// actor.ErrNotFound for an unknown user.
 	DeleteUser(ctx context.Context, u User, keyAudit AuditEntry, audit ...AuditEntry) ([]string, error)
+	// ChangePassword stores u as UpdateUser does and deletes every
+	// session of u.ID except the one whose IDHash is keep, in one
+	// transaction with audit.
+	ChangePassword(ctx context.Context, u User, keep []byte, audit ...AuditEntry) error
+}
+
+// ---- Board sessions ----
+
+// Session is one signed-in board, of a user (UserID, Epoch: the user's
+// session epoch when it was opened) or of an API key (KeyID, KeyPrefix).
+// Only IDHash, the SHA-256 of the random session id the cookie carries,
+// is stored, never the id itself.
+type Session struct {
+	IDHash    []byte
+	UserID    string
+	KeyID     string
+	KeyPrefix string
+	Name      string // the user's or key's name at sign-in, for the audit trail
+	Epoch     int64
+	CreatedAt time.Time
+	ExpiresAt time.Time // absolute end
+	LastSeen  time.Time // idle end: LastSeen + the idle limit; written at most about once a minute
+}
+
+// Owner is the user or key whose share of the sessions s counts against.
+func (s Session) Owner() string {
+	if s.UserID != "" {
+		return s.UserID
+	}
+	return s.KeyID
+}
+
+// SessionLimits bound the session table when a session is created.
+type SessionLimits struct {
+	PerOwner int // at most this many per owner: the owner's oldest make room
+	Total    int // at most this many in all: ErrTooManySessions beyond
+	// Sessions that ended (ExpiresAt ≤ now or LastSeen < IdleBefore) are
+	// deleted first.
+	IdleBefore time.Time
+}
+
+// ErrTooManySessions fails CreateSession when the table is full.
+var ErrTooManySessions = errors.New("too many open sessions")
+
+// Sessions keeps the board's sessions, shared by every node.
+type Sessions interface {
+	// CreateSession deletes ended sessions, makes room within lim and
+	// stores s, in one transaction.
+	CreateSession(ctx context.Context, s Session, lim SessionLimits) error
+	// SessionByHash returns the session; actor.ErrNotFound for none.
+	SessionByHash(ctx context.Context, idHash []byte) (Session, error)
+	// TouchSession sets the session's LastSeen to at.
+	TouchSession(ctx context.Context, idHash []byte, at time.Time) error
+	// DeleteSession deletes one session (none: no error).
+	DeleteSession(ctx context.Context, idHash []byte) error
+	// DeleteSessionsOf deletes every session of a user or key id.
+	DeleteSessionsOf(ctx context.Context, owner string) (int, error)
+	// PurgeSessions deletes sessions that ended: ExpiresAt ≤ now or
+	// LastSeen < idleBefore.
+	PurgeSessions(ctx context.Context, now, idleBefore time.Time) (int, error)
 }
 
 // ---- Audit log ----

@@ -157,6 +157,7 @@ func TestBoardAccessibility(t *testing.T) {
 	src := axeSource(t)
 	f := newFakeAPI(t)
 	f.addGroup(richGroup("grp_rich"))
+	f.asUser = true // the Account page shows its password form to users
 	srv := newServer(t, f)
 	// One browser per colour scheme: each has its own time budget.
 	for _, scheme := range []string{"light", "dark"} {
@@ -213,6 +214,15 @@ func TestBoardAccessibility(t *testing.T) {
 				click("sign in", "#signin-submit")
 				wait("the group list", `document.querySelectorAll("#group-list .group-card").length === 4`)
 				check("groups list")
+
+				// The Account page, with a field error showing.
+				do("open the account page", chromedp.Navigate(srv.URL+"/#/account"))
+				wait("the account page", `!!document.querySelector("#password-form") && !!document.querySelector("#signout-everywhere")`)
+				webtest.Type(t, ctx, "#current-password", "the current password")
+				webtest.Type(t, ctx, "#new-password", "short")
+				click("submit a short password", "#password-submit")
+				wait("the length error", `document.querySelector("#new-password").getAttribute("aria-invalid") === "true"`)
+				check("account page with an error")
 
 				// A group with every recipient state, one history open and a
 				// refused retry explained.
@@ -271,8 +281,8 @@ func TestBoardAccessibility(t *testing.T) {
 				wait("the server's line error", `document.querySelector("#to-error").textContent.includes("Line 2")`)
 				check("new-message form with server errors")
 			}
-			if checked != 27 {
-				t.Errorf("checked %d page states, want 27", checked)
+			if checked != 30 {
+				t.Errorf("checked %d page states, want 30", checked)
 			}
 		})
 	}

@@ -97,6 +97,10 @@ var e164 = regexp.MustCompile(`^\+[1-9]\d{7,14}$`)
 type fakeAPI struct {
 	t *testing.T
 
+	// asUser makes the admin key's session read as a signed-in user's
+	// (user_id, email, role), for the pages only users see (#/account).
+	asUser bool
+
 	mu       sync.Mutex
 	sessions map[string]string // session id → key
 	streams  []string          // request URIs of SSE connections
@@ -476,7 +480,11 @@ func (f *fakeAPI) handler() http.Handler {
 		api.ServeHTTP(w, r)
 	}))
 	api.HandleFunc("GET /v1/session", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, sessionView(f.key(r)))
+		v := sessionView(f.key(r))
+		if f.asUser && f.key(r) == fakeKey {
+			v["key_id"], v["user_id"], v["email"], v["role"] = "", "usr_desk", "desk@example.com", "admin"
+		}
+		writeJSON(w, http.StatusOK, v)
 	})
 	api.HandleFunc("DELETE /v1/session", func(w http.ResponseWriter, r *http.Request) {
 		if c, err := r.Cookie(cookieName); err == nil {

@@ -38,11 +38,15 @@ func callAPI(t *testing.T, method, url, key, body string) (int, []byte) {
 // (EventSource fires "open" on each, reconnects included).
 func signInViewer(t *testing.T, srv *server.Server, key string) (*tab, string) {
 	t.Helper()
-	status, raw := callAPI(t, "POST", srv.URL()+"/v1/users", key, `{"email":"vic@example.com","name":"Vic Viewer","role":"viewer"}`)
+	// A password chosen at creation: a one-time one would first send Vic
+	// to the new-password form (users_browser_test.go covers that).
+	const pw = "Vic's own long password"
+	status, raw := callAPI(t, "POST", srv.URL()+"/v1/users", key, `{"email":"vic@example.com","name":"Vic Viewer","role":"viewer","password":"`+pw+`"}`)
 	var u struct{ ID, Password string }
 	if err := json.Unmarshal(raw, &u); err != nil || status != 201 {
 		t.Fatalf("create user: %d %s", status, raw)
 	}
+	u.Password = pw
 	b := openTab(t)
 	b.do("open the board", chromedp.Navigate(srv.URL()+"/"))
 	b.wait("the sign-in page", `!!document.querySelector("#user-signin-form")`)

@@ -1,7 +1,10 @@
 package web_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -89,7 +92,48 @@ func TestBoardPeopleAndAudit(t *testing.T) {
 	}
 	webtest.Type(t, ctx, "#password", otp)
 	do("sign in as Dana", chromedp.Click(chromedp.CSS("#user-signin-submit")))
-	wait("signed in as Dana", `location.hash === "#/groups" && document.querySelector("#who").textContent === "Dana Dispatcher"`)
+	// The one-time password is one-time: Dana must choose her own first.
+	wait("the new-password form", `location.hash === "#/account" && !!document.querySelector("#password-form") && !!document.querySelector("#must-change")`)
+	if got := webtest.Eval[string](t, ctx, `document.activeElement.id`); got != "current-password" {
+		t.Errorf("focus on the new-password form is on %q, want the one-time password field", got)
+	}
+	status := webtest.Eval[float64](t, ctx, `fetch("/v1/groups", {credentials: "same-origin"}).then(r => r.status)`, chromedp.EvalAwaitPromise)
+	if status != 403 {
+		t.Errorf("GET /v1/groups before choosing a password: %v, want 403", status)
+	}
+	do("try the board anyway", chromedp.Navigate(srv.URL()+"/#/groups"))
+	wait("sent back to the form", `location.hash === "#/account" && !!document.querySelector("#must-change")`)
+	webtest.Type(t, ctx, "#current-password", otp)
+	webtest.Type(t, ctx, "#new-password", "short")
+	do("a too short password", chromedp.Click(chromedp.CSS("#password-submit")))
+	wait("the length error", `document.querySelector("#new-password").getAttribute("aria-invalid") === "true" && document.querySelector("#new-password-error").textContent !== ""`)
+	const danaPW = "Dana's own long password"
+	webtest.Type(t, ctx, "#new-password", danaPW)
+	webtest.Type(t, ctx, "#confirm-password", danaPW)
+	do("set the password", chromedp.Click(chromedp.CSS("#password-submit")))
+	wait("signed in as Dana", `location.hash === "#/groups" && document.querySelector("#who").textContent === "Dana Dispatcher" && !!document.querySelector("#group-list")`)
+
+	// The Account page changes the password again.
+	do("open the account page", chromedp.Click(chromedp.CSS("#who")))
+	wait("the account page", `location.hash === "#/account" && !!document.querySelector("#password-form") && !document.querySelector("#must-change")`)
+	if got := text("#account-identity"); !strings.Contains(got, "dana@example.com") || !strings.Contains(got, "dispatcher") {
+		t.Errorf("account identity %q", got)
+	}
+	const danaPW2 = "Dana's second long password"
+	webtest.Type(t, ctx, "#current-password", "not my password at all")
+	webtest.Type(t, ctx, "#new-password", danaPW2)
+	webtest.Type(t, ctx, "#confirm-password", danaPW2)
+	do("change with a wrong current password", chromedp.Click(chromedp.CSS("#password-submit")))
+	wait("the current-password error", `document.querySelector("#current-password").getAttribute("aria-invalid") === "true"`)
+	webtest.Type(t, ctx, "#current-password", danaPW)
+	do("change the password", chromedp.Click(chromedp.CSS("#password-submit")))
+	wait("the change done", `document.querySelector("#current-password").value === "" && !document.querySelector("#current-password").hasAttribute("aria-invalid")`)
+	if status := signInStatus(t, srv.URL(), "dana@example.com", danaPW2); status != 200 {
+		t.Errorf("sign in with the password changed on the account page: %d, want 200", status)
+	}
+	if status := signInStatus(t, srv.URL(), "dana@example.com", danaPW); status != 401 {
+		t.Errorf("sign in with the old password: %d, want 401", status)
+	}
 	if webtest.Eval[bool](t, ctx, `['users','keys','audit'].some(n => !document.querySelector('[data-nav="'+n+'"]').hidden)`) {
 		t.Error("a dispatcher sees admin links")
 	}
@@ -107,7 +151,7 @@ func TestBoardPeopleAndAudit(t *testing.T) {
 	if n := webtest.Eval[float64](t, ctx, `document.querySelectorAll("#user-form").length`); n != 0 {
 		t.Error("the users form is shown to a dispatcher")
 	}
-	status := webtest.Eval[float64](t, ctx, `fetch("/v1/users", {credentials: "same-origin"}).then(r => r.status)`, chromedp.EvalAwaitPromise)
+	status = webtest.Eval[float64](t, ctx, `fetch("/v1/users", {credentials: "same-origin"}).then(r => r.status)`, chromedp.EvalAwaitPromise)
 	if status != 403 {
 		t.Errorf("GET /v1/users as a dispatcher: %v, want 403", status)
 	}
@@ -137,4 +181,17 @@ func TestBoardPeopleAndAudit(t *testing.T) {
 	}
 	_, auditShot := webtest.SaveScreenshot(t, ctx, "people-audit.png", webtest.DesktopWidth, webtest.DesktopHeight)
 	t.Logf("screenshots: %s %s %s", signinShot, usersShot, auditShot)
+}
+
+// signInStatus tries a password sign-in outside the browser and returns
+// the status.
+func signInStatus(t *testing.T, base, email, pw string) int {
+	t.Helper()
+	b, _ := json.Marshal(map[string]string{"email": email, "password": pw})
+	resp, err := http.Post(base+"/v1/session", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -13,14 +13,15 @@ import (
 
 // ---- users ----
 
-const userCols = `id, email, name, role, password_hash, created_at, updated_at, disabled_at, session_epoch`
+const userCols = `id, email, name, role, password_hash, created_at, updated_at, disabled_at, session_epoch, must_change_password`
 
 func scanUser(r Row) (store.User, error) {
 	var u store.User
-	var created, updated, disabled int64
-	if err := r.Scan(&u.ID, &u.Email, &u.Name, &u.Role, &u.PasswordHash, &created, &updated, &disabled, &u.SessionEpoch); err != nil {
+	var created, updated, disabled, mustChange int64
+	if err := r.Scan(&u.ID, &u.Email, &u.Name, &u.Role, &u.PasswordHash, &created, &updated, &disabled, &u.SessionEpoch, &mustChange); err != nil {
 		return store.User{}, err
 	}
+	u.MustChangePassword = mustChange != 0
 	u.CreatedAt, u.UpdatedAt, u.DisabledAt = store.FromNanos(created), store.FromNanos(updated), store.FromNanos(disabled)
 	return u, nil
 }
@@ -30,9 +31,10 @@ func scanUser(r Row) (store.User, error) {
 func (d DB) CreateUser(ctx context.Context, u store.User, audit ...store.AuditEntry) error {
 	now := d.c.Now()
 	err := d.c.WriteTx(ctx, func(q Querier) error {
-		n, err := q.Exec(ctx, `INSERT INTO users (`+userCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		n, err := q.Exec(ctx, `INSERT INTO users (`+userCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (email) DO NOTHING`, u.ID, u.Email, u.Name, u.Role, u.PasswordHash,
-			store.Nanos(OrNow(u.CreatedAt, now)), store.Nanos(OrNow(u.UpdatedAt, now)), store.Nanos(u.DisabledAt), u.SessionEpoch)
+			store.Nanos(OrNow(u.CreatedAt, now)), store.Nanos(OrNow(u.UpdatedAt, now)), store.Nanos(u.DisabledAt), u.SessionEpoch,
+			boolInt(u.MustChangePassword))
 		if err != nil {
 			return err
 		}
@@ -79,29 +81,56 @@ func (d DB) ListUsers(ctx context.Context) ([]store.User, error) {
 // audit entries in one transaction.
 func (d DB) UpdateUser(ctx context.Context, u store.User, audit ...store.AuditEntry) error {
 	now := d.c.Now()
-	err := d.c.WriteTx(ctx, func(q Querier) error {
-		var other int64
-		if err := q.QueryRow(ctx, `SELECT COUNT(*) FROM users WHERE email = ? AND id <> ?`, u.Email, u.ID).Scan(&other); err != nil {
-			return err
-		}
-		if other > 0 {
-			return store.ErrEmailTaken
-		}
-		n, err := q.Exec(ctx, `UPDATE users SET email = ?, name = ?, role = ?, password_hash = ?, updated_at = ?,
-			disabled_at = ?, session_epoch = ? WHERE id = ?`, u.Email, u.Name, u.Role, u.PasswordHash,
-			store.Nanos(OrNow(u.UpdatedAt, now)), store.Nanos(u.DisabledAt), u.SessionEpoch, u.ID)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return actor.ErrNotFound
-		}
-		return appendAudit(ctx, q, now, audit)
-	})
+	err := d.c.WriteTx(ctx, func(q Querier) error { return updateUser(ctx, q, now, u, audit) })
 	if err != nil {
 		return d.errorf("update user %q: %w", u.ID, err)
 	}
 	return nil
+}
+
+// ChangePassword stores u as UpdateUser does and ends every session of
+// the user but keep (a session id hash), in one transaction.
+func (d DB) ChangePassword(ctx context.Context, u store.User, keep []byte, audit ...store.AuditEntry) error {
+	now := d.c.Now()
+	err := d.c.WriteTx(ctx, func(q Querier) error {
+		if err := updateUser(ctx, q, now, u, audit); err != nil {
+			return err
+		}
+		_, err := q.Exec(ctx, `DELETE FROM sessions WHERE user_id = ? AND id_hash <> ?`, u.ID, keep)
+		return err
+	})
+	if err != nil {
+		return d.errorf("change password of %q: %w", u.ID, err)
+	}
+	return nil
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// updateUser is UpdateUser's transaction body.
+func updateUser(ctx context.Context, q Querier, now time.Time, u store.User, audit []store.AuditEntry) error {
+	var other int64
+	if err := q.QueryRow(ctx, `SELECT COUNT(*) FROM users WHERE email = ? AND id <> ?`, u.Email, u.ID).Scan(&other); err != nil {
+		return err
+	}
+	if other > 0 {
+		return store.ErrEmailTaken
+	}
+	n, err := q.Exec(ctx, `UPDATE users SET email = ?, name = ?, role = ?, password_hash = ?, updated_at = ?,
+		disabled_at = ?, session_epoch = ?, must_change_password = ? WHERE id = ?`, u.Email, u.Name, u.Role, u.PasswordHash,
+		store.Nanos(OrNow(u.UpdatedAt, now)), store.Nanos(u.DisabledAt), u.SessionEpoch, boolInt(u.MustChangePassword), u.ID)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return actor.ErrNotFound
+	}
+	return appendAudit(ctx, q, now, audit)
 }
 
 // ---- audit log ----

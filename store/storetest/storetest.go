@@ -131,6 +131,7 @@ func Run(t *testing.T, o Options) {
 		{"DeleteUnmatchedReplies", testDeleteUnmatchedReplies},
 		{"InvalidCursor", testInvalidCursor},
 		{"Users", testUsers},
+		{"Sessions", testSessions},
 		{"Audit", testAudit},
 		{"AuditAppendOnly", testAuditAppendOnly},
 		{"AuditWithChange", testAuditWithChange},

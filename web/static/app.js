@@ -1,6 +1,7 @@
 // The board's entry point: session check, hash routing and the top bar.
 // Routes: #/signin, #/groups, #/groups/{id}, #/new (?template=<id>),
-// #/contacts, #/crews, #/templates, #/replies, #/opt-outs, #/people/{number}, and
+// #/contacts, #/crews, #/templates, #/replies, #/opt-outs, #/people/{number},
+// #/account, and
 // for admins #/users, #/keys, #/audit, #/settings, #/webhooks.
 import { api, setUnauthorizedHandler } from "./api.js";
 import { h, replace } from "./dom.js";
@@ -22,6 +23,7 @@ import * as templates from "./templates.js";
 import * as inbox from "./inbox.js";
 import * as columns from "./columns.js";
 import { keyName } from "./auditwords.js";
+import * as account from "./account.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -47,6 +49,7 @@ export function route(hash) {
   if (path === "/webhooks") return { name: "webhooks" };
   if (path === "/contacts") return { name: "contacts" };
   if (path === "/crews") return { name: "crews" };
+  if (path === "/account") return { name: "account" };
   if ((m = /^\/groups\/([^/]+)$/.exec(path))) return { name: "group", id: decodeURIComponent(m[1]) };
   return { name: "groups" };
 }
@@ -91,9 +94,15 @@ function render() {
     navigate("#/groups");
     return;
   }
+  // A one-time or reset password: choose a new one before anything else.
+  if (session && session.must_change_password && r.name !== "account") {
+    returnTo = location.hash || "#/groups";
+    navigate("#/account");
+    return;
+  }
   drawNav();
-  const ctx = { session, canSend: canSend(session), navigate, signedIn };
-  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", users: "Users", keys: "API keys", audit: "Audit trail", settings: "Settings", webhooks: "Webhook endpoints", contacts: "Contacts", crews: "Crews", templates: "Templates", replies: "Replies", "opt-outs": "Opt-outs", person: "History" };
+  const ctx = { session, canSend: canSend(session), navigate, signedIn, signedOut };
+  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", users: "Users", keys: "API keys", audit: "Audit trail", settings: "Settings", webhooks: "Webhook endpoints", contacts: "Contacts", crews: "Crews", templates: "Templates", replies: "Replies", "opt-outs": "Opt-outs", person: "History", account: "Account" };
   document.title = `${titles[r.name]} — crewcast`;
   main.replaceChildren();
   switch (r.name) {
@@ -139,6 +148,9 @@ function render() {
     case "person":
       cleanup = inbox.renderPerson(main, ctx, r.number);
       break;
+    case "account":
+      cleanup = account.render(main, ctx);
+      break;
     default:
       cleanup = groups.render(main, ctx);
   }
@@ -162,6 +174,10 @@ async function signOut() {
   } catch {
     // Signing out locally still matters if the server call failed.
   }
+  signedOut();
+}
+
+function signedOut() {
   session = null;
   drawNav();
   navigate("#/signin");
