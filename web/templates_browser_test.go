@@ -74,7 +74,7 @@ func TestBoardTemplates(t *testing.T) {
 
 	// Use this template: the New message form, filled.
 	do("use it", chromedp.Click(chromedp.CSS(sel+` a.template-use`)))
-	wait("the filled form", `location.hash === "#/new?template=`+id+`" && document.querySelector("#template").value === "`+id+`" && document.querySelector("#text").value.includes("crew call 6am") && document.querySelector("#responses").value === "1=Coming\n2=Cannot"`)
+	wait("the filled form", `location.hash === "#/new?template=`+id+`" && document.querySelector("#template")?.value === "`+id+`" && (document.querySelector("#text")?.value || "").includes("crew call 6am") && document.querySelector("#responses")?.value === "1=Coming\n2=Cannot"`)
 
 	// Delete through the confirmation dialog.
 	do("back to templates", chromedp.Navigate(srv.URL()+"/#/templates"))

@@ -130,6 +130,11 @@ export function fmtDate(s, style = "full") {
   return formatters[style].format(d);
 }
 
+/** localZone names the viewer's IANA time zone ("America/Chicago"), or "" when the browser does not say. */
+export function localZone() {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone || "";
+}
+
 const today = (d) => d.toDateString() === new Date().toDateString();
 
 /** fmtTime shows a time compactly: the clock today, date and clock otherwise. */

@@ -3,7 +3,7 @@
 // send_at in the viewer's zone, quiet hours, priority and media URLs; and
 // the preview's line saying what will happen when.
 import { h, replace } from "./dom.js";
-import { fmtSchedule, fmtHeld, plural } from "./format.js";
+import { fmtSchedule, fmtHeld, localZone, plural } from "./format.js";
 
 /** parseDuration reads a Go-style duration ("90s", "10m", "1h30m") as ms; null if it is not one. */
 export function parseDuration(s) {
@@ -63,7 +63,7 @@ function optionInputs() {
 
 // optionsNode lays the inputs out as labelled fields and fieldsets.
 function optionsNode(el, errors) {
-  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "your time zone";
+  const zone = localZone() || "your time zone";
   const set = (legend, ...kids) => h("fieldset", { class: "field option-set" }, h("legend", null, legend), ...kids);
   const help = (id, text) => h("p", { class: "help", id }, text);
   const pair = (...kids) => h("div", { class: "inline-fields" }, ...kids);
