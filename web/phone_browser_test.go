@@ -111,6 +111,7 @@ func TestBoardFitsPhone(t *testing.T) {
 		{"#/templates", `document.querySelectorAll("#templates-body tr").length > 0`},
 		{"#/replies", `!!document.querySelector("#replies-list") && !document.querySelector("#replies-list").textContent.includes("Loading")`},
 		{"#/opt-outs", `!!document.querySelector("#optouts-list") && !document.querySelector("#optouts-list").textContent.includes("Loading")`},
+		{"#/account", `!!document.querySelector("#account-identity")`},
 		{"#/people/%2B15550100001", `!!document.querySelector("#person-status") && !document.querySelector("#person-status").textContent.startsWith("Loading")`},
 	}
 	for _, w := range phoneWidths {
