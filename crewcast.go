@@ -19,7 +19,7 @@ import (
 // forward (see Status.Rank); the journal records every move.
 type Status string
 
-// Recipient statuses, as in design.md §3.
+// Recipient statuses, as in docs/design.md §3.
 const (
 	StatusPending     Status = "pending"     // not yet claimed
 	StatusScheduled   Status = "scheduled"   // held until held_until (send_at or quiet hours), then pending
@@ -61,7 +61,7 @@ func (s Status) Final() bool {
 // GroupStatus is the state of a whole group message.
 type GroupStatus string
 
-// Group statuses. Paused is an addition to design.md §3: a sender or
+// Group statuses. Paused is an addition to docs/design.md §3: a sender or
 // configuration failure stops the group until an operator acts.
 const (
 	GroupSending  GroupStatus = "sending"  // some recipients are pending or sending
@@ -80,13 +80,13 @@ const (
 	ModeGroupMMS   Mode = "group_mms"  // one provider group MMS thread, ≤ MaxGroupMMS recipients
 )
 
-// Limits on a group's size per mode (design §11: up to 100,000).
+// Limits on a group's size per mode (docs/design.md §11: up to 100,000).
 const (
 	MaxIndividualRecipients = 100000
 	MaxGroupMMS             = 8
 )
 
-// ErrorClass says what a provider error means for the next step (design.md §4).
+// ErrorClass says what a provider error means for the next step (docs/design.md §4).
 type ErrorClass string
 
 // Error classes.
@@ -191,7 +191,7 @@ type SendError struct {
 	HTTPStatus int           // 0 for transport failures
 	Code       string        // provider error code ("40300", "21610", "10011"...)
 	Detail     string        // provider's text; may be shown to operators
-	Class      ErrorClass    // classification per design.md §4
+	Class      ErrorClass    // classification per docs/design.md §4
 	OptOut     bool          // the recipient opted out: record a suppression
 	RetryAfter time.Duration // for ClassNotSent: how long to wait, if the provider said
 	Err        error         // the underlying transport error, if any

@@ -173,7 +173,7 @@ func Generate(r io.Reader, name string, scopes []Scope, now time.Time) (plaintex
 	return plaintext, rec, nil
 }
 
-// Audit actions of key changes (design.md §14), for the API and the CLI.
+// Audit actions of key changes (docs/design.md §14), for the API and the CLI.
 const (
 	AuditKeyCreated = "key.created"
 	AuditKeyRevoked = "key.revoked"

@@ -17,7 +17,7 @@ import (
 	"github.com/crewcast/crewcast/webhookout"
 )
 
-// benchWebhookOut measures outbound webhooks (design §13) to a local
+// benchWebhookOut measures outbound webhooks (docs/design.md §13) to a local
 // endpoint that answers 204 at once, on SQLite:
 //
 //   - webhook_out_rate: webhookN events already in the outbox, delivered

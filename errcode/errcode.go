@@ -6,7 +6,7 @@
 //
 // Telnyx codes (1xxxx, 4xxxx) and Twilio codes (2xxxx, 3xxxx) do not
 // overlap, so a code alone names its provider; a recipient row need not
-// remember which provider failed it. The texts follow providers.md §1.10
+// remember which provider failed it. The texts follow docs/providers.md §1.10
 // and §2.7; codes marked there as third-party or unconfirmed are explained
 // as such ("reported as …").
 //
@@ -91,7 +91,7 @@ var table = func() map[string]Entry {
 		telnyx("40014", "The message expired in Telnyx's queue and never left; crewcast resends it."),
 		telnyx("40015", "Telnyx's spam filter stopped the message. Review the text before resending."),
 		telnyx("40300", "The person replied STOP: they opted out and must not be texted. crewcast keeps them suppressed."),
-		// Telnyx codes from a third-party code list (providers.md marks them [3P]).
+		// Telnyx codes from a third-party code list (docs/providers.md marks them [3P]).
 		telnyx("40010", "Reported as: the sender number is not registered for 10DLC. Every recipient is affected: register the number's campaign."),
 		telnyx("40016", "Reported as: the T-Mobile daily 10DLC cap was reached. Nothing more goes out until the cap resets."),
 		telnyx("40018", "Reported as: the AT&T per-minute 10DLC cap was reached; crewcast slows down and resends."),

@@ -10,7 +10,7 @@ import (
 	"github.com/crewcast/crewcast/provider/twilio"
 )
 
-// providersMD lists every code providers.md §1.10 and §2.7 name.
+// providersMD lists every code docs/providers.md §1.10 and §2.7 name.
 var providersMD = map[string][]string{
 	"telnyx": {"40001", "40002", "40003", "40004", "40005", "40006", "40008", "40009", "40011", "40012", "40013",
 		"40014", "40015", "40300", "40010", "40016", "40018", "40305", "40310", "40312", "40314", "40318", "40319",
@@ -37,7 +37,7 @@ func TestEveryDocumentedCodeIsExplained(t *testing.T) {
 		}
 	}
 	if got := len(errcode.All()); got != n {
-		t.Errorf("table has %d entries, providers.md names %d codes", got, n)
+		t.Errorf("table has %d entries, docs/providers.md names %d codes", got, n)
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 // CountsJSON is a group's counts as the API, the webhooks and the command
 // line show them. The domain keeps the tally per response option flat, as
 // CountResponsePrefix + key; on the wire it is nested as
-// counts.responses ({"<key>":n}, design §11). Marshal nests, Unmarshal
+// counts.responses ({"<key>":n}, docs/design.md §11). Marshal nests, Unmarshal
 // flattens again.
 type CountsJSON map[string]int
 

@@ -119,7 +119,7 @@ func (g *Group) HasClaimable(now time.Time) bool {
 // DefaultRetryAfter is the wait after a 429 that named none.
 const DefaultRetryAfter = time.Second
 
-// Outcome classifies what the provider said about one send (design.md §4).
+// Outcome classifies what the provider said about one send (docs/design.md §4).
 func (g *Group) Outcome(s Send, res crewcast.SendResult, err error, now time.Time) Outcome {
 	o := Outcome{SendID: s.ID, Indices: s.Indices}
 	if err == nil {
@@ -390,7 +390,7 @@ func (g *Group) Cancel(now time.Time, by string) (Canceled, error) {
 
 // Resolvable reports whether an operator may resolve a recipient in status
 // s: the outcome is unknowable (unconfirmed) or the provider never said
-// (unknown). Both are decided the same way (design §10).
+// (unknown). Both are decided the same way (docs/design.md §10).
 func Resolvable(s crewcast.Status) bool {
 	return s == crewcast.StatusUnconfirmed || s == crewcast.StatusUnknown
 }

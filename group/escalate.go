@@ -9,7 +9,7 @@ import (
 	"github.com/crewcast/crewcast"
 )
 
-// Escalation (design §12): once, `after` the group started sending (its
+// Escalation (docs/design.md §12): once, `after` the group started sending (its
 // send_at, else its creation), when the quorum is not met — or, without a
 // quorum, when anyone texted has not answered — every escalation number
 // gets one message. Each is its own claimed send ("e<k>"), never resent:
@@ -152,7 +152,7 @@ func (g *Group) renderEscalation(names []string, texted, answered int) string {
 	c := g.Counts()
 	tally := fmt.Sprintf("%d of %d answered", answered, texted)
 	if len(g.Responses) > 0 {
-		// One count per response option (design §11): "1 Coming 3, 2 Can't 1".
+		// One count per response option (docs/design.md §11): "1 Coming 3, 2 Can't 1".
 		parts := make([]string, 0, len(g.Responses))
 		for _, o := range g.Responses {
 			parts = append(parts, fmt.Sprintf("%s %s %d", o.Key, o.Label, c[CountResponsePrefix+o.Key]))

@@ -44,7 +44,7 @@ type RosterEntry struct {
 	// number nobody has saved).
 	ContactID string `json:"contact_id,omitempty"`
 	// Text is this recipient's rendered text when it differs from the
-	// group's (templates, design §11); "" means the group's text.
+	// group's (templates, docs/design.md §11); "" means the group's text.
 	Text string `json:"text,omitempty"`
 	// TZ is the recipient's IANA time zone ("" = the policy's default),
 	// for quiet hours.
@@ -179,7 +179,7 @@ type Replied struct {
 }
 
 // QuorumMet records the moment enough people chose the quorum's answer
-// (design §11). With Cancel, sends not yet made are canceled, as by
+// (docs/design.md §11). With Cancel, sends not yet made are canceled, as by
 // Canceled.
 type QuorumMet struct {
 	At       time.Time `json:"at"`

@@ -11,7 +11,7 @@ import (
 	"github.com/crewcast/crewcast"
 )
 
-// Follow-ups (design §12): a recipient who has not answered is texted
+// Follow-ups (docs/design.md §12): a recipient who has not answered is texted
 // again `after` the original was accepted, then `after` each follow-up, at
 // most `max` times. Each follow-up is its own send with its own claim
 // (send id "f<index>-<n>", so its claim key names the follow-up number),
@@ -129,7 +129,7 @@ func (g *Group) noteAnswer(v Replied) {
 	}
 }
 
-// QuorumMet reports whether the group's quorum was met (design §11:
+// QuorumMet reports whether the group's quorum was met (docs/design.md §11:
 // group.quorum_met). quorumMet lets tests set it directly.
 func (g *Group) QuorumMet() bool {
 	return g.quorumMet || (g.Quorum != nil && !g.Quorum.MetAt.IsZero())

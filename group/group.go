@@ -159,7 +159,7 @@ type Group struct {
 	UpdatedAt   time.Time            `json:"updated_at"`
 	Settings    Settings             `json:"settings"`
 	Recipients  []*Recipient         `json:"recipients"`
-	// Responses are the answers the group asks for (design §11); Quorum
+	// Responses are the answers the group asks for (docs/design.md §11); Quorum
 	// is how many of one answer it needs, and when that was reached.
 	Responses []Option     `json:"responses,omitempty"`
 	Quorum    *QuorumState `json:"quorum,omitempty"`
@@ -257,7 +257,7 @@ func (g *Group) Counts() map[string]int {
 //     the YESes; replied − acknowledged replied something else;
 //   - "no_reply": recipients who have not replied, except those who were
 //     never texted and never will be (suppressed or canceled before their
-//     send): the people a dispatcher is still waiting for (design §11).
+//     send): the people a dispatcher is still waiting for (docs/design.md §11).
 const (
 	CountReplied      = "replied"
 	CountAcknowledged = "acknowledged"

@@ -9,7 +9,7 @@ import (
 	"github.com/crewcast/crewcast"
 )
 
-// Option is one answer a group asks for (design.md §11): a reply of its
+// Option is one answer a group asks for (docs/design.md §11): a reply of its
 // Key or Label (case-insensitive) chooses it; Ack "yes" or "no" also makes
 // YES/Y/OK or NO/N choose it.
 type Option struct {
@@ -167,7 +167,7 @@ func ParseResponse(opts []Option, text string) string {
 	return ""
 }
 
-// synonymAck reads the YES/Y/OK and NO/N synonyms of design §11 (only
+// synonymAck reads the YES/Y/OK and NO/N synonyms of docs/design.md §11 (only
 // these: "1" and "2" are option keys here, not acknowledgements).
 func synonymAck(t string, first []string) crewcast.Ack {
 	cands := []string{t}

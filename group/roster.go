@@ -13,7 +13,7 @@ import (
 	"github.com/crewcast/crewcast"
 )
 
-// Limits of a create request. MaxRecipients is design §11's group size;
+// Limits of a create request. MaxRecipients is docs/design.md §11's group size;
 // MaxFieldErrors bounds how many problems one answer lists (the rest are
 // counted), so a huge bad request cannot make a huge answer.
 const (
@@ -45,7 +45,7 @@ type Request struct {
 	MediaURLs  []string         `json:"media_urls,omitempty"`
 	Mode       crewcast.Mode    `json:"mode,omitempty"`
 	// Crews, Tags and Contacts name the directory entries the client
-	// chose (design §11); the caller resolves them into Resolved.
+	// chose (docs/design.md §11); the caller resolves them into Resolved.
 	Crews    []string `json:"crews,omitempty"`
 	Tags     []string `json:"tags,omitempty"`
 	Contacts []string `json:"contacts,omitempty"`
@@ -284,7 +284,7 @@ func PlanWith(id string, req Request, settings Settings, suppressed map[string]b
 				in.Timezone = k.Timezone
 			}
 		}
-		// A contact's time zone rides with them (quiet hours, design §12);
+		// A contact's time zone rides with them (quiet hours, docs/design.md §12);
 		// PlanPolicy lets the request override it.
 		e := RosterEntry{Number: n, Name: strings.TrimSpace(in.Name), Suppressed: suppressed[n], ContactID: in.ContactID, TZ: in.Timezone}
 		if tmpl != nil {

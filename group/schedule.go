@@ -7,7 +7,7 @@ import (
 )
 
 // PolicyInput is a create request's follow-up, escalation, scheduling and
-// quiet-hours fields, as a client gives them (design §12).
+// quiet-hours fields, as a client gives them (docs/design.md §12).
 type PolicyInput struct {
 	SendAt     string         `json:"send_at,omitempty"`  // RFC 3339
 	Priority   string         `json:"priority,omitempty"` // "normal" (default) or "critical"
@@ -157,7 +157,7 @@ func PlanPolicy(c *Created, req Request, d PolicyDefaults, normalize func(string
 		}
 	}
 	if p.SendAt.IsZero() && p.Priority == "" && p.Followup == nil && p.Escalate == nil && p.Quiet == nil {
-		return nil // no policy: the group is as before design §12
+		return nil // no policy: the group is as before docs/design.md §12
 	}
 	c.Policy = &p
 	return nil

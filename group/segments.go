@@ -2,7 +2,7 @@ package group
 
 import "unicode/utf16"
 
-// SMS encodings (design §11 names them for the preview).
+// SMS encodings (docs/design.md §11 names them for the preview).
 const (
 	EncodingGSM7 = "GSM-7"
 	EncodingUCS2 = "UCS-2"

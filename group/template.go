@@ -8,7 +8,7 @@ import (
 )
 
 // Template is a parsed message text with per-recipient variables
-// (design.md §11): {{name}}, {{first_name}} and {{fields.<key>}}, each
+// (docs/design.md §11): {{name}}, {{first_name}} and {{fields.<key>}}, each
 // optionally followed by | default "…". Rendering is one pass over the
 // parsed parts, so a value that itself contains "{{" is copied as text and
 // never expanded: one recipient's data cannot reach another's message, nor

@@ -15,7 +15,7 @@ import (
 )
 
 // Turning a create request's crews, tags, contacts and template into what
-// group.Plan needs (design.md §11): the people they stand for, in order
+// group.Plan needs (docs/design.md §11): the people they stand for, in order
 // (crews' members, then tags, then contacts), each once, with their
 // contact id, name and fields; and the saved template's text and
 // responses. What the client names but crewcast does not know is a 422

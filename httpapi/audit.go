@@ -7,7 +7,7 @@ import (
 	"github.com/crewcast/crewcast/store"
 )
 
-// GET /v1/audit (admin): the audit trail, newest first (design.md §14).
+// GET /v1/audit (admin): the audit trail, newest first (docs/design.md §14).
 
 type auditActorJSON struct {
 	Type string `json:"type"`

@@ -15,7 +15,7 @@ type ownerAt struct{ url string }
 
 func (o ownerAt) GroupOwner(context.Context, string) (string, bool, error) { return o.url, false, nil }
 
-// The audit line says from which address a change came (design.md §14).
+// The audit line says from which address a change came (docs/design.md §14).
 // A group command sent to a node that does not own the group is forwarded
 // to the owner, which audits it: the forwarder passes the client's
 // address along, and the owner believes it only from a node that carries

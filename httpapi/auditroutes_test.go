@@ -85,7 +85,7 @@ var auditNotExpected = map[string]string{
 }
 
 // Every state-changing route of the API leaves exactly one audit entry
-// naming who acted (design.md §14), run against the real tracker, store
+// naming who acted (docs/design.md §14), run against the real tracker, store
 // and retention: group create, cancel, resume, nudge, retry-failed,
 // resolve and retry; contacts, crews, templates, suppressions, keys,
 // users, webhook endpoints, retention and erasure; sign-in, failed sign-in

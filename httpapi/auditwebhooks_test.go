@@ -9,7 +9,7 @@ import (
 	"github.com/crewcast/crewcast/store"
 )
 
-// Every outbound webhook endpoint change is audited (design.md §14:
+// Every outbound webhook endpoint change is audited (docs/design.md §14:
 // "endpoint change"), with its entry handed to the store write that makes
 // the change (one transaction, issue 17): with AppendAudit refused each
 // route still leaves exactly one entry naming the admin key, and no entry

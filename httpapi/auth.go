@@ -151,7 +151,7 @@ type sessionJSON struct {
 	Name      string     `json:"name"`
 	Scopes    []string   `json:"scopes"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-	// A user's session (design.md §14) also names the user; KeyID is "".
+	// A user's session (docs/design.md §14) also names the user; KeyID is "".
 	UserID string `json:"user_id,omitempty"`
 	Email  string `json:"email,omitempty"`
 	Role   string `json:"role,omitempty"`
@@ -216,7 +216,7 @@ func (a *api) createSession(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// setSessionCookie sets the board's session cookie (design.md §14:
+// setSessionCookie sets the board's session cookie (docs/design.md §14:
 // HttpOnly, Secure over TLS, SameSite=Lax).
 func (a *api) setSessionCookie(w http.ResponseWriter, r *http.Request, id string, expires time.Time) {
 	http.SetCookie(w, &http.Cookie{

@@ -16,7 +16,7 @@ import (
 	"github.com/crewcast/crewcast/store"
 )
 
-// Cluster views for operators and audits (design §9, §10 "Several nodes").
+// Cluster views for operators and audits (docs/design.md §9, §10 "Several nodes").
 
 type clusterNodeJSON struct {
 	ID           string `json:"id"`
@@ -162,7 +162,7 @@ type GroupRouter interface {
 const forwardedHeader = "X-Crewcast-Forwarded"
 
 // clientAddrHeader carries, on a forwarded command, the address the
-// client's request came from: the owner audits the command (design §14,
+// client's request came from: the owner audits the command (docs/design.md §14,
 // "from which address") and would otherwise see the forwarding node's.
 // It is believed only on a request that carries the cluster secret.
 const clientAddrHeader = "X-Crewcast-Client-Addr"
@@ -171,7 +171,7 @@ const clientAddrHeader = "X-Crewcast-Client-Addr"
 const movingRetryAfter = "1"
 
 // isGroupCommand reports whether a route changes one existing group: those
-// run on the node that owns the group (design §9).
+// run on the node that owns the group (docs/design.md §9).
 func isGroupCommand(rt route) bool {
 	return rt.Method == http.MethodPost && strings.HasPrefix(rt.Pattern, "/v1/groups/{id}/")
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/crewcast/crewcast/store"
 )
 
-// Node-to-node erasure (design §6, §9): an erasure asked on one node runs
+// Node-to-node erasure (docs/design.md §6, §9): an erasure asked on one node runs
 // each group's step on the node that owns the group, through this route.
 // It is not part of the public API: only a caller carrying the cluster
 // secret (X-Crewcast-Forwarded, compared in constant time) is served, and

@@ -21,7 +21,7 @@ import (
 	"github.com/crewcast/crewcast/store"
 )
 
-// Contacts, crews and saved templates (design.md §11).
+// Contacts, crews and saved templates (docs/design.md §11).
 
 // Limits of directory entries: generous for people, small enough that one
 // contact cannot bloat every group it is sent to.

@@ -22,7 +22,7 @@ import (
 
 // ---- JSON shapes ----
 
-// groupJSON is a group as the API shows it (design.md §10).
+// groupJSON is a group as the API shows it (docs/design.md §10).
 type groupJSON struct {
 	ID          string           `json:"id"`
 	Status      string           `json:"status"`
@@ -35,7 +35,7 @@ type groupJSON struct {
 	Seq         uint64           `json:"seq"`
 	Counts      group.CountsJSON `json:"counts"`
 	// Responses are the answers the group asks for and Quorum how many of
-	// one it needs (design §11); absent when it asks for none.
+	// one it needs (docs/design.md §11); absent when it asks for none.
 	Responses  []group.Option  `json:"responses,omitempty"`
 	Quorum     *quorumJSON     `json:"quorum,omitempty"`
 	Recipients []recipientJSON `json:"recipients,omitempty"`
@@ -69,7 +69,7 @@ type recipientJSON struct {
 	ReplyText         string     `json:"reply_text"`
 	Ack               string     `json:"ack"`
 	UpdatedAt         *time.Time `json:"updated_at"`
-	// ContactID, Text and Response (design §11): the contact this
+	// ContactID, Text and Response (docs/design.md §11): the contact this
 	// recipient was chosen as, the text they were sent (rendered for them),
 	// and the key of the response option they chose last.
 	ContactID string `json:"contact_id"`
@@ -190,7 +190,7 @@ type createRequest struct {
 	Mode       crewcast.Mode                     `json:"mode"`
 	// CheckAfter is a Go duration string ("10m") or whole seconds.
 	CheckAfter json.RawMessage `json:"check_after"`
-	// Directory selectors, template and responses (design §11).
+	// Directory selectors, template and responses (docs/design.md §11).
 	Crews        []string       `json:"crews"`
 	Tags         []string       `json:"tags"`
 	Contacts     []string       `json:"contacts"`
@@ -198,7 +198,7 @@ type createRequest struct {
 	Responses    []group.Option `json:"responses"`
 	ResponseHint *bool          `json:"response_hint"`
 	Quorum       *group.Quorum  `json:"quorum"`
-	// send_at, priority, followup, escalate, quiet_hours (design §12).
+	// send_at, priority, followup, escalate, quiet_hours (docs/design.md §12).
 	group.PolicyInput
 	// waves, confirmed_text, filled_text (callout.go).
 	group.CalloutInput

@@ -11,7 +11,7 @@
 // shown to the client; everything else is logged and answered with a
 // generic 503, so internal error text never leaks.
 //
-// Webhooks follow design.md §5: the body is read with a 1 MiB limit,
+// Webhooks follow docs/design.md §5: the body is read with a 1 MiB limit,
 // verified by the provider before it is parsed, made durable through
 // Service.Ingest, and only then answered with 2xx.
 //
@@ -113,7 +113,7 @@ type Config struct {
 	// answers 404 there.
 	Privacy Privacy
 	// Node and AdvertiseURL name this node in GET /debug/cluster (several
-	// nodes on one PostgreSQL, design §9).
+	// nodes on one PostgreSQL, docs/design.md §9).
 	Node, AdvertiseURL string
 	// Router, when set (several nodes), sends each group command to the
 	// node that owns the group; ClusterSecret authenticates the forwarded
@@ -177,7 +177,7 @@ type Config struct {
 	// segments_total times it. Empty: the preview has no cost.
 	SegmentPrice string
 	// MaxCreateBodyBytes limits POST /v1/groups bodies. Default 8 MiB:
-	// 100,000 named recipients (design §11) fit.
+	// 100,000 named recipients (docs/design.md §11) fit.
 	MaxCreateBodyBytes int64
 	// MaxImportBytes limits POST /v1/contacts/import bodies. Default 32
 	// MiB: a 50,000-row file with several fields fits.
@@ -186,7 +186,7 @@ type Config struct {
 	MaxWebhookBytes int64
 	// KeyTouchInterval throttles writes of a key's last use. Default 1 min.
 	KeyTouchInterval time.Duration
-	// WebhookWorker, when set, is told about endpoint changes (design.md §13).
+	// WebhookWorker, when set, is told about endpoint changes (docs/design.md §13).
 	WebhookWorker *webhookout.Worker
 	// WebhookSealer seals endpoint secrets (nil: stored in clear).
 	WebhookSealer *webhookout.Sealer

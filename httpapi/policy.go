@@ -12,7 +12,7 @@ import (
 	"github.com/crewcast/crewcast/tracker"
 )
 
-// The policy fields of design §12 on groups and recipients. They are not
+// The policy fields of docs/design.md §12 on groups and recipients. They are not
 // in the projections: a group with a policy is rebuilt from its snapshot
 // and journal for the view (groups without one cost one journal read).
 
@@ -112,7 +112,7 @@ func (p *policyView) recipient(number string) recipientPolicyJSON {
 }
 
 // PolicyActions is implemented by a Service that offers the board's group
-// actions of design §12 (tracker.Tracker does).
+// actions of docs/design.md §12 (tracker.Tracker does).
 type PolicyActions interface {
 	// Nudge sends the next follow-up now to everyone still waiting for one.
 	Nudge(ctx context.Context, id, by string) error

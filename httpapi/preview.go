@@ -9,7 +9,7 @@ import (
 	"github.com/crewcast/crewcast/group"
 )
 
-// POST /v1/groups/preview (design.md §11): the create body, resolved and
+// POST /v1/groups/preview (docs/design.md §11): the create body, resolved and
 // planned exactly as a create would be, answered with who would be
 // texted and how — without sending or writing anything.
 

@@ -9,7 +9,7 @@ import (
 	"github.com/crewcast/crewcast/tracker"
 )
 
-// Privacy drives retention and erasure (design.md §6). A nil Privacy
+// Privacy drives retention and erasure (docs/design.md §6). A nil Privacy
 // answers 404 on its routes.
 type Privacy interface {
 	// RetentionStatus is the schedule and the last pass.

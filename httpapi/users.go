@@ -17,7 +17,7 @@ import (
 	"github.com/crewcast/crewcast/store"
 )
 
-// Users, roles and sign-in by password (design.md §14).
+// Users, roles and sign-in by password (docs/design.md §14).
 //
 // A user's role maps onto the API key scopes, so every route's access
 // check (routes.go) applies to people and machines alike: viewer → read,
@@ -51,7 +51,7 @@ const (
 	auditSuppressRemov       = "suppression.removed"
 )
 
-// Audit actions of directory writes (design.md §14: contact, crew and
+// Audit actions of directory writes (docs/design.md §14: contact, crew and
 // template changes). Each entry is handed to the store call that makes
 // the change and commits with it. The target is the row's id, "" for a
 // create or an import (the new rows are in the answer, and names may be
@@ -69,7 +69,7 @@ const (
 	auditTemplateDeleted  = "template.deleted"
 )
 
-// Audit actions of outbound webhook endpoint changes (design.md §13, §14).
+// Audit actions of outbound webhook endpoint changes (docs/design.md §13, §14).
 // The target is the endpoint's id (an update adds the names of the fields
 // it changed, never their values); the signing secret never appears.
 // Each entry commits with the change (store.Webhooks).

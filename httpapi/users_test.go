@@ -554,7 +554,7 @@ func TestAuditTrail(t *testing.T) {
 }
 
 // Directory changes (contacts, crews, templates) are in the audit trail
-// (design.md §14), with the row they changed; reads are not.
+// (docs/design.md §14), with the row they changed; reads are not.
 func TestAuditDirectoryChanges(t *testing.T) {
 	e := newEnv(t, cheapUsers)
 	r, b := e.do("POST", "/v1/contacts", `{"number":"+15550100031","name":"Ana"}`, "send", nil)

@@ -15,7 +15,7 @@ import (
 	"github.com/crewcast/crewcast/webhookout"
 )
 
-// Outbound webhook endpoints (design.md §13). Managing them needs the
+// Outbound webhook endpoints (docs/design.md §13). Managing them needs the
 // admin scope: they carry signing secrets and send data out.
 
 // rotationOverlap is how long the previous secret keeps signing next to

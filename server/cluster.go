@@ -21,7 +21,7 @@ import (
 	"github.com/crewcast/crewcast/tracker"
 )
 
-// Several nodes on one PostgreSQL (design §9). A server is one node of a
+// Several nodes on one PostgreSQL (docs/design.md §9). A server is one node of a
 // cluster when its database is PostgreSQL and it was given a node id or an
 // advertise URL; otherwise it is a single node exactly as before (it holds
 // every shard without expiry).
@@ -101,7 +101,7 @@ func (s *Server) startCluster() error {
 // clusterClient calls other nodes (an erasure's step on a group's owner).
 var clusterClient = &http.Client{Timeout: 60 * time.Second}
 
-// eraseRemote runs one group's erasure step on its owner (design §6, §9),
+// eraseRemote runs one group's erasure step on its owner (docs/design.md §6, §9),
 // authenticated by the cluster secret. A 503 (the shard is moving, or the
 // owner is not reachable) is tracker.ErrUnavailable: the tracker asks again.
 func (s *Server) eraseRemote(ctx context.Context, ownerURL, groupID, number, replacement string) (store.ErasedCounts, error) {

@@ -220,7 +220,7 @@ func TestClusterStreamOnAnyNode(t *testing.T) {
 }
 
 // An erasure asked on one node changes a group another node owns on that
-// owner (issue 20, design §9): the owner's actor commits the person's
+// owner (issue 20, docs/design.md §9): the owner's actor commits the person's
 // pending send as opted_out and rewrites the group, every journal event
 // stays stamped by the owner, and the person's number, and everything a
 // template rendered from their contact, is gone from the group and from

@@ -11,7 +11,7 @@ import (
 	"github.com/crewcast/crewcast/tracker"
 )
 
-// crewNumbers resolves escalation crews (design §12: `escalate.crews`, by
+// crewNumbers resolves escalation crews (docs/design.md §12: `escalate.crews`, by
 // id or name) to their members' numbers, each once, when a group is
 // created: the numbers are frozen into the group like its roster. An
 // unknown crew is a validation error naming it.

@@ -13,7 +13,7 @@ import (
 	"github.com/crewcast/crewcast/tracker"
 )
 
-// Escalation crews (design §12) are resolved to their members' numbers
+// Escalation crews (docs/design.md §12) are resolved to their members' numbers
 // from the directory, by id or name; an unknown crew is a 422 naming it.
 func TestEscalationCrewsResolveFromTheDirectory(t *testing.T) {
 	ctx := context.Background()

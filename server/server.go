@@ -40,7 +40,7 @@ const (
 	ProviderTwilio = "twilio"
 )
 
-// Config is the server's configuration (design.md §10 names the flags and
+// Config is the server's configuration (docs/design.md §10 names the flags and
 // environment variables that fill it). Zero fields take the stated defaults.
 type Config struct {
 	// Addr is the listen address. Default "127.0.0.1:8080".
@@ -89,7 +89,7 @@ type Config struct {
 	// SendWorkers bounds concurrent provider calls (tracker default 64).
 	SendWorkers int
 	// QuietHours is the default quiet hours of new groups ("21:00-07:00";
-	// "" or "off": none), read in each recipient's zone (design §12).
+	// "" or "off": none), read in each recipient's zone (docs/design.md §12).
 	QuietHours string
 	// OptOutReply is what crewcast sends on an opt-out ("provider": the
 	// provider's own confirmation, crewcast sends nothing; "off"; or a

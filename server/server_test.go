@@ -682,7 +682,7 @@ func TestWebhooksReplayedAfterRestartAreHarmless(t *testing.T) {
 	})
 }
 
-// statusRank orders statuses as design.md §3 lets them move within one
+// statusRank orders statuses as docs/design.md §3 lets them move within one
 // attempt (nothing in these tests starts a second attempt).
 func statusRank(s crewcast.Status) int {
 	switch s {

@@ -19,7 +19,7 @@ import (
 	"github.com/crewcast/crewcast/server"
 )
 
-// TestSlowClientsDoNotStarveWebhooks is testing.md T4's slow-client case:
+// TestSlowClientsDoNotStarveWebhooks is docs/testing.md T4's slow-client case:
 // connections that dribble one header byte a second are cut by the server's
 // timeouts, while signed webhooks sent meanwhile are still answered within
 // Telnyx's 2 s budget.

@@ -13,7 +13,7 @@ import (
 	"github.com/crewcast/crewcast/store/sqlite"
 )
 
-// SQLite means exactly one node (design §9): a second server on the same
+// SQLite means exactly one node (docs/design.md §9): a second server on the same
 // database file refuses to start, saying why, and leaves the first one
 // serving; once the first stops, a new server starts on the file.
 func TestSecondServerOnOneSQLiteFileRefuses(t *testing.T) {

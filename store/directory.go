@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// ---- Directory: contacts, crews and saved templates (design.md §11) ----
+// ---- Directory: contacts, crews and saved templates (docs/design.md §11) ----
 
 // ErrConflict fails a directory write that would break a uniqueness rule:
 // a second contact with the same number, a second crew or template with
@@ -79,7 +79,7 @@ type Template struct {
 // Directory keeps contacts, crews and templates. Lookups of a missing row
 // return actor.ErrNotFound; uniqueness clashes return ErrConflict.
 //
-// Every write takes the audit entries that record it (design.md §14) and
+// Every write takes the audit entries that record it (docs/design.md §14) and
 // commits them in the same transaction as the change: both or neither. A
 // write that fails (a missing row, a clash, a refused entry) leaves
 // neither.

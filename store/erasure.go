@@ -2,7 +2,7 @@ package store
 
 import "context"
 
-// ---- Erasure (a person's request to be forgotten, design.md §6) ----
+// ---- Erasure (a person's request to be forgotten, docs/design.md §6) ----
 
 // ReasonErased marks a recipient opted out because the person was erased
 // while a group was still sending to them.

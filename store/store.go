@@ -74,7 +74,7 @@ var (
 	ErrSuppressed = errors.New("number is suppressed")
 )
 
-// NumShards is the number of shards actor keys hash to (design.md §9).
+// NumShards is the number of shards actor keys hash to (docs/design.md §9).
 const NumShards = 64
 
 // ShardOf returns the shard of an actor key.
@@ -103,10 +103,10 @@ type Effects struct {
 	// suppression write, so a claim never commits after a suppression of
 	// one of its numbers did.
 	Claim []string
-	// Audit entries are appended with the unit (design.md §14): who
+	// Audit entries are appended with the unit (docs/design.md §14): who
 	// sent, canceled, resumed, resolved or retried commits with the change.
 	Audit  []AuditEntry
-	Outbox []OutboxRow // insert; a duplicate MsgID is ignored (design.md §13)
+	Outbox []OutboxRow // insert; a duplicate MsgID is ignored (docs/design.md §13)
 	// Consent entries are appended to their numbers' histories with the
 	// unit: the STOP, START or provider opt-out that changed a person's
 	// consent commits with the suppression it made or lifted.
@@ -250,7 +250,7 @@ type GroupRow struct {
 	// Seq is the journal sequence this row reflects.
 	Seq uint64
 	// Answers is the JSON of the group's response options and quorum
-	// ({"responses":[…],"quorum":{…}}; design §11), "" when it has none.
+	// ({"responses":[…],"quorum":{…}}; docs/design.md §11), "" when it has none.
 	Answers string
 }
 
@@ -273,7 +273,7 @@ type DeliveryRow struct {
 	LastReply         string
 	UpdatedAt         time.Time
 	// Response is the key of the response option the recipient chose last
-	// ("" = none; design §11).
+	// ("" = none; docs/design.md §11).
 	Response string
 }
 
@@ -535,7 +535,7 @@ type Leases interface {
 	ListLeases(ctx context.Context) ([]Lease, error)
 }
 
-// Node is one member of a cluster (design §9).
+// Node is one member of a cluster (docs/design.md §9).
 type Node struct {
 	ID           string
 	AdvertiseURL string
@@ -570,7 +570,7 @@ type Notifier interface {
 }
 
 // JournalStamp is who committed one journal event: its lease epoch and
-// node (design §9). Events written before the stamps existed carry 0 and "".
+// node (docs/design.md §9). Events written before the stamps existed carry 0 and "".
 type JournalStamp struct {
 	Seq   uint64
 	Type  string
@@ -588,7 +588,7 @@ type JournalAudit interface {
 
 // ---- Retention ----
 
-// RetentionStage is one step of the retention policy (design.md §6).
+// RetentionStage is one step of the retention policy (docs/design.md §6).
 type RetentionStage string
 
 // Retention stages.
@@ -653,7 +653,7 @@ type ServerKeys interface {
 	ServerKey(ctx context.Context, name string) ([]byte, error)
 }
 
-// ---- Outbound webhooks (design.md §13) ----
+// ---- Outbound webhooks (docs/design.md §13) ----
 
 // OutboxRow is one outbound webhook event. Rows that report a state change
 // are written as Effects.Outbox in the commit that makes the change, so a
@@ -775,7 +775,7 @@ type WebhookOutcome struct {
 // Webhooks keeps webhook endpoints, the outbox and its delivery queue.
 type Webhooks interface {
 	// The writes below that take audit entries append them in the same
-	// transaction as the change they record (design.md §14): both or
+	// transaction as the change they record (docs/design.md §14): both or
 	// neither. An entry never carries the endpoint's secret.
 	CreateWebhookEndpoint(ctx context.Context, e WebhookEndpoint, audit ...AuditEntry) error
 	// GetWebhookEndpoint returns actor.ErrNotFound for an unknown id.

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// ---- Users (design.md §14) ----
+// ---- Users (docs/design.md §14) ----
 
 // Roles of a user, from least to most powerful.
 const (

@@ -8,7 +8,7 @@ import (
 	"github.com/crewcast/crewcast/store"
 )
 
-// Audit actions of group changes (design.md §14). Their entries are
+// Audit actions of group changes (docs/design.md §14). Their entries are
 // committed with the change itself (store.Effects.Audit), so the trail
 // has a line for every change and no line for a change that failed.
 const (

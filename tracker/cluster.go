@@ -19,7 +19,7 @@ import (
 	"github.com/crewcast/crewcast/store"
 )
 
-// Several nodes on one PostgreSQL (design §9). A node holds shards through
+// Several nodes on one PostgreSQL (docs/design.md §9). A node holds shards through
 // expiring leases that its keeper renews; the store's commits check the
 // lease epoch inside their transaction, which is the guarantee. The keeper
 // adds what makes the cluster live and polite:

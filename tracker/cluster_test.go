@@ -22,7 +22,7 @@ import (
 	"github.com/crewcast/crewcast/store/sqlite"
 )
 
-// Several nodes on one PostgreSQL (design §9), in one process: each node is
+// Several nodes on one PostgreSQL (docs/design.md §9), in one process: each node is
 // a tracker on its own leased store, all sending through one simulator.
 
 const clusterTTL = 2 * time.Second

@@ -18,7 +18,7 @@ import (
 // ErrInvalidNumber: the number to erase is not a phone number. → 422
 var ErrInvalidNumber = errors.New("not a phone number")
 
-// AuditPersonErased is the audit action of an erasure (design.md §14). Its
+// AuditPersonErased is the audit action of an erasure (docs/design.md §14). Its
 // target is the keyed hash of the number ("" without a hash key), never
 // the number.
 const AuditPersonErased = "person.erased"
@@ -150,7 +150,7 @@ func (t *Tracker) suppressed(ctx context.Context, numbers []string, recent bool)
 	return sup, nil
 }
 
-// Erase forgets one person (design.md §6): every group they are in is
+// Erase forgets one person (docs/design.md §6): every group they are in is
 // rewritten by its own actor (so no commit of the group races the
 // rewrite), then everything else that names them. The number is replaced
 // by its keyed hash, or by a random token without a hash key; an opt-out
@@ -241,7 +241,7 @@ const (
 )
 
 // eraseGroupOnOwner runs one group's erasure step on the node that owns
-// the group (design §9): here when this node holds its shard (or is a
+// the group (docs/design.md §9): here when this node holds its shard (or is a
 // single node), else on the owner through ClusterConfig.EraseRemote,
 // which runs EraseInGroup there. A shard that is moving is tried again
 // for eraseRetryFor.

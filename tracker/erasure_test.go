@@ -100,7 +100,7 @@ func seedPerson(t *testing.T, e *env) []string {
 		time.Sleep(10 * time.Millisecond)
 	}
 	// A group with a follow-up policy whose follow-up to them is sent, and
-	// a group where they are the escalation number (design.md §12).
+	// a group where they are the escalation number (docs/design.md §12).
 	followup, escalation := "Followup secret 4716", "Escalation secret 4717"
 	mkPolicy := func(to []string, text string, in group.PolicyInput) string {
 		id, _, err := e.tr.Create(ctx, group.Request{From: from, To: to, Text: text, Mode: crewcast.ModeIndividual, PolicyInput: in}, CreateOptions{})
@@ -128,7 +128,7 @@ func seedPerson(t *testing.T, e *env) []string {
 	if err := e.tr.AddSuppression(ctx, store.Suppression{Number: erasedWho, Reason: store.ReasonManual}); err != nil {
 		t.Fatal(err)
 	}
-	// Their contact, with a free field, in a crew (design.md §11).
+	// Their contact, with a free field, in a crew (docs/design.md §11).
 	site := "Depot secret 4715"
 	c := store.Contact{ID: "ct_erased", Number: erasedWho, Name: "Erin Erased", Tags: []string{"night"},
 		Fields: map[string]string{"site": site}, CreatedAt: time.Now(), UpdatedAt: time.Now()}
@@ -142,7 +142,7 @@ func seedPerson(t *testing.T, e *env) []string {
 	return append(bodies, site)
 }
 
-// withOutbox makes commits write outbound webhook rows (design.md §13):
+// withOutbox makes commits write outbound webhook rows (docs/design.md §13):
 // their payloads name recipients and carry texts until delivered.
 func withOutbox(c *Config) {
 	hooks := &fakeOutbox{}

@@ -15,7 +15,7 @@ import (
 )
 
 // Follow-ups, escalation, send_at and quiet hours in the group actor
-// (design §12; the decisions are group.ClaimFollowups, group.Escalate,
+// (docs/design.md §12; the decisions are group.ClaimFollowups, group.Escalate,
 // group.Hold). The never-twice rules hold for these sends as for the
 // first: each is claimed in a commit (with its numbers in Effects.Claim,
 // so a suppression that committed first refuses it) before it is queued;
@@ -440,7 +440,7 @@ func (a *groupActor) recoverPolicySends(now time.Time) {
 
 // LoadGroup rebuilds a group's committed state from its latest snapshot
 // and the journal after it: a read for views that need more than the
-// projections hold (the policy fields of design §12). ok is false for a
+// projections hold (the policy fields of docs/design.md §12). ok is false for a
 // group that does not exist.
 func LoadGroup(ctx context.Context, st store.Store, id string) (g group.Group, ok bool, err error) {
 	res, err := actor.Recover(ctx, st, st, id, decodeSnapshot, applyEvent)
@@ -450,7 +450,7 @@ func LoadGroup(ctx context.Context, st store.Store, id string) (g group.Group, o
 	return res.State, res.State.ID != "", nil
 }
 
-// Nudge is the board's "nudge non-responders now" (design §12): everyone
+// Nudge is the board's "nudge non-responders now" (docs/design.md §12): everyone
 // who may still get a follow-up gets their next one now, claimed like any
 // follow-up (so within max, quiet hours and the stop conditions). It is
 // journaled with who asked.

@@ -633,7 +633,7 @@ func dumpInbox(t *testing.T, tr *Tracker, st store.Store) {
 
 // ---- classification, rate limits, ambiguous sends, duplicates ----
 
-// itRank orders recipient statuses the way design.md §3 lets them move:
+// itRank orders recipient statuses the way docs/design.md §3 lets them move:
 // within one attempt a status is only ever followed by one of equal or
 // higher rank. (Rate-limit requeues and operator decisions start a new
 // attempt and are checked separately.)
@@ -722,7 +722,7 @@ func replies(events []group.Event) map[string]int {
 
 // TestIntegrationFailuresAreClassified scripts delivery failures with real
 // Telnyx codes: each recipient must end failed with its code and the class
-// providers.md §1.10 gives that code (an unlisted code reported after
+// docs/providers.md §1.10 gives that code (an unlisted code reported after
 // acceptance is a carrier failure). A send refused with 40300 — the
 // recipient texted STOP to the provider while we were not listening — must
 // end opted_out with a suppression that keeps the number out of the next
@@ -826,7 +826,7 @@ func TestIntegrationFailuresAreClassified(t *testing.T) {
 // TestIntegrationOptOutInReceiptIsSuppressed: a delivery receipt that fails
 // with 40300 (blocked due to STOP) is an opt-out as much as a refused send
 // is: the recipient ends opted_out and a suppression is recorded, so the
-// next group does not send to that number (design.md §4: "opt-out also
+// next group does not send to that number (docs/design.md §4: "opt-out also
 // records a suppression").
 func TestIntegrationOptOutInReceiptIsSuppressed(t *testing.T) {
 	itEngines(t, func(t *testing.T, eng itEngine) {

@@ -7,7 +7,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// pacer limits sends per sender number (design.md §10 --send-rate), with
+// pacer limits sends per sender number (docs/design.md §10 --send-rate), with
 // per-number overrides.
 type pacer struct {
 	rate      rate.Limit

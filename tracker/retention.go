@@ -14,7 +14,7 @@ import (
 	"github.com/crewcast/crewcast/store"
 )
 
-// RetentionPolicy says how long crewcast keeps what (design.md §6). Zero
+// RetentionPolicy says how long crewcast keeps what (docs/design.md §6). Zero
 // durations take the defaults; a negative one turns that stage off.
 type RetentionPolicy struct {
 	// RedactAfter empties message and reply bodies. Default 30 days.
@@ -27,7 +27,7 @@ type RetentionPolicy struct {
 	// InboxAfter purges processed webhook inbox entries (kept for replay
 	// dedupe). Default 7 days.
 	InboxAfter time.Duration
-	// AuditAfter deletes audit log entries (design.md §14), on its own
+	// AuditAfter deletes audit log entries (docs/design.md §14), on its own
 	// clock: an organisation may have to keep who-did-what longer or
 	// shorter than the groups. Default 365 days.
 	AuditAfter time.Duration

@@ -9,7 +9,7 @@ import (
 )
 
 // AuditRetentionRun is the audit action of a retention pass an operator
-// asked for (design.md §14); scheduled passes are the policy's own doing
+// asked for (docs/design.md §14); scheduled passes are the policy's own doing
 // and are not audited.
 const AuditRetentionRun = "retention.run"
 

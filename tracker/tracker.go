@@ -116,11 +116,11 @@ type Config struct {
 	// use HashKey only.
 	PastHashKeys [][]byte
 	// Webhooks, when set, makes commits write outbound webhook events to
-	// the outbox (design.md §13) while any endpoint exists, and is kicked
+	// the outbox (docs/design.md §13) while any endpoint exists, and is kicked
 	// after such a commit.
 	Webhooks Outbox
 	// PolicyDefaults are the server's quiet hours and default time zone
-	// for new groups (design §12).
+	// for new groups (docs/design.md §12).
 	PolicyDefaults group.PolicyDefaults
 	// ResolveCrews turns escalation crews into numbers at creation; nil:
 	// crews are kept unresolved (see followups.go).

@@ -181,7 +181,7 @@ func (u *unmatchedJournal) record(ctx context.Context, ref store.InboxRef, event
 		eff.Replies = append(eff.Replies, store.Reply{Provider: ev.Provider, EventID: ev.EventID, Number: ev.From, To: ev.To, Text: ev.Text,
 			Media: ev.Media, ReceivedAt: now, PossibleOptOut: kws[i].PossibleOptOut})
 		if d.webhooks != nil && d.webhooks.Enabled() {
-			// Committed with the reply it reports (design.md §13).
+			// Committed with the reply it reports (docs/design.md §13).
 			eff.Outbox = append(eff.Outbox, webhookout.Unmatched(unmatchedKey, unit.Events[i].Seq,
 				eff.Replies[len(eff.Replies)-1], now))
 		}

@@ -153,7 +153,7 @@ func TestNoOutboxWithoutEndpoints(t *testing.T) {
 }
 
 // A webhook shows a recipient as the API does: the contact they were
-// chosen as and the text they were sent (design §11 in §13's payloads).
+// chosen as and the text they were sent (docs/design.md §11 in §13's payloads).
 func TestOutboxRecipientCarriesContactAndText(t *testing.T) {
 	hooks := &fakeOutbox{}
 	hooks.enabled.Store(true)

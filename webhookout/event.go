@@ -1,5 +1,5 @@
 // Package webhookout delivers outbound webhooks to customers' systems
-// (design.md §13): the events a commit reports (Derive, a pure function
+// (docs/design.md §13): the events a commit reports (Derive, a pure function
 // the group actor calls before committing, so that the outbox rows commit
 // with the change), Standard Webhooks signing, sealed secrets, the SSRF
 // guarded HTTP client and the delivery worker with its retry schedule.
@@ -19,7 +19,7 @@ import (
 	"github.com/crewcast/crewcast/store"
 )
 
-// Event types (design.md §13).
+// Event types (docs/design.md §13).
 const (
 	GroupCreated       = "group.created"
 	GroupCompleted     = "group.completed"
@@ -70,7 +70,7 @@ type rule struct {
 // journalRules maps a journal event type to the webhook event it is
 // reported as. Event types added later slot in with one line.
 // (recipient.responded is a reply.received that chose a response option,
-// design §11: Derive adds it beside recipient.replied.)
+// docs/design.md §11: Derive adds it beside recipient.replied.)
 var journalRules = map[string]rule{
 	group.TypeCreated:   {GroupCreated, scopeGroup},
 	group.TypeReplied:   {RecipientReplied, scopeRecipient},

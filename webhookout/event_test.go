@@ -171,7 +171,7 @@ func BenchmarkDerive(b *testing.B) {
 
 // The answers of issue 13 reach subscribers: a reply that chose a response
 // option is also recipient.responded, and the quorum's moment is
-// group.quorum_met (design.md §13).
+// group.quorum_met (docs/design.md §13).
 func TestDeriveResponsesAndQuorum(t *testing.T) {
 	g := store.GroupRow{ID: "g1", Status: crewcast.GroupAwaiting, Seq: 6}
 	bob := store.DeliveryRow{GroupID: "g1", Number: "+15550100002", Status: crewcast.StatusDelivered}

@@ -19,7 +19,7 @@ import (
 )
 
 // Schedule is the wait before each retry: the first attempt is at once,
-// then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (design.md §13); after
+// then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (docs/design.md §13); after
 // the last the delivery is given up ("failed"; recover queues it again).
 var Schedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour,
 	5 * time.Hour, 10 * time.Hour, 10 * time.Hour}

@@ -7,7 +7,7 @@ import (
 	"net/url"
 )
 
-// The operator's actions on a group, one API call each (design.md §7):
+// The operator's actions on a group, one API call each (docs/design.md §7):
 // cancel the rest of a group, retry a failed recipient, resolve an
 // unconfirmed or unknown one.
 

@@ -24,7 +24,7 @@ import (
 // server's code so that the CLI tests exercise the wire format.
 
 // clientFlags are the --url and --key flags every client command takes,
-// filled from CREWCAST_URL and CREWCAST_KEY when not given (design.md §10).
+// filled from CREWCAST_URL and CREWCAST_KEY when not given (docs/design.md §10).
 type clientFlags struct {
 	fs       *flag.FlagSet
 	url, key string

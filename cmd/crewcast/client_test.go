@@ -257,7 +257,7 @@ func TestKeysCommands(t *testing.T) {
 		t.Fatalf("revoke: %d %q %q", code, out, errs)
 	}
 	// Keys made and revoked on the database directly are audited too
-	// (design.md §14), by the system actor "cli", each with its change.
+	// (docs/design.md §14), by the system actor "cli", each with its change.
 	st, err = sqlite.Open(ctx, sqlite.Config{Path: db})
 	if err != nil {
 		t.Fatal(err)

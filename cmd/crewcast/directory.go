@@ -14,7 +14,7 @@ import (
 )
 
 // crewcast contacts … and crewcast crews …: the people a dispatcher texts
-// (design.md §11), through the API.
+// (docs/design.md §11), through the API.
 
 func init() {
 	register(command{name: "contacts", summary: "import and list contacts (contacts import FILE.csv, contacts list)", run: runContacts})

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Privacy from the command line (design.md §6): run a retention pass now,
+// Privacy from the command line (docs/design.md §6): run a retention pass now,
 // show the last one, and erase a person. Each is one API call.
 
 func init() {

@@ -8,7 +8,7 @@ import (
 )
 
 // policyBody is the follow-up, escalation and scheduling part of a create
-// body (design §12).
+// body (docs/design.md §12).
 type policyBody struct {
 	SendAt     string          `json:"send_at,omitempty"`
 	Priority   string          `json:"priority,omitempty"`

@@ -24,7 +24,7 @@ func init() {
 }
 
 // serverFlags binds the server's flags, each filled from its CREWCAST_*
-// environment variable when not given (design.md §10; flags win).
+// environment variable when not given (docs/design.md §10; flags win).
 type serverFlags struct {
 	fs                                              *flag.FlagSet
 	addr, db, provider, publicURL, logLevel         string

@@ -22,7 +22,7 @@ func init() {
 var passwordInput io.Reader = os.Stdin
 
 // users goes through the API with an admin key, like keys: people sign in
-// to the board with the email and password made here (design.md §14).
+// to the board with the email and password made here (docs/design.md §14).
 func runUsers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	usage := func() {
 		fmt.Fprint(stderr, `Usage:

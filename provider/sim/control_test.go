@@ -359,7 +359,7 @@ func TestParseDelay(t *testing.T) {
 
 func TestTwilioSignatureVector(t *testing.T) {
 	t.Parallel()
-	// providers.md §2.5, from twilio-go's request validator tests.
+	// docs/providers.md §2.5, from twilio-go's request validator tests.
 	params := url.Values{"CallSid": {"CA1234567890ABCDE"}, "Caller": {"+14158675309"}, "Digits": {"1234"}, "From": {"+14158675309"}, "To": {"+18005551212"}}
 	if got := TwilioSignature("12345", "https://mycompany.com/myapp.php?foo=1&bar=2", params); got != "RSOYDt4T1cUTdK1PDd93/VVr8B8=" {
 		t.Fatalf("signature %s", got)

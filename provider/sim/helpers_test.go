@@ -289,7 +289,7 @@ func (c *client) ledger() []Send {
 	return out.Sends
 }
 
-// Test-side decodings of the wire formats, written from providers.md, not
+// Test-side decodings of the wire formats, written from docs/providers.md, not
 // from the simulator's types.
 
 type tAddr struct {

@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 )
 
-// Telnyx wire types (providers.md §1.4, §1.6). Field order follows the
+// Telnyx wire types (docs/providers.md §1.4, §1.6). Field order follows the
 // reference; nullable fields are pointers so they serialise as null.
 
 type tnxAddr struct {
@@ -120,7 +120,7 @@ func strPtr(s string) *string {
 	return &s
 }
 
-// Telnyx error titles for the codes the simulator emits (providers.md §1.10).
+// Telnyx error titles for the codes the simulator emits (docs/providers.md §1.10).
 var tnxTitles = map[string]string{
 	"10004": "Missing required parameter",
 	"10005": "Resource not found",

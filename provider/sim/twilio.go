@@ -11,7 +11,7 @@ import (
 
 const twilioAPIVersion = "2010-04-01"
 
-// twMessage is Twilio's Message resource (providers.md §2.1).
+// twMessage is Twilio's Message resource (docs/providers.md §2.1).
 type twMessage struct {
 	AccountSID          string            `json:"account_sid"`
 	APIVersion          string            `json:"api_version"`

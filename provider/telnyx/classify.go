@@ -10,7 +10,7 @@ import (
 // OptOutCode is the error code of a send blocked by the recipient's STOP.
 const OptOutCode = "40300"
 
-// codeClasses is providers.md §1.10 as a table. Codes marked [3P] there come
+// codeClasses is docs/providers.md §1.10 as a table. Codes marked [3P] there come
 // from a third-party code list only; the classes for codes the table does
 // not place are this package's choice, explained inline.
 var codeClasses = map[string]crewcast.ErrorClass{
@@ -89,7 +89,7 @@ func ClassifyDelivery(code string) (class crewcast.ErrorClass, optOut bool) {
 }
 
 // MapStatus maps a Telnyx to[].status word to crewcast's vocabulary
-// (providers.md §1.5); ok is false for a word Telnyx has not documented,
+// (docs/providers.md §1.5); ok is false for a word Telnyx has not documented,
 // which the caller maps by context. Matching ignores case.
 //
 //	scheduled, queued, sending, sent                      → sent

@@ -6,7 +6,7 @@ import (
 	"github.com/crewcast/crewcast"
 )
 
-// everyCode is every Telnyx code providers.md names, with its class.
+// everyCode is every Telnyx code docs/providers.md names, with its class.
 var everyCode = []struct {
 	code   string
 	class  crewcast.ErrorClass

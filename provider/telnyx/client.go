@@ -4,7 +4,7 @@
 //
 // The adapter never retries a send. A send either returns a result or a
 // *crewcast.SendError whose Class says what the caller may do next
-// (design.md §4): a refusal before acceptance is ClassNotSent, a timeout,
+// (docs/design.md §4): a refusal before acceptance is ClassNotSent, a timeout,
 // a 5xx or a connection lost after the request was handed to a connection is
 // ClassUncertain. Two resends can happen below this package, both inside
 // net/http and both safe: the retry of a request that provably wrote

@@ -9,7 +9,7 @@ import (
 )
 
 // Verify a webhook with the account's public key before reading its body.
-// The values are the published RFC 8032 test-1 vector from providers.md.
+// The values are the published RFC 8032 test-1 vector from docs/providers.md.
 func ExampleVerify() {
 	pub, err := telnyx.ParsePublicKey("11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=")
 	if err != nil {

@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// testPrivateKey is the RFC 8032 test-1 key, which providers.md uses for
+// testPrivateKey is the RFC 8032 test-1 key, which docs/providers.md uses for
 // its published vector.
 var testPrivateKey = ed25519.NewKeyFromSeed(mustHex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"))
 

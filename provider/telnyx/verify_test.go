@@ -12,7 +12,7 @@ import (
 	"github.com/crewcast/crewcast"
 )
 
-// The published vector from providers.md §1.8 (RFC 8032 test-1 key).
+// The published vector from docs/providers.md §1.8 (RFC 8032 test-1 key).
 const (
 	vectorTimestamp = "1700000000"
 	vectorBody      = `{"data":{"event_type":"message.finalized","id":"evt-1"},"meta":{"attempt":1}}`

@@ -10,7 +10,7 @@ import (
 // OptOutCode is the error code of a send to a number that replied STOP.
 const OptOutCode = "21610"
 
-// codeClasses is providers.md §2.7 as a table; classes for codes that
+// codeClasses is docs/providers.md §2.7 as a table; classes for codes that
 // section leaves open are this package's choice, explained inline.
 var codeClasses = map[string]crewcast.ErrorClass{
 	// Permanent for this recipient: never resend.
@@ -34,7 +34,7 @@ var codeClasses = map[string]crewcast.ErrorClass{
 	// Failed at the carrier, may be transient: resend only by policy.
 	"30003": crewcast.ClassCarrier, // handset unreachable
 	// 30005 (unknown handset), 30007 (carrier filtering) and 30008
-	// (unknown error) are unconfirmed in providers.md; carrier is the
+	// (unknown error) are unconfirmed in docs/providers.md; carrier is the
 	// class for a delivery failure we cannot pin down.
 	"30005": crewcast.ClassCarrier,
 	"30007": crewcast.ClassCarrier,
@@ -68,7 +68,7 @@ func ClassifyDelivery(code string) (class crewcast.ErrorClass, optOut bool) {
 }
 
 // MapStatus maps a Twilio message status to crewcast's vocabulary
-// (providers.md §2.2); ok is false for a word Twilio has not documented
+// (docs/providers.md §2.2); ok is false for a word Twilio has not documented
 // and for the inbound words receiving/received. Matching ignores case.
 //
 //	accepted, scheduled, queued, sending, sent   → sent

@@ -5,7 +5,7 @@
 //
 // The adapter never retries a send. A send either returns a result or a
 // *crewcast.SendError whose Class says what the caller may do next
-// (design.md §4): a refusal before acceptance is ClassNotSent, a timeout,
+// (docs/design.md §4): a refusal before acceptance is ClassNotSent, a timeout,
 // a 5xx or a connection lost after the request was handed to a connection is
 // ClassUncertain. The only resend that can happen below this package is
 // net/http's own retry of a request that provably wrote nothing.

@@ -9,7 +9,7 @@ import (
 )
 
 // Verify a form webhook against the URL Twilio posted to. The values are
-// the published twilio-go vector from providers.md; the signature made for
+// the published twilio-go vector from docs/providers.md; the signature made for
 // the URL with :443 verifies against the URL without it too.
 func ExampleVerify() {
 	params := url.Values{

@@ -13,7 +13,7 @@ import (
 	"github.com/crewcast/crewcast"
 )
 
-// The published vector from providers.md §2.5 (twilio-go's test).
+// The published vector from docs/providers.md §2.5 (twilio-go's test).
 const (
 	vectorToken       = "12345"
 	vectorURL         = "https://mycompany.com/myapp.php?foo=1&bar=2"

@@ -44,7 +44,7 @@ func (s *Store) EraseNumber(ctx context.Context, number, replacement, keep strin
 // EraseFromGroup implements store.Erasure, fenced like a commit: the
 // group's shard lease must still be this store's at its epoch (locked FOR
 // SHARE until the rewrite commits), so a node that lost the shard never
-// rewrites a group its new owner is committing to (design §9).
+// rewrites a group its new owner is committing to (docs/design.md §9).
 func (s *Store) EraseFromGroup(ctx context.Context, id string, e store.GroupErasure) (store.ErasedCounts, error) {
 	sh := store.ShardOf(id)
 	epoch := s.epochs.Of(sh)

@@ -58,7 +58,7 @@ var sqlUpGroup = sqlq.Rebind(sqlq.UpsertGroup)
 
 // stamp is what every journal event records about who committed it: the
 // epoch of its shard's lease that this commit checked (and locked) and the
-// node (design §9: an audit can prove no stale owner wrote).
+// node (docs/design.md §9: an audit can prove no stale owner wrote).
 type stamp struct {
 	node  string
 	epoch func(key string) int64
@@ -75,7 +75,7 @@ func (s *Store) stamp(checked map[int]int64) stamp {
 }
 
 // leaseLive is the commit's expiry check: a lease with an expiry must not
-// have lapsed on the database clock (cluster.go's leases; design §9).
+// have lapsed on the database clock (cluster.go's leases; docs/design.md §9).
 var leaseLive = sqlq.LeaseLive("postgres", "l.")
 
 // Constraint names (see migrations) that turn a unique violation into a
@@ -483,7 +483,7 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 	return nil
 }
 
-// sqlInsAudit appends one audit entry (design.md §14).
+// sqlInsAudit appends one audit entry (docs/design.md §14).
 var sqlInsAudit = sqlq.Rebind(sqlq.InsertAudit)
 
 // queueAudit queues the audit entries a commit carries, in order.
@@ -763,7 +763,7 @@ func queueUnit(b *pgx.Batch, u *actor.Unit, effs []*store.Effects, now time.Time
 	return nil
 }
 
-// queueOutbox queues the outbound webhook rows of a commit (design.md §13).
+// queueOutbox queues the outbound webhook rows of a commit (docs/design.md §13).
 // One array-bound statement however many rows.
 func queueOutbox(b *pgx.Batch, rows []store.OutboxRow, now time.Time) {
 	if len(rows) == 0 {

@@ -25,7 +25,7 @@ type stmts struct {
 	savepoint, release, rollbackTo          *sql.Stmt
 	// Multi-row forms of the writes a commit makes many of.
 	insEvents, setReminders, upDeliveries, putRoutes *rowsStmt
-	insOutbox                                        *rowsStmt // design.md §13
+	insOutbox                                        *rowsStmt // docs/design.md §13
 	all                                              []*sql.Stmt
 }
 
@@ -401,7 +401,7 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, epo
 	args := make([]any, 0, need)
 	// Every event records the epoch checked by this commit (not what this
 	// instance holds now: a release may have changed that since) and the
-	// node that wrote it (design §9).
+	// node that wrote it (docs/design.md §9).
 	for j, ev := range u.Events {
 		t := ev.Time
 		if t.IsZero() {

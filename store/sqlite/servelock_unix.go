@@ -17,7 +17,7 @@ import (
 var ErrServed = errors.New("sqlite: database is served by another crewcast process")
 
 // ServeLock is the exclusive hold a server keeps on its SQLite database
-// for as long as it runs. SQLite means exactly one node (design §9): a
+// for as long as it runs. SQLite means exactly one node (docs/design.md §9): a
 // second server on the same file would run a second set of actors whose
 // commits the single-owner leases cannot tell apart, so it must refuse to
 // start instead.

@@ -240,7 +240,7 @@ func eraseInbox(ctx context.Context, tx Querier, number string, now int64) (int,
 
 // GroupsWithNumber returns the ids of the groups whose deliveries or
 // replies name number, and of those whose creation does: a number that is
-// only in a group's frozen policy (an escalation number, design.md §12)
+// only in a group's frozen policy (an escalation number, docs/design.md §12)
 // has no row of its own. The creation events are read whole and searched
 // here (erasure is rare; the journal's data is a BLOB or BYTEA).
 func (d DB) GroupsWithNumber(ctx context.Context, number string) ([]string, error) {

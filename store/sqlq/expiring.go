@@ -11,7 +11,7 @@ import (
 )
 
 // DBNow returns the SQL expression of an engine's database clock in Unix
-// nanoseconds, which every lease expiry is judged by (design §9: never the
+// nanoseconds, which every lease expiry is judged by (docs/design.md §9: never the
 // node's clock). PostgreSQL's clock_timestamp() is the server's wall clock
 // when the expression runs (not the transaction's start); SQLite's 'now'
 // is the clock of the one machine that has the file.

@@ -12,7 +12,7 @@ import (
 	"github.com/crewcast/crewcast/store"
 )
 
-// Outbound webhooks (design.md §13): endpoints, the outbox fan-out, the
+// Outbound webhooks (docs/design.md §13): endpoints, the outbox fan-out, the
 // delivery queue and the attempts log. The commit paths write outbox rows
 // with InsertOutbox / OutboxArgs; everything else is here.
 

@@ -12,7 +12,7 @@ import (
 	"github.com/crewcast/crewcast/store"
 )
 
-// Expiring leases (several nodes, design §9): expiry on the database
+// Expiring leases (several nodes, docs/design.md §9): expiry on the database
 // clock, renewal, release, and the commit's check serialised against
 // takeovers.
 
@@ -281,7 +281,7 @@ func testLeaseCommitVersusTakeover(t *testing.T, o Options) {
 
 // Every event records the epoch and node that committed it, on both
 // commit paths (one unit, and a batch), and a takeover shows as a higher
-// epoch by the new node: the audit of design §9.
+// epoch by the new node: the audit of docs/design.md §9.
 func testJournalStamps(t *testing.T, o Options) {
 	db := o.NewDB(t)
 	ctx := context.Background()

@@ -32,7 +32,7 @@ func testErasure(t *testing.T, o Options) {
 	}
 
 	// g2 names the person only in its frozen policy: an escalation number
-	// (design.md §12), never a recipient.
+	// (docs/design.md §12), never a recipient.
 	g2 := group("g2", 1)
 	commitOK(t, s, actor.Unit{Key: "g2", Events: []actor.Event{{Type: "group.created",
 		Data: []byte(`{"to":["` + other + `"],"policy":{"escalate":{"to":["` + who + `"]}}}`)}},

@@ -367,7 +367,7 @@ func testFencing(t *testing.T, o Options) {
 	commitOK(t, b, actor.Unit{Key: k1, ExpectSeq: 1, Events: events("b1", 1)})
 	wantSeqs(t, a, k1, 2)
 	// An erasure's rewrite of the group is fenced like a commit (issue 20,
-	// design §9): the stale owner cannot rewrite it, the owner can.
+	// docs/design.md §9): the stale owner cannot rewrite it, the owner can.
 	noop := store.GroupErasure{Number: "+15550500001", Replacement: "h:x",
 		Event: func(_ string, d []byte) ([]byte, error) { return d, nil }}
 	if _, err := a.EraseFromGroup(ctx, k1, noop); !errors.Is(err, actor.ErrFenced) {

@@ -134,7 +134,7 @@ func (h *harness) startSim(ctx context.Context) error {
 		"--telnyx-signing-seed", h.signSeed,
 		"--delay-ms", "50,300",
 		// Longer than the server's provider timeout, so an ambiguous send
-		// is a timeout at the client (design.md §4 "uncertain").
+		// is a timeout at the client (docs/design.md §4 "uncertain").
 		"--accept-timeout-hold", "10s",
 	}
 	token := crand.Text()

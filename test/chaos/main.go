@@ -1,5 +1,5 @@
 // Command chaos is crewcast's reliability harness (docs/reliability.md,
-// testing.md T1, T2, T5, T6, T7, T10, T11, T14 (kill -9 while follow-ups fire) and, with several
+// docs/testing.md T1, T2, T5, T6, T7, T10, T11, T14 (kill -9 while follow-ups fire) and, with several
 // nodes, T8, T12, T13). It builds crewcast, runs the
 // provider simulator and the server as separate processes on loopback,
 // kills, corrupts and starves the server, and checks from the outside —

@@ -47,7 +47,7 @@ func (k killKind) String() string {
 	return [...]string{"random", "after-claim/before-call", "after-accept/before-record"}[k]
 }
 
-// runT1 is testing.md T1: kill -9 during fan-out, at random moments and at
+// runT1 is docs/testing.md T1: kill -9 during fan-out, at random moments and at
 // the two fixed points, restart, drain, and check that no acknowledged
 // webhook is lost, no recipient is sent twice, and recipients in flight at
 // the kill are unconfirmed and never resent.

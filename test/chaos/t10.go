@@ -50,7 +50,7 @@ var soakBounds = struct {
 }{windowP99MS: 2000, p99MS: 1000, rssFactor: 2, rssSlackKB: 96 << 10, goroutineFactor: 1.5, goroutineSlack: 50, fdSlack: 30, walBytes: 64 << 20,
 	dbBytesPerRecipient: 4096, minWindowSamples: 3}
 
-// runT10 is testing.md T10: measure peak throughput with one unpaced
+// runT10 is docs/testing.md T10: measure peak throughput with one unpaced
 // group, then for the soak duration send groups at half that rate,
 // sampling the server's RSS, threads, file descriptors, goroutines, WAL
 // size and p99 acknowledgement latency every 5 s; fail when any of them

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// runT11 is testing.md T11, the ambiguous send: the simulator records the
+// runT11 is docs/testing.md T11, the ambiguous send: the simulator records the
 // send and never answers (accept_timeout), so the server's provider call
 // times out (--provider-timeout 3s).
 //

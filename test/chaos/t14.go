@@ -20,7 +20,7 @@ const (
 // (the sender's check), plus the loopback request.
 const t14AnswerSlack = time.Second
 
-// runT14 kills -9 the server while follow-ups fire (design §12): each
+// runT14 kills -9 the server while follow-ups fire (docs/design.md §12): each
 // iteration creates a group with {"after":"1s","max":2}, answers for some
 // recipients through the simulator, kills the server at a random moment
 // of the first three seconds and restarts it. At the end the simulator's

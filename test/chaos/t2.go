@@ -46,7 +46,7 @@ type t2Event struct {
 	copies int
 }
 
-// runT2 is testing.md T2: the same signed webhook 2–10 times at once, in
+// runT2 is docs/testing.md T2: the same signed webhook 2–10 times at once, in
 // shuffled order (a recipient's "sent" mixed with its "delivered"), and
 // again after a kill -9 and restart: one inbox row and one journal event
 // per webhook, and statuses never move backwards.

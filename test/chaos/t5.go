@@ -15,7 +15,7 @@ import (
 // snapshot to the journal (tracker/groupactor.go).
 const snapshotUnusableLog = "group snapshot unusable; recovered from the journal"
 
-// runT5 is testing.md T5. (a) kill -9 the moment a group's last final
+// runT5 is docs/testing.md T5. (a) kill -9 the moment a group's last final
 // webhook is acknowledged, which lands on the commit that completes the
 // group and writes its final snapshot; after the restart the group must
 // still complete and take a reply. (b) corrupt a stored snapshot — bytes

@@ -14,7 +14,7 @@ import (
 // t6FSSize is the size of the tmpfs the T6 server's database lives on.
 const t6FSSize = "24m"
 
-// runT6 is testing.md T6, store errors: a full disk (runT6DiskFull), then
+// runT6 is docs/testing.md T6, store errors: a full disk (runT6DiskFull), then
 // a read-only database (runT6ReadOnly), each run by runStoreFault.
 func runT6(ctx context.Context, h *harness) scenarioResult {
 	res := scenarioResult{ran: true}

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// runT7 is testing.md T7 on PostgreSQL: during fan-out the harness
+// runT7 is docs/testing.md T7 on PostgreSQL: during fan-out the harness
 // terminates the server's backends (once, then in a burst of five 30 ms
 // apart, so that some land inside a COMMIT), kills the server with -9 and
 // restarts it, then terminates its backends again. No acknowledged webhook

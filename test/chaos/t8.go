@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Several nodes on one PostgreSQL (design §9), issue 15.
+// Several nodes on one PostgreSQL (docs/design.md §9), issue 15.
 
 // t8TTL is the harness's short lease TTL, so a run adds seconds, not minutes.
 const t8TTL = 3 * time.Second

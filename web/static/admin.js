@@ -7,7 +7,7 @@ import { fmtDate } from "./format.js";
 
 const enc = encodeURIComponent;
 
-/** The admin calls, one function per route (design §14). */
+/** The admin calls, one function per route (docs/design.md §14). */
 export const adminApi = {
   signInPassword: (email, password) => request("POST", "/v1/session", { email, password }),
   listUsers: () => request("GET", "/v1/users"),

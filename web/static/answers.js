@@ -1,4 +1,4 @@
-// Response options on the group board (design §11): one tile per option
+// Response options on the group board (docs/design.md §11): one tile per option
 // plus "No reply yet", a tally bar, quorum progress and roster filters per
 // answer. Used only for groups that ask for answers; groups without keep
 // the Yes / No / Replied / No reply tiles.

@@ -1,5 +1,5 @@
 // Contacts: search, add, edit, delete and CSV import with a per-line report
-// (design §11). Every field is labelled; errors are tied to their field
+// (docs/design.md §11). Every field is labelled; errors are tied to their field
 // with aria-invalid and aria-describedby.
 import { request } from "./api.js";
 import { h, replace } from "./dom.js";

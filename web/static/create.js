@@ -127,7 +127,7 @@ export function render(main, ctx) {
     placeholder: "Crew call 7am at the north gate. Reply YES to confirm.",
     "aria-describedby": "text-help text-error",
   });
-  // Crews, a saved template and response options (design §11).
+  // Crews, a saved template and response options (docs/design.md §11).
   const crewBox = h("div", { class: "pick-list", id: "crew-picks" });
   const crewField = h(
     "fieldset",

@@ -1,4 +1,4 @@
-// Sign-in with email and password (design §14). The password is posted
+// Sign-in with email and password (docs/design.md §14). The password is posted
 // once; the server answers with an HttpOnly session cookie. Every failure
 // reads the same, as the server's answer does.
 import { api } from "./api.js";
