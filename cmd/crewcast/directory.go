@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -216,15 +217,8 @@ Crews are named lists of contacts: 'crewcast send --crew NAME' texts them.
 
 Flags:
 `)
-	pos, err := parseArgs(fs, args)
+	pos, err := nameArgs(fs, args, sub, "a crew name")
 	if err != nil {
-		return err
-	}
-	want := 1
-	if sub == "list" {
-		want = 0
-	}
-	if err := wantArgs(fs, pos, want, "a crew name"); err != nil {
 		return err
 	}
 	c, err := cf.client()
@@ -291,4 +285,21 @@ func findCrew(ctx context.Context, c *apiClient, ref string) (crewView, error) {
 		}
 	}
 	return crewView{}, fmt.Errorf("no crew %q ('crewcast crews' lists them)", ref)
+}
+
+// nameArgs parses a list|show|create|delete command's arguments: list takes
+// no name, the others exactly one (what names it in the error).
+func nameArgs(fs *flag.FlagSet, args []string, sub, what string) ([]string, error) {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	want := 1
+	if sub == "list" {
+		want = 0
+	}
+	if err := wantArgs(fs, pos, want, what); err != nil {
+		return nil, err
+	}
+	return pos, nil
 }

@@ -46,15 +46,8 @@ NAME is a template's name or id.
 
 Flags:
 `)
-	pos, err := parseArgs(fs, args)
+	pos, err := nameArgs(fs, args, sub, "a template name")
 	if err != nil {
-		return err
-	}
-	want := 1
-	if sub == "list" {
-		want = 0
-	}
-	if err := wantArgs(fs, pos, want, "a template name"); err != nil {
 		return err
 	}
 	var opts []responseOption
