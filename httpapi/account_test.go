@@ -82,7 +82,7 @@ func TestOneTimePasswordMustBeChanged(t *testing.T) {
 	// Same rules as user creation; the current password must be right.
 	for _, tc := range []struct{ body, field string }{
 		{fmt.Sprintf(`{"current":%q,"new":"short"}`, otp), "new"},
-		{fmt.Sprintf(`{"current":"not it at all","new":"a long enough password"}`), "current"},
+		{`{"current":"not it at all","new":"a long enough password"}`, "current"},
 		{fmt.Sprintf(`{"current":%q,"new":%q}`, otp, otp), "new"},
 	} {
 		r, b := e.withCookie(c, "POST", "/v1/account/password", tc.body, nil)
