@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -228,6 +230,21 @@ func (in contactInput) applyTo(c *store.Contact) {
 	}
 }
 
+// contactTexts checks what of a contact a template renders into a message
+// text (its name, its field values) as group.CheckText checks the text.
+func contactTexts(c store.Contact) []group.FieldError {
+	var errs []group.FieldError
+	if e := group.CheckText("name", c.Name); e != nil {
+		errs = append(errs, *e)
+	}
+	for _, k := range sortedStrings(slices.Collect(maps.Keys(c.Fields))) {
+		if e := group.CheckText("fields."+k, c.Fields[k]); e != nil {
+			errs = append(errs, *e)
+		}
+	}
+	return errs
+}
+
 func (a *api) createContact(w http.ResponseWriter, r *http.Request) error {
 	var in contactInput
 	if err := decodeJSON(w, r, a.cfg.MaxBodyBytes, &in); err != nil {
@@ -238,6 +255,9 @@ func (a *api) createContact(w http.ResponseWriter, r *http.Request) error {
 	}
 	c := store.Contact{ID: newDirID("ct_")}
 	in.applyTo(&c)
+	if err := textErrors(contactTexts(c)); err != nil {
+		return err
+	}
 	if err := fieldErrors(checkContact(&c)); err != nil {
 		return err
 	}
@@ -294,6 +314,9 @@ func (a *api) patchContact(w http.ResponseWriter, r *http.Request) error {
 		return dirError(err, "contact")
 	}
 	in.applyTo(&c)
+	if err := textErrors(contactTexts(c)); err != nil {
+		return err
+	}
 	if err := fieldErrors(checkContact(&c)); err != nil {
 		return err
 	}
@@ -561,7 +584,7 @@ func importRowOf(rec []string, cols importColumns, now time.Time) (row importRow
 			c.Fields[k] = get(i)
 		}
 	}
-	errs := checkContact(&c)
+	errs := append(contactTexts(c), checkContact(&c)...)
 	consent, source, cerrs := checkImportConsent(get(cols.consent), get(cols.consentSource))
 	if errs = append(errs, cerrs...); len(errs) > 0 {
 		msgs := make([]string, len(errs))
