@@ -47,6 +47,7 @@ export function renderReplies(main) {
   let alive = true;
   const list = h("div", { id: "replies-list" }, h("p", { class: "muted" }, "Loading…"));
   const only = h("input", { type: "checkbox", id: "replies-unmatched", onchange: () => load() });
+  const possible = h("input", { type: "checkbox", id: "replies-possible", onchange: () => load() });
   replace(
     main,
     h(
@@ -55,13 +56,14 @@ export function renderReplies(main) {
       h("h1", null, "Replies"),
       h("p", { class: "help" }, "Every text people sent back, newest first, with the group it answered. A reply that matched no group is kept here too."),
       h("label", { class: "check", for: "replies-unmatched" }, only, " Only replies that matched no group"),
+      h("label", { class: "check", for: "replies-possible" }, possible, " Only possible opt-outs (a stop word among other words: yours to decide)"),
       list,
     ),
   );
   async function load() {
     try {
       const res = await request("GET", `/v1/replies?limit=200${only.checked ? "&unmatched=1" : ""}`);
-      const rows = (res && res.replies) || [];
+      const rows = ((res && res.replies) || []).filter((r) => !possible.checked || r.possible_opt_out);
       const titles = await groupTitles(rows.map((r) => r.group_id));
       if (!alive) return;
       replace(
@@ -78,7 +80,7 @@ export function renderReplies(main) {
                     "tr",
                     { class: "reply", dataset: { number: r.number } },
                     h("td", null, personLink(r.number)),
-                    h("td", { class: "reply-text" }, r.text || (r.media.length ? "(media)" : "")),
+                    h("td", { class: "reply-text" }, r.text || (r.media.length ? "(media)" : ""), r.possible_opt_out ? possibleOptOut(r.number) : null),
                     h("td", null, r.group_id ? h("a", { class: "group-link", href: `#/groups/${enc(r.group_id)}` }, titles.get(r.group_id)) : h("span", { class: "muted" }, "No group (unmatched)")),
                     h("td", null, when(r.received_at)),
                   ),
@@ -95,6 +97,26 @@ export function renderReplies(main) {
   return () => {
     alive = false;
   };
+}
+
+// possibleOptOut marks a reply that may be a request to stop and offers to
+// opt the number out in one click (POST /v1/suppressions, audited as the
+// signed-in person); it is not one until someone decides.
+function possibleOptOut(number) {
+  const status = h("span", { class: "muted", role: "status" });
+  const button = h("button", { type: "button", class: "button button-small optout-now", onclick: optOut }, `Opt out ${number}`);
+  async function optOut() {
+    button.disabled = true;
+    try {
+      await request("POST", "/v1/suppressions", { number, reason: "manual" });
+      button.remove();
+      status.textContent = "Opted out";
+    } catch (e) {
+      button.disabled = false;
+      status.textContent = `Could not opt out: ${e.message}`;
+    }
+  }
+  return h("div", { class: "possible-opt-out" }, h("strong", null, "Possible opt-out"), " ", button, " ", status);
 }
 
 const REASONS = { stop: "Texted STOP", manual: "Added by hand", provider_opt_out: "Opted out at the provider" };
