@@ -108,7 +108,7 @@ func usersCreate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if out.Password != "" {
 		fmt.Fprintln(stdout, out.Password)
-		fmt.Fprintf(stderr, "created %s %s (%s) on %s; the password above is shown only now: hand it over safely\n", out.Role, out.ID, out.Email, c.base)
+		fmt.Fprintf(stderr, "created %s %s (%s) on %s; the one-time password above is shown only now: hand it over safely; they must choose their own at first sign-in\n", out.Role, out.ID, out.Email, c.base)
 		return nil
 	}
 	fmt.Fprintf(stdout, "created %s %s (%s)\n", out.Role, out.ID, out.Email)
@@ -208,7 +208,7 @@ func usersResetPassword(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	if out.Password != "" {
 		fmt.Fprintln(stdout, out.Password)
-		fmt.Fprintf(stderr, "reset the password of %s (%s) and signed them out everywhere; the password above is shown only now\n", out.ID, out.Email)
+		fmt.Fprintf(stderr, "reset the password of %s (%s) and signed them out everywhere; the one-time password above is shown only now, and they must choose their own at their next sign-in\n", out.ID, out.Email)
 		return nil
 	}
 	fmt.Fprintf(stdout, "reset the password of %s (%s) and signed them out everywhere\n", out.ID, out.Email)
