@@ -379,7 +379,7 @@ func TestSendFollowsToCompletion(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "1 recipient needs attention") {
 		t.Fatalf("send: %d\n%s\n%s", code, out, errs)
 	}
-	if !strings.Contains(out, "+15550100002  failed  30007 carrier") {
+	if !strings.Contains(out, "+15550100002  failed  30007 filtered") {
 		t.Errorf("failed recipient not listed:\n%s", out)
 	}
 	if !strings.Contains(out, "crewcast retry grp1 NUMBER") || strings.Contains(out, "crewcast resolve") {
@@ -565,7 +565,7 @@ func TestReportCommand(t *testing.T) {
 	}
 
 	code, out, errs := e.client("read", "report", "deliveries")
-	if code != 0 || len(lines(out)) != 4 || !strings.Contains(out, "30007 carrier") {
+	if code != 0 || len(lines(out)) != 4 || !strings.Contains(out, "30007 filtered") {
 		t.Errorf("table: %d %s %s", code, out, errs)
 	}
 	code, out, _ = e.client("read", "report", "deliveries", "--status", "delivered", "--format", "csv")
