@@ -106,6 +106,23 @@ func TestBoardWebhookEndpointsManage(t *testing.T) {
 		webtest.JS(card+" tr.attempt")))
 	b.axeClean(t, "webhooks, after a test")
 
+	do("rotate its secret", chromedp.Click(chromedp.CSS(card+" button.rotate")))
+	wait("the rotate dialog", `document.querySelector("#confirm-dialog").open`)
+	do("confirm the rotation", chromedp.Click(chromedp.CSS(`#confirm-choices button[data-choice="rotate"]`)))
+	wait("the new secret shown once with a copy button", fmt.Sprintf(`!document.querySelector(%s).hidden && /whsec_\S+/.test(document.querySelector(%s).textContent) && !!document.querySelector(%s)`,
+		webtest.JS(card+" .endpoint-secret"), webtest.JS(card+" .endpoint-secret"), webtest.JS(card+" .endpoint-secret button.copy")))
+	var rotated struct {
+		RotatingUntil *string `json:"rotating_until"`
+	}
+	getJSON(t, srv.URL()+"/v1/webhook-endpoints/"+id, key, &rotated)
+	if rotated.RotatingUntil == nil || *rotated.RotatingUntil == "" {
+		t.Fatal("after Rotate the endpoint has no rotating_until")
+	}
+
+	webtest.Eval[string](t, ctx, fmt.Sprintf(`document.querySelector(%s).value = "2020-01-01T00:00"`, webtest.JS(card+" .endpoint-recover input")))
+	do("recover", chromedp.Click(chromedp.CSS(card+" button.recover")))
+	wait("the events queued again", `/\d+ events? queued again\./.test(document.querySelector("#toast").textContent)`)
+
 	do("disable it", chromedp.Click(chromedp.CSS(card+" button.disable")))
 	wait("disabled", fmt.Sprintf(`(document.querySelector(%s) || {dataset: {}}).dataset.health === "disabled" && !!document.querySelector(%s)`, webtest.JS(card), webtest.JS(card+" button.enable")))
 
