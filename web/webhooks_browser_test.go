@@ -95,6 +95,7 @@ func TestBoardWebhookEndpointsManage(t *testing.T) {
 	do("add recipient.replied", chromedp.Click(chromedp.CSS(card+` .endpoint-edit input[data-event="recipient.replied"]`)))
 	do("save", chromedp.Click(chromedp.CSS(card+` .endpoint-edit button[type="submit"]`)))
 	wait("the new events shown", fmt.Sprintf(`(document.querySelector(%s) || {}).textContent?.includes("group.completed, recipient.replied")`, webtest.JS(card+" .endpoint-events")))
+	wait("focus back on Edit", fmt.Sprintf(`document.activeElement === document.querySelector(%s)`, webtest.JS(card+" button.edit")))
 	getJSON(t, srv.URL()+"/v1/webhook-endpoints/"+id, key, &got)
 	if len(got.Events) != 2 {
 		t.Fatalf("edited events = %v, want group.completed and recipient.replied", got.Events)
@@ -126,10 +127,12 @@ func TestBoardWebhookEndpointsManage(t *testing.T) {
 	do("disable it", chromedp.Click(chromedp.CSS(card+" button.disable")))
 	wait("disabled", fmt.Sprintf(`(document.querySelector(%s) || {dataset: {}}).dataset.health === "disabled" && !!document.querySelector(%s)`, webtest.JS(card), webtest.JS(card+" button.enable")))
 
+	wait("focus on Enable again", fmt.Sprintf(`document.activeElement === document.querySelector(%s)`, webtest.JS(card+" button.enable")))
+
 	do("delete it", chromedp.Click(chromedp.CSS(card+" button.delete")))
 	wait("the confirmation dialog", `document.querySelector("#confirm-dialog").open`)
 	do("confirm", chromedp.Click(chromedp.CSS(`#confirm-choices button[data-choice="delete"]`)))
-	wait("the endpoint gone", `document.querySelectorAll("li.endpoint").length === 0 && document.body.textContent.includes("No endpoints yet.")`)
+	wait("the endpoint gone", `document.querySelectorAll("li.endpoint").length === 0 && document.body.textContent.includes("No endpoints yet.") && document.activeElement !== document.body`)
 	var list struct{ Endpoints []any }
 	getJSON(t, srv.URL()+"/v1/webhook-endpoints", key, &list)
 	if len(list.Endpoints) != 0 {

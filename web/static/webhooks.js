@@ -280,15 +280,19 @@ function button(label, key, onclick, kind = "") {
   return h("button", { type: "button", class: `button button-small ${key} ${kind}`.trim(), dataset: { focusKey: key }, onclick }, label);
 }
 
-/** busy disables btn while fn runs; an error is toasted. */
+/**
+ * busy runs fn once at a time for btn; an error is toasted. The button is
+ * marked aria-disabled, not disabled: a disabled button drops the focus.
+ */
 async function busy(btn, fn, what) {
-  btn.disabled = true;
+  if (btn.getAttribute("aria-disabled") === "true") return;
+  btn.setAttribute("aria-disabled", "true");
   try {
     await fn();
   } catch (e) {
     toast(`Cannot ${what}: ${e.message}`, "error");
   } finally {
-    btn.disabled = false;
+    btn.removeAttribute("aria-disabled");
   }
 }
 
@@ -300,10 +304,11 @@ function actions(ep, parts, onChange) {
     replace(
       editArea,
       editForm(ep, (saved) => {
+        // Focus back on Edit first: the reload then keeps it there.
+        edit.focus();
         replace(editArea);
         editArea.hidden = true;
         if (saved) onChange();
-        else edit.focus();
       }),
     );
     editArea.hidden = false;
@@ -414,7 +419,7 @@ export function render(main) {
       if (!alive) return;
       const eps = (out && out.endpoints) || [];
       status.textContent = eps.length ? plural(eps.length, "endpoint") : "No endpoints yet.";
-      keep(list, () => replace(list, ...eps.map((ep) => card(ep, load))), ["send-test"], status);
+      keep(list, () => replace(list, ...eps.map((ep) => card(ep, load))), ["disable", "enable", "send-test"], status);
     } catch (e) {
       if (alive) status.textContent = `Cannot load endpoints: ${e.message}`;
     }
