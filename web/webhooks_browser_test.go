@@ -43,6 +43,7 @@ func TestBoardWebhookEndpoints(t *testing.T) {
 	do("send a test to the gone endpoint", chromedp.Click(chromedp.CSS(card(goneID)+" button.send-test")))
 	wait("its 410 attempt", fmt.Sprintf(`[...document.querySelectorAll(%s)].some(r => r.dataset.result === "http" && r.textContent.includes("410"))`,
 		webtest.JS(card(goneID)+" tr.attempt")))
+	wait("the test's status and error class only", fmt.Sprintf(`(document.querySelector(%s) || {}).textContent === "Test failed: HTTP 410 (http_status)."`, webtest.JS(card(goneID)+" .test-result")))
 	do("reload the page", chromedp.Reload())
 	wait("the gone endpoint disabled", fmt.Sprintf(`(document.querySelector(%s) || {dataset: {}}).dataset.health === "disabled" && document.querySelector(%s).textContent.includes("410")`,
 		webtest.JS(card(goneID)), webtest.JS(card(goneID))))
@@ -92,6 +93,7 @@ func TestBoardWebhookEndpointsManage(t *testing.T) {
 
 	do("edit it", chromedp.Click(chromedp.CSS(card+" button.edit")))
 	wait("the edit form", fmt.Sprintf(`!!document.querySelector(%s)`, webtest.JS(card+` .endpoint-edit input[data-event="recipient.replied"]`)))
+	b.axeClean(t, "webhooks, editing")
 	do("add recipient.replied", chromedp.Click(chromedp.CSS(card+` .endpoint-edit input[data-event="recipient.replied"]`)))
 	do("save", chromedp.Click(chromedp.CSS(card+` .endpoint-edit button[type="submit"]`)))
 	wait("the new events shown", fmt.Sprintf(`(document.querySelector(%s) || {}).textContent?.includes("group.completed, recipient.replied")`, webtest.JS(card+" .endpoint-events")))
