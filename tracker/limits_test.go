@@ -46,6 +46,13 @@ func (s *stuckStore) InsertInbox(ctx context.Context, entries []store.InboxEntry
 	return s.Store.InsertInbox(ctx, entries)
 }
 
+// IngestInbox is the path webhook ingest takes (InsertInbox with the
+// replay record): wedged with the inbox.
+func (s *stuckStore) IngestInbox(ctx context.Context, entries []store.InboxEntry) ([]store.InboxResult, error) {
+	s.block("inbox", s.inbox)
+	return s.Store.IngestInbox(ctx, entries)
+}
+
 func (s *stuckStore) PendingInbox(ctx context.Context, after store.InboxRef, limit int) ([]store.InboxEntry, error) {
 	s.block("pending", s.pending)
 	return s.Store.PendingInbox(ctx, after, limit)
