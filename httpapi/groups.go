@@ -75,6 +75,9 @@ type recipientJSON struct {
 	ContactID string `json:"contact_id"`
 	Text      string `json:"text"`
 	Response  string `json:"response"`
+	// ResolvedBy is who resolved the recipient by hand (a user's or key's
+	// name), "" when no one did or the name is not known.
+	ResolvedBy *string `json:"resolved_by,omitempty"`
 	recipientPolicyJSON
 }
 
@@ -416,12 +419,19 @@ func (a *api) groupView(ctx context.Context, id string, withRecipients bool) (gr
 		}
 		return strings.Compare(x.Number, y.Number)
 	})
+	marked, err := a.resolvedBy(ctx, id)
+	if err != nil {
+		return groupJSON{}, err
+	}
 	g.Recipients = make([]recipientJSON, len(rows))
 	for i, d := range rows {
 		rj := recipientOf(d)
 		rj.Text = g.Text
 		if k, ok := index[d.Number]; ok {
 			rj.ContactID = roster[k].ContactID
+			if who, ok := marked[k]; ok {
+				rj.ResolvedBy = &who
+			}
 			if roster[k].Text != "" {
 				rj.Text = roster[k].Text
 			}
