@@ -303,8 +303,8 @@ type GroupQuery struct {
 	// Since and Until bound created_at: Since <= created_at < Until; zero
 	// does not bound.
 	Since, Until time.Time
-	Cursor string               // opaque; from the previous page
-	Limit  int                  // default 50, max 1000
+	Cursor       string // opaque; from the previous page
+	Limit        int    // default 50, max 1000
 }
 
 // DeliveryQuery filters deliveries. Zero fields do not filter. Results are
