@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/actor"
@@ -526,6 +527,9 @@ func (a *api) listGroups(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return invalid("status", "unknown group status")
 	}
+	if err := groupSearch(r, &q); err != nil {
+		return err
+	}
 	limit, err := queryLimit(r, 1000)
 	if err != nil {
 		return err
@@ -543,6 +547,34 @@ func (a *api) listGroups(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// groupSearch reads the list's search parameters q, from, since and
+// until into gq.
+func groupSearch(r *http.Request, gq *store.GroupQuery) error {
+	v := r.URL.Query()
+	gq.Text = strings.TrimSpace(v.Get("q"))
+	if utf8.RuneCountInString(gq.Text) > 200 {
+		return invalid("q", "must be at most 200 characters")
+	}
+	if s := v.Get("from"); s != "" {
+		from, err := normalizeNumber("from", s)
+		if err != nil {
+			return err
+		}
+		gq.From = from
+	}
+	var err error
+	if gq.Since, err = queryTime(r, "since"); err != nil {
+		return err
+	}
+	if gq.Until, err = queryTime(r, "until"); err != nil {
+		return err
+	}
+	if !gq.Since.IsZero() && !gq.Until.IsZero() && !gq.Until.After(gq.Since) {
+		return invalid("until", "must be after since")
+	}
 	return nil
 }
 
