@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -69,4 +70,44 @@ func waitTrue(t *testing.T, b *tab, expr string) bool {
 		}
 	}
 	return false
+}
+
+// TestBoardGroupSearch is issue 28 item 8: the group list's search form
+// narrows the list by text and by sender, and the live stream keeps
+// working under a search: a new group that matches appears, one that does
+// not stays out.
+func TestBoardGroupSearch(t *testing.T) {
+	srv, key := startServer(t, "e2e", server.Config{})
+	mk := func(from, text string) string {
+		return createVia(t, srv.URL()+"/v1/groups", key, map[string]any{"from": from, "to": []string{"+15550103001"}, "text": text})
+	}
+	gate := mk("+15550100000", "Gate CODE changed")
+	call := mk("+15550100001", "Crew call 7am")
+	b := openTab(t)
+	wait, do := b.wait, b.do
+	b.signInDispatcher(srv.URL(), key, "dana@example.com", "Dana Dispatcher")
+	shown := func(ids ...string) string {
+		js := `document.querySelectorAll("#group-list li.group-card").length === ` + strconv.Itoa(len(ids))
+		for _, id := range ids {
+			js += ` && !!document.querySelector('#group-list li[data-group-id="` + id + `"]')`
+		}
+		return js
+	}
+	wait("both groups", shown(gate, call))
+
+	do("search by text", chromedp.SendKeys("#groups-q", "gate code"), chromedp.Click("#group-search button[type=submit]"))
+	wait("only the gate group", shown(gate))
+	late := mk("+15550100001", "gate code again")
+	mk("+15550100000", "Lunch at noon")
+	wait("the new match, live", shown(late, gate))
+	b.axeClean(t, "the group list under a search")
+
+	do("clear", chromedp.Click("#groups-clear"))
+	wait("all four", `document.querySelectorAll("#group-list li.group-card").length === 4`)
+	do("search by sender", chromedp.SendKeys("#groups-from", "+15550100001"), chromedp.Click("#group-search button[type=submit]"))
+	wait("the sender's groups", shown(late, call))
+	do("and by text", chromedp.SendKeys("#groups-q", "crew"), chromedp.Click("#group-search button[type=submit]"))
+	wait("one left", shown(call))
+	do("no match", chromedp.SetValue("#groups-q", "zebra"), chromedp.Click("#group-search button[type=submit]"))
+	wait("the empty message", `(document.querySelector("#group-list .empty") || {}).textContent === "No group messages match this search."`)
 }
