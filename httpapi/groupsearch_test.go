@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/tracker"
 )
@@ -67,6 +68,32 @@ func TestGroupsSearch(t *testing.T) {
 		r, b := e.do("GET", "/v1/groups?"+query, "", "read", nil)
 		if r.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"`+field+`"`) {
 			t.Errorf("%s: %d %s, want a 400 naming %s", query, r.StatusCode, b, field)
+		}
+	}
+}
+
+// TestResolvedByNamesWhoMarked is issue 28 item 9: a recipient resolved by
+// hand carries resolved_by, the name of the key (or user) that resolved
+// it; the others have none.
+func TestResolvedByNamesWhoMarked(t *testing.T) {
+	e := newEnv(t, nil)
+	id := e.createGroup("+15550100001", "+15550100002")
+	e.apply(id, group.Claimed{At: e.clock.Now(), Sends: []group.Send{{ID: "s0", Indices: []int{0}}}})
+	e.apply(id, group.Outcomes{At: e.clock.Now(), Outcomes: []group.Outcome{{SendID: "s0", Indices: []int{0},
+		Result: group.ResultUncertain, Class: crewcast.ClassUncertain}}})
+	if r, b := e.do("POST", "/v1/groups/"+id+"/recipients/%2B15550100001/resolve", `{"outcome":"delivered"}`, "send", nil); r.StatusCode != 200 {
+		t.Fatalf("resolve: %d %s", r.StatusCode, b)
+	}
+	r, b := e.do("GET", "/v1/groups/"+id, "", "read", nil)
+	if r.StatusCode != 200 {
+		t.Fatalf("get: %d %s", r.StatusCode, b)
+	}
+	for _, rj := range decode[groupJSON](t, b).Recipients {
+		switch {
+		case rj.Number == "+15550100001" && (rj.ResolvedBy == nil || *rj.ResolvedBy != "send"):
+			t.Errorf("the resolved recipient: status %s, resolved_by %v, want the key's name %q", rj.Status, rj.ResolvedBy, "send")
+		case rj.Number == "+15550100002" && rj.ResolvedBy != nil:
+			t.Errorf("the other recipient has resolved_by %q", *rj.ResolvedBy)
 		}
 	}
 }
