@@ -76,8 +76,9 @@ type recipientJSON struct {
 	ContactID string `json:"contact_id"`
 	Text      string `json:"text"`
 	Response  string `json:"response"`
-	// ResolvedBy is who resolved the recipient by hand (a user's or key's
-	// name), "" when no one did or the name is not known.
+	// ResolvedBy is who confirmed the recipient delivered by hand (a
+	// user's or key's name; "" when the name is not known); nil when no
+	// one did.
 	ResolvedBy *string `json:"resolved_by,omitempty"`
 	recipientPolicyJSON
 }

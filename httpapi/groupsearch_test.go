@@ -73,16 +73,19 @@ func TestGroupsSearch(t *testing.T) {
 }
 
 // TestResolvedByNamesWhoMarked is issue 28 item 9: a recipient resolved by
-// hand carries resolved_by, the name of the key (or user) that resolved
-// it; the others have none.
+// hand as delivered carries resolved_by, the name of the key (or user)
+// that did; one marked not delivered (retried: the provider will say) has
+// none.
 func TestResolvedByNamesWhoMarked(t *testing.T) {
 	e := newEnv(t, nil)
 	id := e.createGroup("+15550100001", "+15550100002")
-	e.apply(id, group.Claimed{At: e.clock.Now(), Sends: []group.Send{{ID: "s0", Indices: []int{0}}}})
-	e.apply(id, group.Outcomes{At: e.clock.Now(), Outcomes: []group.Outcome{{SendID: "s0", Indices: []int{0},
+	e.apply(id, group.Claimed{At: e.clock.Now(), Sends: []group.Send{{ID: "s0", Indices: []int{0, 1}}}})
+	e.apply(id, group.Outcomes{At: e.clock.Now(), Outcomes: []group.Outcome{{SendID: "s0", Indices: []int{0, 1},
 		Result: group.ResultUncertain, Class: crewcast.ClassUncertain}}})
-	if r, b := e.do("POST", "/v1/groups/"+id+"/recipients/%2B15550100001/resolve", `{"outcome":"delivered"}`, "send", nil); r.StatusCode != 200 {
-		t.Fatalf("resolve: %d %s", r.StatusCode, b)
+	for n, outcome := range map[string]string{"%2B15550100001": "delivered", "%2B15550100002": "not_delivered"} {
+		if r, b := e.do("POST", "/v1/groups/"+id+"/recipients/"+n+"/resolve", `{"outcome":"`+outcome+`"}`, "send", nil); r.StatusCode != 200 {
+			t.Fatalf("resolve %s: %d %s", n, r.StatusCode, b)
+		}
 	}
 	r, b := e.do("GET", "/v1/groups/"+id, "", "read", nil)
 	if r.StatusCode != 200 {
@@ -93,7 +96,7 @@ func TestResolvedByNamesWhoMarked(t *testing.T) {
 		case rj.Number == "+15550100001" && (rj.ResolvedBy == nil || *rj.ResolvedBy != "send"):
 			t.Errorf("the resolved recipient: status %s, resolved_by %v, want the key's name %q", rj.Status, rj.ResolvedBy, "send")
 		case rj.Number == "+15550100002" && rj.ResolvedBy != nil:
-			t.Errorf("the other recipient has resolved_by %q", *rj.ResolvedBy)
+			t.Errorf("the recipient marked not delivered (%s) has resolved_by %q", rj.Status, *rj.ResolvedBy)
 		}
 	}
 }

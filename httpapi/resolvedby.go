@@ -10,7 +10,7 @@ import (
 )
 
 // resolvedBy maps a recipient's roster index to the display name of who
-// last resolved it by hand (a recipient.resolved event in the journal),
+// confirmed it delivered by hand (a recipient.resolved event in the journal),
 // so the board can say "Delivered (marked by Ana)". Only those events are
 // decoded; a name that cannot be found is left empty ("marked by hand").
 func (a *api) resolvedBy(ctx context.Context, id string) (map[int]string, error) {
@@ -23,8 +23,14 @@ func (a *api) resolvedBy(ctx context.Context, id string) (map[int]string, error)
 		if err != nil {
 			return err
 		}
+		// Only "delivered" is final as marked: "not delivered" may lead to
+		// a retry whose outcome the provider reports, not the operator.
 		res := ev.(group.Resolved)
-		byIndex[res.Index] = res.By
+		if res.Outcome == group.ResolveDelivered {
+			byIndex[res.Index] = res.By
+		} else {
+			delete(byIndex, res.Index)
+		}
 		return nil
 	})
 	if err != nil {

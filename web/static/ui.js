@@ -37,8 +37,8 @@ export function chip(status) {
  * (held past the group's send_at, if any) says until when: "Held until 07:00",
  * and one resolved by hand says who: "Delivered (marked by Ana)". */
 export function recipientChip(r, g) {
-  if (typeof r.resolved_by === "string" && (r.status === "delivered" || r.status === "failed")) {
-    // Resolved by hand: say so, and by whom, not just "Delivered".
+  if (typeof r.resolved_by === "string" && r.status === "delivered") {
+    // Confirmed delivered by hand: say so, and by whom, not just "Delivered".
     const info = statusInfo(r.status);
     const who = r.resolved_by ? `marked by ${r.resolved_by}` : "marked by hand";
     return h("span", { class: `chip tone-${info.tone}`, dataset: { status: r.status, marked: "1" }, title: info.hint }, `${info.label} (${who})`);
