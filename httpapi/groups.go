@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/actor"
@@ -75,6 +76,10 @@ type recipientJSON struct {
 	ContactID string `json:"contact_id"`
 	Text      string `json:"text"`
 	Response  string `json:"response"`
+	// ResolvedBy is who confirmed the recipient delivered by hand (a
+	// user's or key's name; "" when the name is not known); nil when no
+	// one did.
+	ResolvedBy *string `json:"resolved_by,omitempty"`
 	recipientPolicyJSON
 }
 
@@ -416,12 +421,19 @@ func (a *api) groupView(ctx context.Context, id string, withRecipients bool) (gr
 		}
 		return strings.Compare(x.Number, y.Number)
 	})
+	marked, err := a.resolvedBy(ctx, id)
+	if err != nil {
+		return groupJSON{}, err
+	}
 	g.Recipients = make([]recipientJSON, len(rows))
 	for i, d := range rows {
 		rj := recipientOf(d)
 		rj.Text = g.Text
 		if k, ok := index[d.Number]; ok {
 			rj.ContactID = roster[k].ContactID
+			if who, ok := marked[k]; ok {
+				rj.ResolvedBy = &who
+			}
 			if roster[k].Text != "" {
 				rj.Text = roster[k].Text
 			}
@@ -516,6 +528,9 @@ func (a *api) listGroups(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return invalid("status", "unknown group status")
 	}
+	if err := groupSearch(r, &q); err != nil {
+		return err
+	}
 	limit, err := queryLimit(r, 1000)
 	if err != nil {
 		return err
@@ -533,6 +548,34 @@ func (a *api) listGroups(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// groupSearch reads the list's search parameters q, from, since and
+// until into gq.
+func groupSearch(r *http.Request, gq *store.GroupQuery) error {
+	v := r.URL.Query()
+	gq.Text = strings.TrimSpace(v.Get("q"))
+	if utf8.RuneCountInString(gq.Text) > 200 {
+		return invalid("q", "must be at most 200 characters")
+	}
+	if s := v.Get("from"); s != "" {
+		from, err := normalizeNumber("from", s)
+		if err != nil {
+			return err
+		}
+		gq.From = from
+	}
+	var err error
+	if gq.Since, err = queryTime(r, "since"); err != nil {
+		return err
+	}
+	if gq.Until, err = queryTime(r, "until"); err != nil {
+		return err
+	}
+	if !gq.Since.IsZero() && !gq.Until.IsZero() && !gq.Until.After(gq.Since) {
+		return invalid("until", "must be after since")
+	}
 	return nil
 }
 

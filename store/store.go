@@ -296,8 +296,15 @@ type Reply struct {
 // GroupQuery filters ListGroups. Results are newest first.
 type GroupQuery struct {
 	Status crewcast.GroupStatus // empty = any
-	Cursor string               // opaque; from the previous page
-	Limit  int                  // default 50, max 1000
+	// Text keeps groups whose text contains it, ignoring case (ASCII
+	// letters on SQLite, every letter on PostgreSQL); empty = any.
+	Text string
+	From string // the sender number, exact; empty = any
+	// Since and Until bound created_at: Since <= created_at < Until; zero
+	// does not bound.
+	Since, Until time.Time
+	Cursor       string // opaque; from the previous page
+	Limit        int    // default 50, max 1000
 }
 
 // DeliveryQuery filters deliveries. Zero fields do not filter. Results are

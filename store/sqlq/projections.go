@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/crewcast/crewcast"
@@ -66,6 +67,7 @@ func (d DB) ListGroups(ctx context.Context, q store.GroupQuery) ([]store.GroupRo
 		conds = append(conds, "status = ?")
 		args = append(args, string(q.Status))
 	}
+	conds, args = groupFilters(q, conds, args)
 	if q.Cursor != "" {
 		p, err := store.DecodeCursor(q.Cursor, 2)
 		if err != nil {
@@ -88,6 +90,27 @@ func (d DB) ListGroups(ctx context.Context, q store.GroupQuery) ([]store.GroupRo
 		return store.EncodeCursor(nanosPart(g.CreatedAt), g.ID)
 	})
 	return out, next, nil
+}
+
+// groupFilters adds the text, sender and created_at conditions of q.
+func groupFilters(q store.GroupQuery, conds []string, args []any) ([]string, []any) {
+	if q.Text != "" {
+		conds = append(conds, `lower(text) LIKE ? ESCAPE '\'`)
+		args = append(args, likePattern(strings.ToLower(q.Text)))
+	}
+	if q.From != "" {
+		conds = append(conds, "from_number = ?")
+		args = append(args, q.From)
+	}
+	if !q.Since.IsZero() {
+		conds = append(conds, "created_at >= ?")
+		args = append(args, store.Nanos(q.Since))
+	}
+	if !q.Until.IsZero() {
+		conds = append(conds, "created_at < ?")
+		args = append(args, store.Nanos(q.Until))
+	}
+	return conds, args
 }
 
 const deliveryCols = `group_id, number, name, status, attempts, provider_message_id, error_code, error_class,

@@ -696,3 +696,54 @@ func testInvalidCursor(t *testing.T, o Options) {
 		}
 	}
 }
+
+// testGroupSearch: ListGroups filters by text (a case-insensitive
+// substring; LIKE's wildcards are literal), sender and created_at range,
+// together with status and across pages.
+func testGroupSearch(t *testing.T, o Options) {
+	s, _, _ := open(t, o)
+	ctx := context.Background()
+	rows := []struct{ id, from, text string }{
+		{"s-0", "+15550100000", "Gate CODE changed"},
+		{"s-1", "+15550100001", "gate code is 4411"},
+		{"s-2", "+15550100000", "Crew call 7am"},
+		{"s-3", "+15550100001", "100% on site_a"},
+		{"s-4", "+15550100000", "100 on siteXa"},
+	}
+	for i, r := range rows {
+		g := store.GroupRow{ID: r.id, Status: crewcast.GroupSending, From: r.from, Mode: crewcast.ModeIndividual, Text: r.text,
+			CreatedAt: t0.Add(time.Duration(i) * time.Hour), UpdatedAt: t0.Add(time.Duration(i) * time.Hour), Counts: map[string]int{}, Seq: 1}
+		if i == 2 {
+			g.Status = crewcast.GroupComplete
+		}
+		commitOK(t, s, actor.Unit{Key: g.ID, Events: events("c", 1), Effects: []any{store.Effects{Group: &g}}})
+	}
+	cases := []struct {
+		name string
+		q    store.GroupQuery
+		want []string
+	}{
+		{"text, any case", store.GroupQuery{Text: "gate code"}, []string{"s-1", "s-0"}},
+		{"wildcards are literal", store.GroupQuery{Text: "100% on site_"}, []string{"s-3"}},
+		{"sender", store.GroupQuery{From: "+15550100001"}, []string{"s-3", "s-1"}},
+		{"text and sender", store.GroupQuery{Text: "GATE", From: "+15550100000"}, []string{"s-0"}},
+		{"since", store.GroupQuery{Since: t0.Add(3 * time.Hour)}, []string{"s-4", "s-3"}},
+		{"until is exclusive", store.GroupQuery{Until: t0.Add(time.Hour)}, []string{"s-0"}},
+		{"range and status", store.GroupQuery{Since: t0.Add(time.Hour), Until: t0.Add(4 * time.Hour), Status: crewcast.GroupSending}, []string{"s-3", "s-1"}},
+		{"nothing", store.GroupQuery{Text: "zebra"}, nil},
+	}
+	for _, c := range cases {
+		got, next, err := s.ListGroups(ctx, c.q)
+		if err != nil || next != "" || !reflect.DeepEqual(groupIDs(got), c.want) {
+			t.Errorf("%s: %v, %q, %v; want %v", c.name, groupIDs(got), next, err, c.want)
+		}
+	}
+	q := store.GroupQuery{From: "+15550100000", Limit: 1}
+	all := allPages(t, 3, func(cursor string) ([]store.GroupRow, string, error) {
+		q.Cursor = cursor
+		return s.ListGroups(ctx, q)
+	})
+	if ids := groupIDs(all); !reflect.DeepEqual(ids, []string{"s-4", "s-2", "s-0"}) {
+		t.Errorf("sender pages: %v", ids)
+	}
+}

@@ -110,6 +110,7 @@ func Run(t *testing.T, o Options) {
 		{"Reminders", testReminders},
 		{"Routes", testRoutes},
 		{"Groups", testGroups},
+		{"GroupSearch", testGroupSearch},
 		{"GroupSnapshot", testGroupSnapshot},
 		{"Deliveries", testDeliveries},
 		{"DeliveriesMany", testDeliveriesMany},

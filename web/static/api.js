@@ -66,8 +66,13 @@ export const api = {
   session: () => request("GET", "/v1/session"),
   signIn: (key) => request("POST", "/v1/session", { key }),
   signOut: () => request("DELETE", "/v1/session"),
-  listGroups: (cursor) =>
-    request("GET", `/v1/groups?limit=50${cursor ? `&cursor=${enc(cursor)}` : ""}`),
+  // filters: {q, status, from, since, until}; empty ones are left out.
+  listGroups: (cursor, filters = {}) => {
+    const p = new URLSearchParams({ limit: "50" });
+    for (const [k, v] of Object.entries(filters)) if (v) p.set(k, v);
+    if (cursor) p.set("cursor", cursor);
+    return request("GET", `/v1/groups?${p}`);
+  },
   group: (id) => request("GET", `/v1/groups/${enc(id)}`),
   createGroup: (body) => request("POST", "/v1/groups", body),
   events: (id, number) => request("GET", `/v1/groups/${enc(id)}/events?number=${enc(number)}`),

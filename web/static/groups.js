@@ -77,6 +77,64 @@ function card(g, ctx, onCancel) {
   );
 }
 
+const STATUS_CHOICES = [
+  ["", "Any status"],
+  ["sending", "Sending"],
+  ["awaiting", "Awaiting receipts"],
+  ["complete", "Complete"],
+  ["paused", "Paused"],
+  ["canceled", "Canceled"],
+];
+
+/** dayStart turns a date input's value ("2026-03-01") into RFC 3339 for
+ * the start of that day in the viewer's zone, days later; "" for none. */
+function dayStart(v, days = 0) {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(v || "");
+  return m ? new Date(Number(m[1]), Number(m[2]) - 1, Number(m[3]) + days).toISOString() : "";
+}
+
+/** searchForm is the list's search: text, status, sender and a date
+ * range; onSearch gets the API filters whenever they are submitted. */
+function searchForm(onSearch) {
+  const input = (id, label, attrs) => {
+    const el = h("input", { id, name: id, autocomplete: "off", ...attrs });
+    return [el, h("div", { class: "field" }, h("label", { for: id }, label), el)];
+  };
+  const [q, qField] = input("groups-q", "Text", { type: "search", maxlength: 200 });
+  const [from, fromField] = input("groups-from", "From number", { type: "tel", placeholder: "+15550100000" });
+  const [since, sinceField] = input("groups-since", "Sent on or after", { type: "date" });
+  const [until, untilField] = input("groups-until", "Sent on or before", { type: "date" });
+  const status = h("select", { id: "groups-status", name: "groups-status" }, STATUS_CHOICES.map(([v, l]) => h("option", { value: v }, l)));
+  const error = h("p", { class: "form-error", id: "groups-search-error", role: "alert" });
+  const submit = (e) => {
+    e.preventDefault();
+    error.textContent = "";
+    if (since.value && until.value && until.value < since.value) {
+      error.textContent = "The end date is before the start date.";
+      until.focus();
+      return;
+    }
+    onSearch({ q: q.value.trim(), status: status.value, from: from.value.trim(), since: dayStart(since.value), until: dayStart(until.value, 1) });
+  };
+  const clear = () => {
+    for (const el of [q, from, since, until]) el.value = "";
+    status.value = "";
+    error.textContent = "";
+    onSearch({});
+  };
+  return h(
+    "form",
+    { class: "group-search", id: "group-search", role: "search", "aria-label": "Search group messages", onsubmit: submit },
+    qField,
+    h("div", { class: "field" }, h("label", { for: "groups-status" }, "Status"), status),
+    fromField,
+    sinceField,
+    untilField,
+    h("div", { class: "form-actions" }, h("button", { type: "submit", class: "button button-primary" }, "Search"), h("button", { type: "button", class: "button", id: "groups-clear", onclick: clear }, "Clear")),
+    error,
+  );
+}
+
 /** render shows the group list in main and returns a cleanup function. */
 export function render(main, ctx) {
   let alive = true;
@@ -85,6 +143,8 @@ export function render(main, ctx) {
   let cursor = "";
   let loading = false;
   let again = false; // a refresh arrived while a load was running
+  let filters = {}; // the search in force; live refreshes keep it
+  let gen = 0; // bumped by a new search: a load for an older one is dropped
 
   const badge = liveBadge();
   // Not a live region: a refresh would read every card. New groups and
@@ -105,11 +165,27 @@ export function render(main, ctx) {
         { class: "page-head" },
         h("div", { class: "page-title" }, h("h1", null, "Group messages"), badge),
       ),
+      searchForm(search),
       status,
       list,
       h("div", { class: "list-more" }, more),
     ),
   );
+
+  const searching = () => Object.values(filters).some(Boolean);
+
+  // search starts over with new filters: the live stream keeps refreshing
+  // the first page with them, so new groups that match appear.
+  function search(f) {
+    filters = f;
+    gen++;
+    order = [];
+    byId.clear();
+    cursor = "";
+    labels = null;
+    if (loading) again = true;
+    else load(true);
+  }
 
   function draw() {
     if (order.length === 0) {
@@ -118,8 +194,8 @@ export function render(main, ctx) {
         h(
           "li",
           { class: "empty" },
-          h("p", null, "No group messages yet."),
-          ctx.canSend ? h("a", { class: "button button-primary", href: "#/new" }, "Send the first one") : null,
+          h("p", null, searching() ? "No group messages match this search." : "No group messages yet."),
+          ctx.canSend && !searching() ? h("a", { class: "button button-primary", href: "#/new" }, "Send the first one") : null,
         ),
       );
       return;
@@ -173,9 +249,14 @@ export function render(main, ctx) {
     loading = true;
     const moreHadFocus = !first && document.activeElement === more;
     more.disabled = true;
+    const mine = gen;
     try {
-      const page = await api.listGroups(first ? "" : cursor);
+      const page = await api.listGroups(first ? "" : cursor, filters);
       if (!alive) return;
+      if (mine !== gen) {
+        again = true; // a search replaced the filters meanwhile
+        return;
+      }
       const ids = [];
       for (const g of page.groups || []) {
         byId.set(g.id, g);

@@ -34,8 +34,15 @@ export function chip(status) {
 }
 
 /** recipientChip is chip(r.status), but a recipient held by quiet hours
- * (held past the group's send_at, if any) says until when: "Held until 07:00". */
+ * (held past the group's send_at, if any) says until when: "Held until 07:00",
+ * and one resolved by hand says who: "Delivered (marked by Ana)". */
 export function recipientChip(r, g) {
+  if (typeof r.resolved_by === "string" && r.status === "delivered") {
+    // Confirmed delivered by hand: say so, and by whom, not just "Delivered".
+    const info = statusInfo(r.status);
+    const who = r.resolved_by ? `marked by ${r.resolved_by}` : "marked by hand";
+    return h("span", { class: `chip tone-${info.tone}`, dataset: { status: r.status, marked: "1" }, title: info.hint }, `${info.label} (${who})`);
+  }
   const held = parseTime(r.held_until);
   const sendAt = parseTime(g && g.send_at);
   if (r.status !== "scheduled" || !held || (sendAt && sendAt.getTime() === held.getTime())) return chip(r.status);
