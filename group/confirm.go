@@ -107,17 +107,7 @@ func (g *Group) applyConfirm(e Event) error {
 				if c.ID != o.SendID || c.Status != EscalationSending {
 					continue
 				}
-				c.Detail = o.Detail
-				switch o.Result {
-				case ResultAccepted:
-					c.Status, c.MessageID = EscalationSent, o.MessageID
-				case ResultUncertain:
-					c.Status = EscalationUnconfirmed
-				case ResultFailed:
-					c.Status = EscalationFailed
-				default:
-					c.Status = EscalationNotSent
-				}
+				settleSend(&c.Status, &c.MessageID, &c.Detail, o)
 			}
 		}
 	}

@@ -43,6 +43,23 @@ type EscalationSend struct {
 	Detail    string `json:"detail,omitempty"`
 }
 
+// settleSend records a provider outcome on a send that was in flight (an
+// escalation or a confirmation): the status it takes (an uncertain answer
+// is unconfirmed, never resent), its message id when accepted, the detail.
+func settleSend(status, messageID, detail *string, o Outcome) {
+	*detail = o.Detail
+	switch o.Result {
+	case ResultAccepted:
+		*status, *messageID = EscalationSent, o.MessageID
+	case ResultUncertain:
+		*status = EscalationUnconfirmed
+	case ResultFailed:
+		*status = EscalationFailed
+	default:
+		*status = EscalationNotSent
+	}
+}
+
 // Escalated records the escalation decision; its sends are claimed by it.
 type Escalated struct {
 	At      time.Time        `json:"at"`
@@ -208,17 +225,7 @@ func (g *Group) applyEscalation(e Event) error {
 				if s.ID != o.SendID || s.Status != EscalationSending {
 					continue
 				}
-				s.Detail = o.Detail
-				switch o.Result {
-				case ResultAccepted:
-					s.Status, s.MessageID = EscalationSent, o.MessageID
-				case ResultUncertain:
-					s.Status = EscalationUnconfirmed
-				case ResultFailed:
-					s.Status = EscalationFailed
-				default:
-					s.Status = EscalationNotSent
-				}
+				settleSend(&s.Status, &s.MessageID, &s.Detail, o)
 			}
 		}
 	}
