@@ -247,7 +247,11 @@ func (msgRetention) isGroupMsg() {}
 func (m msgRetention) replyErr(err error) { m.reply.Send(retentionResult{err: err}) }
 
 func (t *Tracker) retainGroup(ctx context.Context, id string, stage store.RetentionStage, number func(string) string) (bool, error) {
-	res, err := actor.Ask(ctx, t.groups.Get(id), askTimeout, func(r actor.Reply[retentionResult]) groupMsg {
+	// Our own deadline, so that unavailable (which reads ctx) tells it
+	// from the caller giving up.
+	askCtx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	res, err := actor.Ask(askCtx, t.groups.Get(id), func(r actor.Reply[retentionResult]) groupMsg {
 		return msgRetention{stage: stage, number: number, reply: r}
 	})
 	if err != nil {

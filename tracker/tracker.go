@@ -511,7 +511,11 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 	if idemKey != "" {
 		idem = &store.IdempotencyKey{Key: idemKey, RequestHash: hash, GroupID: id, CreatedAt: created.At}
 	}
-	res, err := actor.Ask(ctx, t.groups.Get(id), askTimeout, func(r actor.Reply[error]) groupMsg {
+	// Our own deadline, so that unavailable (which reads ctx) tells it
+	// from the caller giving up.
+	askCtx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	res, err := actor.Ask(askCtx, t.groups.Get(id), func(r actor.Reply[error]) groupMsg {
 		return msgCreate{created: created, idem: idem, by: opts.By, reply: r, who: auditActorFrom(ctx)}
 	})
 	if err == nil {
@@ -658,7 +662,11 @@ func (t *Tracker) command(ctx context.Context, id string, fn func(*group.Group, 
 	} else if err != nil {
 		return unavailable(ctx, "read group", err)
 	}
-	res, err := actor.Ask(ctx, t.groups.Get(id), askTimeout, func(r actor.Reply[error]) groupMsg {
+	// Our own deadline, so that unavailable (which reads ctx) tells it
+	// from the caller giving up.
+	askCtx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	res, err := actor.Ask(askCtx, t.groups.Get(id), func(r actor.Reply[error]) groupMsg {
 		return msgCommand{fn: fn, reply: r, who: auditActorFrom(ctx)}
 	})
 	if err != nil {
