@@ -127,6 +127,9 @@ type Config struct {
 	// SenderHealth reports each sender's health and volume in GET
 	// /v1/senders; nil reports every sender healthy with nothing sent.
 	SenderHealth SenderHealth
+	// AllowUnregistered lets groups send from 10DLC and toll-free senders
+	// whose registration is not approved (--allow-unregistered).
+	AllowUnregistered bool
 	// SendersChanged, when set, is called after a sender was added,
 	// changed or removed (the sending side reloads them).
 	SendersChanged func(ctx context.Context)

@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -244,4 +246,41 @@ func (a *api) sendersChanged(r *http.Request) {
 	if f := a.cfg.SendersChanged; f != nil {
 		f(r.Context())
 	}
+}
+
+// checkRegistered refuses a group sent from a registered sender that may
+// not send yet: a 10DLC or toll-free number whose registration is not
+// approved (422 sender_unregistered), unless the server allows it. A from
+// that is no registered sender is not checked here.
+func (a *api) checkRegistered(ctx context.Context, from string) error {
+	if a.cfg.AllowUnregistered || strings.TrimSpace(from) == "" {
+		return nil
+	}
+	number, err := group.NormalizeNumber(from)
+	if err != nil {
+		return nil // the plan reports a malformed from
+	}
+	s, err := a.store.GetSender(ctx, number)
+	if errors.Is(err, actor.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if s.NeedsApproval() {
+		return unregistered(s)
+	}
+	return nil
+}
+
+func unregistered(s store.Sender) *apiError {
+	kind := "10DLC"
+	if s.Registration.Kind == store.RegistrationTollFree {
+		kind = "toll-free"
+	}
+	msg := fmt.Sprintf("sender %s is a %s number whose registration is %s, not approved: carriers block its messages; "+
+		"wait for approval (PATCH /v1/senders/%s when it comes) or run the server with --allow-unregistered",
+		s.Number, kind, s.Registration.Status, s.Number)
+	return &apiError{Status: http.StatusUnprocessableEntity, Code: codeSenderUnregistered, Message: msg,
+		Fields: []group.FieldError{{Field: "from", Message: msg}}}
 }

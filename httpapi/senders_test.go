@@ -111,3 +111,45 @@ func TestSendersAPI(t *testing.T) {
 		t.Fatalf("audit %q\nwant %q", actions, want)
 	}
 }
+
+// TestSenderRegistrationGate: a group from a 10DLC or toll-free sender
+// whose registration is not approved is refused at create and preview
+// with sender_unregistered; an approved one, one with no registration to
+// get, and a from that is no sender pass; --allow-unregistered lets all
+// through.
+func TestSenderRegistrationGate(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		e := newEnv(t, func(c *Config) { c.AllowUnregistered = allow })
+		ctx := context.Background()
+		for _, s := range []store.Sender{
+			{Number: "+15550100001", Provider: "telnyx", MPS: 1, Registration: store.Registration{Kind: "10dlc", Status: "pending"}},
+			{Number: "+15550100002", Provider: "twilio", MPS: 3, Registration: store.Registration{Kind: "toll_free", Status: "rejected"}},
+			{Number: "+15550100003", Provider: "telnyx", MPS: 1, Registration: store.Registration{Kind: "10dlc", Status: "approved"}},
+			{Number: "+15550100004", Provider: "telnyx", MPS: 30, Registration: store.Registration{Kind: "short_code", Status: "unknown"}},
+			{Number: "+15550100005", Provider: "twilio", MPS: 3, Registration: store.Registration{Kind: "toll_free", Status: "unknown"}},
+		} {
+			if err := e.st.CreateSender(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cases := map[string]bool{ // from → refused without --allow-unregistered
+			"+15550100001": true, "+1 555 010 0002": true, "+15550100005": true,
+			"+15550100003": false, "+15550100004": false, "+15550100099": false,
+		}
+		for from, refused := range cases {
+			body := `{"from":"` + from + `","to":["+15550109001"],"text":"Shift open"}`
+			for _, path := range []string{"/v1/groups/preview", "/v1/groups"} {
+				resp, b := e.do("POST", path, body, "send", nil)
+				if refused && !allow {
+					if resp.StatusCode != http.StatusUnprocessableEntity || errorOf(t, b).Code != "sender_unregistered" {
+						t.Fatalf("%s from %s: %d %s, want 422 sender_unregistered", path, from, resp.StatusCode, b)
+					}
+					continue
+				}
+				if resp.StatusCode >= 300 {
+					t.Fatalf("%s from %s (allow %v): %d %s", path, from, allow, resp.StatusCode, b)
+				}
+			}
+		}
+	}
+}
