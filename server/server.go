@@ -381,6 +381,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		TrustedProxies:    cfg.TrustedProxies,
 		SegmentPrice:      cfg.SegmentPrice,
 		AllowUnregistered: cfg.AllowUnregistered,
+		SenderHealth:      newSenderHealth(providers),
 	})
 	if err != nil {
 		return err
