@@ -1,5 +1,7 @@
 package server
 
+import "context"
+
 // Senders (docs/design.md §16) as the server reports them.
 
 // senderHealth answers GET /v1/senders' healthy from the providers this
@@ -20,4 +22,12 @@ func newSenderHealth[P any](providers map[string]P) senderHealth {
 		h.configured[name] = true
 	}
 	return h
+}
+
+// sendersChanged paces the senders again after a change through the API.
+// Other nodes read the senders when they start.
+func (s *Server) sendersChanged(ctx context.Context) {
+	if err := s.tr.LoadSenders(ctx); err != nil {
+		s.cfg.Logger.Warn("reload senders", "err", err)
+	}
 }

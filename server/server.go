@@ -358,6 +358,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err := s.tr.Start(ctx); err != nil {
 		return err
 	}
+	if err := s.tr.LoadSenders(ctx); err != nil { // pacing per sender (docs/design.md §16)
+		return err
+	}
 	if cfg.Cluster.enabled() {
 		if err := s.startCluster(); err != nil {
 			return err
@@ -382,6 +385,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		SegmentPrice:      cfg.SegmentPrice,
 		AllowUnregistered: cfg.AllowUnregistered,
 		SenderHealth:      newSenderHealth(providers),
+		SendersChanged:    s.sendersChanged,
 	})
 	if err != nil {
 		return err
