@@ -17,8 +17,8 @@ import (
 // route needs the admin scope: a sender decides where messages go and
 // what a carrier is told about them.
 
-// Audit actions of sender changes; the target is the number (the
-// organisation's own, not a person's).
+// Audit actions of sender changes; the target names the number by its
+// last four digits, like every number in the log (store.AuditNumber).
 const (
 	auditSenderCreated = "sender.created"
 	auditSenderUpdated = "sender.updated"
@@ -152,7 +152,7 @@ func (a *api) createSender(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := a.now().UTC()
 	s.CreatedAt, s.UpdatedAt = now, now
-	if err := a.store.CreateSender(r.Context(), s, a.auditEntry(r, auditSenderCreated, s.Number)); err != nil {
+	if err := a.store.CreateSender(r.Context(), s, a.auditEntry(r, auditSenderCreated, store.AuditNumber(s.Number))); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return newError(http.StatusConflict, codeConflict, "this number is already a sender")
 		}
@@ -217,7 +217,7 @@ func (a *api) patchSender(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	s.UpdatedAt = a.now().UTC()
-	if err := a.store.UpdateSender(r.Context(), s, a.auditEntry(r, auditSenderUpdated, s.Number)); err != nil {
+	if err := a.store.UpdateSender(r.Context(), s, a.auditEntry(r, auditSenderUpdated, store.AuditNumber(s.Number))); err != nil {
 		if errors.Is(err, actor.ErrNotFound) {
 			return notFound("sender")
 		}
@@ -230,7 +230,7 @@ func (a *api) patchSender(w http.ResponseWriter, r *http.Request) error {
 
 func (a *api) deleteSender(w http.ResponseWriter, r *http.Request) error {
 	number := r.PathValue("number")
-	if err := a.store.DeleteSender(r.Context(), number, a.auditEntry(r, auditSenderDeleted, number)); err != nil {
+	if err := a.store.DeleteSender(r.Context(), number, a.auditEntry(r, auditSenderDeleted, store.AuditNumber(number))); err != nil {
 		if errors.Is(err, actor.ErrNotFound) {
 			return notFound("sender")
 		}

@@ -106,7 +106,7 @@ func TestSendersAPI(t *testing.T) {
 			actions = append(actions, a.Action+" "+a.Target)
 		}
 	}
-	want := "sender.deleted +15550100002,sender.updated +15550100002,sender.created +15550100002,sender.created +15550100001"
+	want := "sender.deleted …0002,sender.updated …0002,sender.created …0002,sender.created …0001"
 	if strings.Join(actions, ",") != want {
 		t.Fatalf("audit %q\nwant %q", actions, want)
 	}
