@@ -132,6 +132,10 @@ type Config struct {
 	// streams extend it write by write. Default 60 s.
 	WriteTimeout time.Duration
 
+	// AllowUnregistered lets groups send from 10DLC and toll-free senders
+	// whose registration is not approved (docs/design.md §16).
+	AllowUnregistered bool
+
 	// WebhookAllowPrivate lets outbound webhooks reach loopback, private
 	// and link-local addresses (tests, private deployments).
 	WebhookAllowPrivate bool
@@ -354,6 +358,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err := s.tr.Start(ctx); err != nil {
 		return err
 	}
+	if err := s.tr.LoadSenders(ctx); err != nil { // pacing per sender (docs/design.md §16)
+		return err
+	}
 	if cfg.Cluster.enabled() {
 		if err := s.startCluster(); err != nil {
 			return err
@@ -374,8 +381,11 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		// Several nodes (cluster.go); empty for a single node.
 		Node: s.cfg.Cluster.NodeID, AdvertiseURL: s.cfg.Cluster.AdvertiseURL,
 		Router: s.groupRouter(), ClusterSecret: s.cfg.Cluster.Secret, ClusterNodes: s.clusterNodes(),
-		TrustedProxies: cfg.TrustedProxies,
-		SegmentPrice:   cfg.SegmentPrice,
+		TrustedProxies:    cfg.TrustedProxies,
+		SegmentPrice:      cfg.SegmentPrice,
+		AllowUnregistered: cfg.AllowUnregistered,
+		SenderHealth:      newSenderHealth(providers),
+		SendersChanged:    s.sendersChanged,
 	})
 	if err != nil {
 		return err
