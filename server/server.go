@@ -315,6 +315,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		return err
 	}
 	s.reg.Registerer().MustRegister(newOpsCollector(s.st, time.Now)) // inbox age, paused groups (opsmetrics.go)
+	primary := newPrimaryWatch() // failover.go
+	s.reg.Registerer().MustRegister(primary.failovers)
 	sealer, err := webhookout.NewSealer(cfg.WebhookSecretKey)
 	if err != nil {
 		return err
@@ -392,6 +394,10 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if cfg.RetentionInterval > 0 {
 		s.wg.Add(1)
 		go s.retentionLoop()
+	}
+	if pi, ok := s.st.(primaryIdentifier); ok {
+		s.wg.Add(1)
+		go s.watchPrimary(pi, primary)
 	}
 	hctx, stop := context.WithCancel(context.Background())
 	s.stopHooks, s.hooksDone = stop, make(chan struct{})
