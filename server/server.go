@@ -315,7 +315,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		return err
 	}
 	s.reg.Registerer().MustRegister(newOpsCollector(s.st, time.Now)) // inbox age, paused groups (opsmetrics.go)
-	primary := newPrimaryWatch() // failover.go
+	primary := newPrimaryWatch()                                     // failover.go
 	s.reg.Registerer().MustRegister(primary.failovers)
 	sealer, err := webhookout.NewSealer(cfg.WebhookSecretKey)
 	if err != nil {

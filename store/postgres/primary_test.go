@@ -17,17 +17,21 @@ import (
 // pgBin is where Debian puts PostgreSQL 15's server binaries.
 const pgBin = "/usr/lib/postgresql/15/bin"
 
-// pgCmd runs a PostgreSQL binary as the postgres user when we are root
-// (PostgreSQL refuses root), and fails the test on error.
-func pgCmd(t *testing.T, name string, args ...string) {
-	t.Helper()
+// pgRun runs a PostgreSQL binary as the postgres user when we are root
+// (PostgreSQL refuses root).
+func pgRun(name string, args ...string) ([]byte, error) {
 	bin := filepath.Join(pgBin, name)
 	if os.Geteuid() == 0 {
 		args = append([]string{"--reuid=postgres", "--regid=postgres", "--init-groups", bin}, args...)
 		bin = "setpriv"
 	}
-	out, err := exec.Command(bin, args...).CombinedOutput()
-	if err != nil {
+	return exec.Command(bin, args...).CombinedOutput()
+}
+
+// pgCmd is pgRun failing the test on error.
+func pgCmd(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := pgRun(name, args...); err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 }
@@ -77,10 +81,10 @@ func TestPrimaryIdentityChangesOnPromotion(t *testing.T) {
 	}
 	pgCmd(t, "initdb", "-D", primary, "-U", "postgres", "--auth=trust", "-E", "UTF8")
 	pgCmd(t, "pg_ctl", "-D", primary, "-o", opts(p1), "-l", filepath.Join(dir, "primary.log"), "-w", "start")
-	t.Cleanup(func() { _ = exec.Command("setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", filepath.Join(pgBin, "pg_ctl"), "-D", primary, "-m", "immediate", "stop").Run() })
+	t.Cleanup(func() { _, _ = pgRun("pg_ctl", "-D", primary, "-m", "immediate", "stop") })
 	pgCmd(t, "pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(p1), "-U", "postgres", "-D", standby, "-R", "-X", "stream")
 	pgCmd(t, "pg_ctl", "-D", standby, "-o", opts(p2), "-l", filepath.Join(dir, "standby.log"), "-w", "start")
-	t.Cleanup(func() { _ = exec.Command("setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", filepath.Join(pgBin, "pg_ctl"), "-D", standby, "-m", "immediate", "stop").Run() })
+	t.Cleanup(func() { _, _ = pgRun("pg_ctl", "-D", standby, "-m", "immediate", "stop") })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
