@@ -49,6 +49,17 @@ func (w *primaryWatch) observe(id string, now time.Time) (changed bool, before s
 	return true, before, lastSeen
 }
 
+// startPrimaryWatch registers the failover counter (0 on SQLite) and, on
+// PostgreSQL, watches the primary until Stop.
+func (s *Server) startPrimaryWatch() {
+	w := newPrimaryWatch()
+	s.reg.Registerer().MustRegister(w.failovers)
+	if pi, ok := s.st.(primaryIdentifier); ok {
+		s.wg.Add(1)
+		go s.watchPrimary(pi, w)
+	}
+}
+
 // watchPrimary runs until the server stops.
 func (s *Server) watchPrimary(pi primaryIdentifier, w *primaryWatch) {
 	defer s.wg.Done()

@@ -315,8 +315,6 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		return err
 	}
 	s.reg.Registerer().MustRegister(newOpsCollector(s.st, time.Now)) // inbox age, paused groups (opsmetrics.go)
-	primary := newPrimaryWatch()                                     // failover.go
-	s.reg.Registerer().MustRegister(primary.failovers)
 	sealer, err := webhookout.NewSealer(cfg.WebhookSecretKey)
 	if err != nil {
 		return err
@@ -395,10 +393,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.wg.Add(1)
 		go s.retentionLoop()
 	}
-	if pi, ok := s.st.(primaryIdentifier); ok {
-		s.wg.Add(1)
-		go s.watchPrimary(pi, primary)
-	}
+	s.startPrimaryWatch() // crewcast_store_failovers_total (failover.go)
 	hctx, stop := context.WithCancel(context.Background())
 	s.stopHooks, s.hooksDone = stop, make(chan struct{})
 	go func() {
