@@ -403,6 +403,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.wg.Add(1)
 		go s.retentionLoop()
 	}
+	s.startPrimaryWatch() // crewcast_store_failovers_total (failover.go)
 	hctx, stop := context.WithCancel(context.Background())
 	s.stopHooks, s.hooksDone = stop, make(chan struct{})
 	go func() {
@@ -542,6 +543,11 @@ func (s *Server) Stop(ctx context.Context) error {
 	s.stopped = true
 	var errs []error
 	close(s.done)
+	// No database answering (a primary lost, no standby promoted yet):
+	// nothing more can be committed, so waiting out the drain timeout
+	// for commits would only delay the exit (stopwatch.go).
+	ctx, gaveUp, endWatch := s.watchStore(ctx)
+	defer endWatch()
 	if s.tr != nil {
 		// Several nodes: hand every shard off first, each as soon as its
 		// sends are recorded, so the others take over in well under a
@@ -585,13 +591,17 @@ func (s *Server) Stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("demo simulator: %w", err))
 		}
 	}
+	endWatch() // before the store closes under its pings
 	if s.st != nil {
-		if err := s.st.Close(); err != nil {
+		if err := s.closeStore(gaveUp()); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
 		}
 	}
 	if err := s.dbLock.Release(); err != nil {
 		errs = append(errs, fmt.Errorf("release database lock: %w", err))
+	}
+	if gaveUp() {
+		errs = append(errs, errNoDatabase)
 	}
 	return errors.Join(errs...)
 }
