@@ -298,6 +298,7 @@ func (a *groupActor) initTracking() {
 		}
 	}
 	a.initPolicyTracking(a.env.cfg.Clock.Now())
+	a.initCalloutTracking(a.env.cfg.Clock.Now())
 }
 
 func wantedReminders(r *group.Recipient) (check, retry time.Time) {
@@ -439,7 +440,8 @@ func (a *groupActor) create(c *actor.Context[groupMsg], m msgCreate) error {
 }
 
 func (a *groupActor) kickSoon(c *actor.Context[groupMsg]) {
-	if a.g != nil && (a.g.HasClaimable(a.env.cfg.Clock.Now()) || policyDue(a.g, a.env.cfg.Clock.Now())) {
+	now := a.env.cfg.Clock.Now()
+	if a.g != nil && (a.g.HasClaimable(now) || policyDue(a.g, now) || calloutDue(a.g, now, a.env.cfg.CalloutSettle)) {
 		c.Self().Tell(msgKick{})
 	}
 }
@@ -458,6 +460,9 @@ func (a *groupActor) kick(c *actor.Context[groupMsg]) {
 		return
 	}
 	now := e.cfg.Clock.Now()
+	if !a.kickCallout(c, now) || a.g == nil || a.broken || a.retired { // callout.go
+		return
+	}
 	if !a.kickPolicy(c, now) || a.g == nil || a.broken || a.retired {
 		return
 	}
@@ -696,7 +701,7 @@ func (a *groupActor) reminder(c *actor.Context[groupMsg], r actor.Reminder) {
 			}
 		}
 	default:
-		if !a.policyReminder(c, r) {
+		if !a.policyReminder(c, r) && !a.calloutReminder(c, r) {
 			a.dropReminder(c, r.Name)
 		}
 	}
@@ -806,6 +811,7 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 		u.Reminders = append(u.Reminders, a.reminderOps(reminderRetry+strconv.Itoa(i), retry)...)
 	}
 	u.Reminders = append(u.Reminders, a.policyReminderOps(dirty, now)...)
+	u.Reminders = append(u.Reminders, a.calloutReminderOps(now)...)
 	if len(u.Events) > 0 || len(dirty) > 0 {
 		row := groupRow(a.g, a.j.Seq()+uint64(len(u.Events)))
 		a.eff.Group = &row
