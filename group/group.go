@@ -264,6 +264,10 @@ const (
 	CountAckYes       = "ack_yes"
 	CountAckNo        = "ack_no"
 	CountNoReply      = "no_reply"
+	// CountSelected and CountStandby: an exact quota's selected and
+	// standby recipients (waves.go).
+	CountSelected = "selected"
+	CountStandby  = "standby"
 	// CountResponsePrefix + an option key counts the recipients whose
 	// latest answer is that option (the API nests them as
 	// counts.responses).
@@ -277,7 +281,7 @@ var CountKeys = func() []string {
 	for _, s := range crewcast.AllStatuses {
 		keys = append(keys, string(s))
 	}
-	return append(keys, CountReplied, CountAcknowledged, CountAckYes, CountAckNo, CountNoReply)
+	return append(keys, CountReplied, CountAcknowledged, CountAckYes, CountAckNo, CountNoReply, CountSelected, CountStandby)
 }()
 
 // tally is how one recipient counts in Counts.
@@ -286,14 +290,22 @@ type tally struct {
 	replied  bool
 	ack      crewcast.Ack
 	response string
+	selected bool
+	standby  bool
 }
 
 func tallyOf(r *Recipient) tally {
-	return tally{status: r.Status, replied: r.Replies > 0, ack: r.Ack, response: r.Response}
+	return tally{status: r.Status, replied: r.Replies > 0, ack: r.Ack, response: r.Response, selected: r.Selected, standby: r.Standby}
 }
 
 func (t tally) add(c map[string]int, n int) {
 	c[string(t.status)] += n
+	if t.selected {
+		c[CountSelected] += n
+	}
+	if t.standby {
+		c[CountStandby] += n
+	}
 	if t.response != "" {
 		c[CountResponsePrefix+t.response] += n
 	}

@@ -263,12 +263,18 @@ func TestPropertyNeverSendsTwiceAndStatusesMoveForward(t *testing.T) {
 			}
 			// Counts follows changes incrementally: it must agree with
 			// counting every recipient afresh.
-			fresh := map[string]int{"replied": 0, "acknowledged": 0, "ack_yes": 0, "ack_no": 0, "no_reply": 0}
+			fresh := map[string]int{"replied": 0, "acknowledged": 0, "ack_yes": 0, "ack_no": 0, "no_reply": 0, "selected": 0, "standby": 0}
 			for _, s := range crewcast.AllStatuses {
 				fresh[string(s)] = 0
 			}
 			for _, r := range g.Recipients {
 				fresh[string(r.Status)]++
+				if r.Selected {
+					fresh["selected"]++
+				}
+				if r.Standby {
+					fresh["standby"]++
+				}
 				if r.Replies > 0 {
 					fresh["replied"]++
 				} else if r.Status != crewcast.StatusOptedOut && r.Status != crewcast.StatusCanceled {

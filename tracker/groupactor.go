@@ -1007,7 +1007,7 @@ func (a *groupActor) outboxChange(events []actor.Event, dirty []int, now time.Ti
 				return webhookout.RecipientExtra{}
 			}
 			x := webhookout.RecipientExtra{ContactID: r.ContactID, Text: a.g.Text, FollowupsSent: r.FollowupsSent,
-				NextFollowupAt: a.g.NextFollowupAt(r)}
+				NextFollowupAt: a.g.NextFollowupAt(r), Wave: r.Wave, Selected: r.Selected, Standby: r.Standby}
 			if r.Text != "" {
 				x.Text = r.Text
 			}
