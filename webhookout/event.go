@@ -63,9 +63,9 @@ func ValidType(typ string) bool {
 type scope int
 
 const (
-	scopeGroup     scope = iota // data.group
-	scopeRecipient              // data.recipient: the index is the journal event's "i"
-	scopeRecipients             // one data.recipient per index of the journal event's "i" list
+	scopeGroup      scope = iota // data.group
+	scopeRecipient               // data.recipient: the index is the journal event's "i"
+	scopeRecipients              // one data.recipient per index of the journal event's "i" list
 )
 
 type rule struct {
