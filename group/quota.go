@@ -195,7 +195,12 @@ func (g *Group) applyQuotaEvent(e Event) error {
 		}
 		g.WavesSent, g.LastWaveAt = max(g.WavesSent, v.Wave), v.At
 	case Selected:
-		g.each(v.Indices, func(r *Recipient) { r.Selected, r.Standby, r.SelectedAt = true, false, v.At })
+		g.each(v.Indices, func(r *Recipient) {
+			r.Selected, r.Standby, r.SelectedAt = true, false, v.At
+			if v.By != "" {
+				r.Released = false
+			}
+		})
 	case Standby:
 		g.each(v.Indices, func(r *Recipient) {
 			if !r.Selected {
@@ -203,7 +208,12 @@ func (g *Group) applyQuotaEvent(e Event) error {
 			}
 		})
 	case Unselected:
-		g.each(v.Indices, func(r *Recipient) { r.Selected, r.Standby = false, false })
+		g.each(v.Indices, func(r *Recipient) {
+			r.Selected, r.Standby = false, false
+			if v.By != "" {
+				r.Released = true
+			}
+		})
 	case NotNeeded:
 		g.each(v.Indices, func(r *Recipient) {
 			if r.Wave == 0 && (r.Status == crewcast.StatusPending || r.Status == crewcast.StatusScheduled) {

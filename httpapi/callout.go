@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"net/http"
 	"time"
 
 	"github.com/crewcast/crewcast/group"
@@ -93,4 +95,49 @@ func (p *policyView) recipientCallout(number string) recipientCalloutJSON {
 		return recipientCalloutJSON{}
 	}
 	return recipientCalloutJSON{Wave: r.Wave, Selected: r.Selected, Standby: r.Standby}
+}
+
+// CalloutActions is implemented by a Service that offers a dispatcher's
+// hand on a callout (tracker.Tracker does).
+type CalloutActions interface {
+	SelectRecipient(ctx context.Context, id, number, by string) error
+	ReleaseRecipient(ctx context.Context, id, number, by string) error
+	StartNextWave(ctx context.Context, id, by string) error
+}
+
+func (a *api) calloutActions() (CalloutActions, error) {
+	ca, ok := a.svc.(CalloutActions)
+	if !ok {
+		return nil, errNoPolicyActions
+	}
+	return ca, nil
+}
+
+func (a *api) selectRecipient(w http.ResponseWriter, r *http.Request) error {
+	return a.handOnRecipient(w, r, CalloutActions.SelectRecipient)
+}
+
+func (a *api) releaseRecipient(w http.ResponseWriter, r *http.Request) error {
+	return a.handOnRecipient(w, r, CalloutActions.ReleaseRecipient)
+}
+
+func (a *api) handOnRecipient(w http.ResponseWriter, r *http.Request,
+	do func(CalloutActions, context.Context, string, string, string) error) error {
+	ca, err := a.calloutActions()
+	if err != nil {
+		return err
+	}
+	number, err := pathNumber(r)
+	if err != nil {
+		return err
+	}
+	return a.afterAction(w, r, do(ca, r.Context(), r.PathValue("id"), number, by(r)))
+}
+
+func (a *api) startNextWave(w http.ResponseWriter, r *http.Request) error {
+	ca, err := a.calloutActions()
+	if err != nil {
+		return err
+	}
+	return a.afterAction(w, r, ca.StartNextWave(r.Context(), r.PathValue("id"), by(r)))
 }

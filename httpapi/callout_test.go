@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/crewcast/crewcast/group"
 )
@@ -81,4 +84,67 @@ func TestCalloutCreatedAndShown(t *testing.T) {
 		{name: "filled_text needs a quorum", method: "POST", path: "/v1/groups", key: "send", status: 400,
 			body: calloutBase + `,"filled_text":"Full"}`, fields: []string{"filled_text"}},
 	})
+}
+
+// calloutSvc adds the callout actions to the test service.
+type calloutSvc struct {
+	*fakeService
+	e *env
+}
+
+func (c calloutSvc) SelectRecipient(ctx context.Context, id, number, by string) error {
+	return c.e.mini.command(ctx, id, func(g *group.Group, now time.Time) (group.Event, error) { return g.SelectByHand(number, now, by) })
+}
+
+func (c calloutSvc) ReleaseRecipient(ctx context.Context, id, number, by string) error {
+	return c.e.mini.command(ctx, id, func(g *group.Group, now time.Time) (group.Event, error) { return g.ReleaseByHand(number, now, by) })
+}
+
+func (c calloutSvc) StartNextWave(ctx context.Context, id, by string) error {
+	return c.e.mini.command(ctx, id, func(g *group.Group, now time.Time) (group.Event, error) { return g.WaveNow(now, by) })
+}
+
+// The dispatcher's hand: next wave now, release, select; 409 for what the
+// rules refuse, 501 from a service without the actions, read keys refused.
+func TestCalloutActions(t *testing.T) {
+	plain := newEnv(t, nil)
+	pid := plain.createGroup("+15550100001")
+	if resp, b := plain.do("POST", "/v1/groups/"+pid+"/next-wave", "", "send", nil); resp.StatusCode != 501 {
+		t.Fatalf("next wave without support: %d %s", resp.StatusCode, b)
+	}
+	var svc calloutSvc
+	e := newEnv(t, func(c *Config) {
+		svc.fakeService = c.Service.(*fakeService)
+		c.Service = &svc
+	})
+	svc.e = e
+	resp, b := e.do("POST", "/v1/groups", calloutBase+`,"quorum":{"response":"1","count":1},"waves":{"size":1,"every":"1h"}}`, "send", nil)
+	if resp.StatusCode != 201 {
+		t.Fatalf("create %d %s", resp.StatusCode, b)
+	}
+	id := decode[groupJSON](t, b).ID
+	if resp, _ := e.do("POST", "/v1/groups/"+id+"/next-wave", "", "read", nil); resp.StatusCode != 403 {
+		t.Fatalf("read key: %d", resp.StatusCode)
+	}
+	e.apply(id, group.WaveSent{At: e.clock.Now(), Wave: 1, Indices: []int{0}})
+	resp, b = e.do("POST", "/v1/groups/"+id+"/next-wave", "", "send", nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"sent":2`) {
+		t.Fatalf("next wave %d %s", resp.StatusCode, b)
+	}
+	num := "%2B15550100002"
+	if resp, b := e.do("POST", "/v1/groups/"+id+"/recipients/"+num+"/select", "", "send", nil); resp.StatusCode != 409 {
+		t.Fatalf("select without a yes: %d %s", resp.StatusCode, b)
+	}
+	e.apply(id, group.Replied{At: e.clock.Now(), EventID: "in1", Index: 1, Text: "1", Response: "1"})
+	resp, b = e.do("POST", "/v1/groups/"+id+"/recipients/"+num+"/select", "", "send", nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"selected":1`) {
+		t.Fatalf("select %d %s", resp.StatusCode, b)
+	}
+	resp, b = e.do("POST", "/v1/groups/"+id+"/recipients/"+num+"/release", "", "send", nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"selected":0`) {
+		t.Fatalf("release %d %s", resp.StatusCode, b)
+	}
+	if resp, b := e.do("POST", "/v1/groups/"+id+"/recipients/"+num+"/release", "", "send", nil); resp.StatusCode != 409 {
+		t.Fatalf("release twice: %d %s", resp.StatusCode, b)
+	}
 }

@@ -1,6 +1,8 @@
 package tracker
 
 import (
+	"context"
+	"strconv"
 	"time"
 
 	"github.com/crewcast/crewcast"
@@ -245,4 +247,46 @@ func (a *groupActor) recoverAutoReplies(now time.Time) {
 	if u, ok := a.g.RecoverAutoReplies(now, a.env.work.inFlight(a.key)); ok {
 		a.emit(u)
 	}
+}
+
+// Audit actions of a dispatcher's hand on a callout (group/handpick.go).
+const (
+	AuditRecipientSelected = "recipient.selected"
+	AuditRecipientReleased = "recipient.released"
+	AuditGroupWaveStarted  = "group.wave_started"
+)
+
+// calloutAudit names the audit entry of a callout event made by hand.
+func (a *groupActor) calloutAudit(ev group.Event) (action, target, by string, ok bool) {
+	switch e := ev.(type) {
+	case group.Selected:
+		if e.By != "" && len(e.Indices) == 1 {
+			return AuditRecipientSelected, a.recipientTarget(e.Indices[0]), e.By, true
+		}
+	case group.Unselected:
+		if e.By != "" && len(e.Indices) == 1 {
+			return AuditRecipientReleased, a.recipientTarget(e.Indices[0]), e.By, true
+		}
+	case group.WaveSent:
+		if e.By != "" {
+			return AuditGroupWaveStarted, a.key + " wave " + strconv.Itoa(e.Wave), e.By, true
+		}
+	}
+	return "", "", "", false
+}
+
+// SelectRecipient selects a person for the group's exact quota by hand
+// (journaled and audited with who asked).
+func (t *Tracker) SelectRecipient(ctx context.Context, id, number, by string) error {
+	return t.command(ctx, id, func(g *group.Group, now time.Time) (group.Event, error) { return g.SelectByHand(number, now, by) })
+}
+
+// ReleaseRecipient releases a selected or standby person by hand.
+func (t *Tracker) ReleaseRecipient(ctx context.Context, id, number, by string) error {
+	return t.command(ctx, id, func(g *group.Group, now time.Time) (group.Event, error) { return g.ReleaseByHand(number, now, by) })
+}
+
+// StartNextWave sends the group's next wave now.
+func (t *Tracker) StartNextWave(ctx context.Context, id, by string) error {
+	return t.command(ctx, id, func(g *group.Group, now time.Time) (group.Event, error) { return g.WaveNow(now, by) })
 }

@@ -268,3 +268,62 @@ func TestCalloutAutoReplyCrashIsUncertainNeverResent(t *testing.T) {
 		t.Fatalf("confirm %q, new process sent %+v", g.Recipients[0].ConfirmDone, prov2.sent())
 	}
 }
+
+// TestCalloutByHand: a dispatcher starts the next wave now, releases a
+// selected person (the standby takes the place and gets confirmed_text)
+// and selects them again; each is journaled and audited with who asked.
+func TestCalloutByHand(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.CalloutSettle = -1 })
+	ada := store.AuditActor{Type: store.ActorUser, ID: "usr_ada", Name: "Ada"}
+	ctx := store.WithAuditActor(context.Background(), ada)
+	n := nums(6)
+	id := e.createCallout(6, 1, 2, nil)
+	e.settle()
+	if err := e.tr.StartNextWave(ctx, id, "usr_ada"); err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	if got := len(e.prov.sent()); got != 4 {
+		t.Fatalf("after the wave by hand: %d sends, want 4", got)
+	}
+	e.reply(n[0], "1", "r0")
+	e.settle()
+	e.reply(n[3], "1", "r3") // standby
+	e.settle()
+	if err := e.tr.ReleaseRecipient(ctx, id, n[0], "usr_ada"); err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	g := e.loadGroup(id)
+	if g.Recipients[0].Selected || !g.Recipients[3].Selected {
+		t.Fatalf("after the release 0:%+v 3:%+v", g.Recipients[0].QuotaState, g.Recipients[3].QuotaState)
+	}
+	if err := e.tr.SelectRecipient(ctx, id, n[0], "usr_ada"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.tr.SelectRecipient(ctx, id, n[1], "usr_ada"); !errors.Is(err, group.ErrState) {
+		t.Fatalf("selecting someone who did not say yes: %v", err)
+	}
+	e.settle()
+	if g := e.loadGroup(id); !g.Recipients[0].Selected || !g.Recipients[3].Selected {
+		t.Fatalf("after selecting by hand 0:%+v", g.Recipients[0].QuotaState)
+	}
+	texts := e.textsTo()
+	if len(texts[n[0]]) != 2 || len(texts[n[3]]) != 3 || texts[n[3]][2] != confirmedText {
+		t.Fatalf("texts %q / %q", texts[n[0]], texts[n[3]])
+	}
+	got, _, err := e.st.ListAudit(context.Background(), store.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, a := range got {
+		if a.Actor == ada {
+			actions = append(actions, a.Action)
+		}
+	}
+	want := []string{AuditRecipientSelected, AuditRecipientReleased, AuditGroupWaveStarted} // newest first
+	if strings.Join(actions, ",") != strings.Join(want, ",") {
+		t.Fatalf("audit %v, want %v", actions, want)
+	}
+}
