@@ -17,6 +17,7 @@ export const STATUSES = {
   unknown: { label: "Unknown", tone: "warn", hint: "No final receipt arrived in time" },
   opted_out: { label: "Opted out", tone: "muted", hint: "The recipient opted out; not sent" },
   canceled: { label: "Canceled", tone: "muted", hint: "Canceled before it was sent" },
+  not_needed: { label: "Not needed", tone: "muted", hint: "Never texted: the callout filled before their wave" },
 };
 
 /** Group statuses with label and tone. */
