@@ -63,6 +63,19 @@ func calloutDue(g *group.Group, now time.Time, settle time.Duration) bool {
 	return !at.IsZero() && !at.After(now) && g.Status != crewcast.GroupPaused
 }
 
+// settleSoon schedules a kick for when the earliest unsettled answer
+// settles: the durable reminder "q" wakes the group after a restart, this
+// kick decides as soon as the answer settles rather than at the reminder
+// poller's next read.
+func (a *groupActor) settleSoon(c *actor.Context[groupMsg], now time.Time) {
+	if !a.g.Exact() {
+		return
+	}
+	if _, wake := a.g.Select(now, a.env.cfg.CalloutSettle); !wake.IsZero() {
+		a.kickLater(c, now, wake.Sub(now))
+	}
+}
+
 // calloutReminders are the callout's reminders wanted at now; inFlight is
 // the auto-reply check already set (kept while an auto-reply is in flight,
 // so that each commit does not move it).

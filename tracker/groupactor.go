@@ -443,6 +443,8 @@ func (a *groupActor) kickSoon(c *actor.Context[groupMsg]) {
 	now := a.env.cfg.Clock.Now()
 	if a.g != nil && (a.g.HasClaimable(now) || policyDue(a.g, now) || calloutDue(a.g, now, a.env.cfg.CalloutSettle)) {
 		c.Self().Tell(msgKick{})
+	} else if a.g != nil {
+		a.settleSoon(c, now) // callout.go
 	}
 }
 
