@@ -263,3 +263,11 @@ func answerAt(r *Recipient) time.Time {
 func (g *Group) saysYes(r *Recipient) bool {
 	return r.Response == g.Quorum.Response && r.Status != crewcast.StatusOptedOut && !r.Released
 }
+
+// AutoReplyKindOf is the kind of auto-reply a send id names.
+func AutoReplyKindOf(id string) string {
+	if strings.HasPrefix(id, "c") {
+		return AutoConfirmed
+	}
+	return AutoFilled
+}

@@ -141,3 +141,30 @@ func (a *api) startNextWave(w http.ResponseWriter, r *http.Request) error {
 	}
 	return a.afterAction(w, r, ca.StartNextWave(r.Context(), r.PathValue("id"), by(r)))
 }
+
+// autoReplyJSON is one auto-reply of a callout in a person's history.
+type autoReplyJSON struct {
+	GroupID string `json:"group_id"`
+	Kind    string `json:"kind"` // confirmed or filled
+	Text    string `json:"text"`
+	// Status: sending (claimed, no answer yet), sent, uncertain (may
+	// have gone out; never resent), failed, skipped (opted out first).
+	Status string `json:"status"`
+}
+
+// autoRepliesOf lists the auto-replies claimed for r in g.
+func autoRepliesOf(g *group.Group, r *group.Recipient) []autoReplyJSON {
+	var out []autoReplyJSON
+	add := func(kind, done string) {
+		status := done
+		if done == "" && r.AutoSendID != "" && group.AutoReplyKindOf(r.AutoSendID) == kind {
+			status = "sending"
+		}
+		if status != "" {
+			out = append(out, autoReplyJSON{GroupID: g.ID, Kind: kind, Text: g.AutoReplyText(kind), Status: status})
+		}
+	}
+	add(group.AutoConfirmed, r.ConfirmDone)
+	add(group.AutoFilled, r.FilledDone)
+	return out
+}

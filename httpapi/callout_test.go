@@ -68,6 +68,15 @@ func TestCalloutCreatedAndShown(t *testing.T) {
 					r[2]["status"] != "not_needed" {
 					t.Fatalf("recipients %v", r)
 				}
+				// The confirmed_text is in the person's history.
+				s := group.AutoReplySend{ID: "c1", Index: 1, Kind: group.AutoConfirmed}
+				e.apply(g.ID, group.Replied{At: now, EventID: "in1", Index: 1, Text: "1", Response: "1"},
+					group.AutoReplyClaimed{At: now, Sends: []group.AutoReplySend{s}},
+					group.AutoReplyOutcomes{At: now, Outcomes: []group.Outcome{{SendID: "c1", Indices: []int{1}, Result: group.ResultAccepted, MessageID: "m-c1"}}})
+				resp, hb := e.do("GET", "/v1/reports/recipients/%2B15550100002", "", e.keys["read"], nil)
+				if resp.StatusCode != 200 || !strings.Contains(string(hb), `"auto_replies":[{"group_id":"`+g.ID+`","kind":"confirmed","text":"You're on","status":"sent"}]`) {
+					t.Fatalf("history %d %s", resp.StatusCode, hb)
+				}
 			}},
 		{name: "exact false stays plain with waves", method: "POST", path: "/v1/groups", key: "send", status: 201,
 			body: calloutBase + `,"quorum":{"response":"1","count":1,"exact":false},"waves":{"size":2,"every":"5m"}}`,
