@@ -128,15 +128,19 @@ func (g *Group) ClaimAutoReplies(now time.Time, limit int) (AutoReplyClaimed, bo
 	return c, len(c.Sends) > 0
 }
 
-// NextAutoReplyAt is when the next owed auto-reply may be claimed (zero:
-// none owed or one is in flight for everyone owed).
-func (g *Group) NextAutoReplyAt() time.Time {
+// NextAutoReplyAt is when the next owed auto-reply may be claimed, no
+// earlier than now (zero: none owed or one is in flight for everyone
+// owed). An owed reply held by quiet hours is due when they end.
+func (g *Group) NextAutoReplyAt(now time.Time) time.Time {
 	var next time.Time
 	for _, r := range g.Recipients {
 		if g.owedAutoReply(r) == "" {
 			continue
 		}
 		at := r.AutoRetryAt
+		if at.Before(now) {
+			at = now // (a zero AutoRetryAt is not "never": it is due now)
+		}
 		if until, ok := g.quietUntil(r, at); ok {
 			at = until
 		}

@@ -59,7 +59,7 @@ func calloutDue(g *group.Group, now time.Time, settle time.Duration) bool {
 	if w, ok := g.NextWave(now); ok && len(w.Indices) > 0 {
 		return true
 	}
-	at := g.NextAutoReplyAt()
+	at := g.NextAutoReplyAt(now)
 	return !at.IsZero() && !at.After(now) && g.Status != crewcast.GroupPaused
 }
 
@@ -86,7 +86,7 @@ func calloutReminders(g *group.Group, now time.Time, settle time.Duration, have 
 	}
 	if g.Status != crewcast.GroupPaused {
 		out[reminderWave] = g.NextWaveAt()
-		out[reminderAutoReply] = g.NextAutoReplyAt()
+		out[reminderAutoReply] = g.NextAutoReplyAt(now)
 	}
 	_, out[reminderSettle] = g.Select(now, settle)
 	for _, r := range g.Recipients {
@@ -184,7 +184,7 @@ func (a *groupActor) claimAutoReplies(c *actor.Context[groupMsg], now time.Time)
 	e, g := a.env, a.g
 	room := e.cfg.MaxBacklog - e.sends.backlog() - len(a.pol)
 	if room <= 0 {
-		if at := g.NextAutoReplyAt(); !at.IsZero() && !at.After(now) {
+		if at := g.NextAutoReplyAt(now); !at.IsZero() && !at.After(now) {
 			e.room.wait(a.key)
 		}
 		return

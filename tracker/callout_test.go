@@ -327,3 +327,43 @@ func TestCalloutByHand(t *testing.T) {
 		t.Fatalf("audit %v, want %v", actions, want)
 	}
 }
+
+// TestCalloutAutoRepliesWaitOutQuietHours: a YES that lands in the
+// person's quiet hours gets its auto-reply when they end, not before;
+// in a critical group at once.
+func TestCalloutAutoRepliesWaitOutQuietHours(t *testing.T) {
+	for _, critical := range []bool{false, true} {
+		e := newEnv(t, func(c *Config) { c.CalloutSettle = -1 })
+		n := nums(2)
+		id := e.createCallout(2, 1, 2, func(r *group.Request) {
+			r.QuietHours = "12:30-13:30"
+			if critical {
+				r.Priority = group.PriorityCritical
+			}
+		})
+		e.settle()
+		e.clk.Advance(31 * time.Minute) // 12:31, in quiet hours (UTC)
+		e.settle()
+		e.reply(n[0], "1", "r0")
+		e.reply(n[1], "1", "r1")
+		e.settle()
+		auto := func() int { return countText(confirmedText)(e.prov.sent()) + countText(group.DefaultFilledText)(e.prov.sent()) }
+		if critical {
+			if got := auto(); got != 2 {
+				t.Fatalf("critical: %d auto-replies during quiet hours, want 2 at once", got)
+			}
+			continue
+		}
+		if got := auto(); got != 0 {
+			t.Fatalf("%d auto-replies during quiet hours, want 0", got)
+		}
+		e.clk.Advance(time.Hour) // 13:31
+		e.settle()
+		if got := auto(); got != 2 {
+			t.Fatalf("%d auto-replies after quiet hours, want 2", got)
+		}
+		if g := e.loadGroup(id); g.Recipients[0].ConfirmDone != group.AutoSent || g.Recipients[1].FilledDone != group.AutoSent {
+			t.Fatalf("done %q %q", g.Recipients[0].ConfirmDone, g.Recipients[1].FilledDone)
+		}
+	}
+}
