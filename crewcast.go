@@ -36,7 +36,7 @@ const (
 
 // AllStatuses lists every recipient status in display order.
 var AllStatuses = []Status{StatusScheduled, StatusPending, StatusSending, StatusSent, StatusDelivered, StatusFailed,
-	StatusUnconfirmed, StatusUnknown, StatusOptedOut, StatusCanceled}
+	StatusUnconfirmed, StatusUnknown, StatusOptedOut, StatusCanceled, StatusNotNeeded}
 
 // Valid reports whether s is one of the known statuses.
 func (s Status) Valid() bool {

@@ -57,6 +57,8 @@ type config struct {
 
 	crewsImportN int
 	crewsGroupN  int
+	// callout: a callout that fills (callout.go).
+	calloutN, calloutNeed, calloutWave int
 
 	scaleSmall    int
 	scaleN        int
@@ -102,6 +104,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.fanoutStops, "fanout-stops", 0, "fan-out recipients who text STOP first (never sent: counted apart, not in the rate)")
 	fs.IntVar(&c.crewsImportN, "crews-import-n", 50000, "CSV rows of the measured contacts import")
 	fs.IntVar(&c.crewsGroupN, "crews-group-n", 100000, "people in the crew of the measured group creation")
+	fs.IntVar(&c.calloutN, "callout-n", 10000, "callout: people in the callout")
+	fs.IntVar(&c.calloutNeed, "callout-need", 50, "callout: people it needs")
+	fs.IntVar(&c.calloutWave, "callout-wave", 200, "callout: people per wave")
 	fs.IntVar(&c.scaleSmall, "scale-small", 10000, "hibernated groups in the small scale run")
 	fs.IntVar(&c.scaleN, "scale-n", envInt("CREWCAST_BENCH_SCALE_N", 1000000), "hibernated groups in the large scale run (env CREWCAST_BENCH_SCALE_N)")
 	fs.IntVar(&c.scaleWebhooks, "scale-webhooks", 3000, "webhooks per scale run, each to a different random group")
@@ -117,7 +122,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, err
 	}
 	var err error
-	c.run, err = harness.Scenarios(*runList, "scenario", []string{"ingest", "e2e", "fanout", "scale", "webhookout", "crews", "cluster"})
+	c.run, err = harness.Scenarios(*runList, "scenario", []string{"ingest", "e2e", "fanout", "scale", "webhookout", "crews", "callout", "cluster"})
 	return c, err
 }
 
@@ -160,7 +165,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	steps := map[string]func(context.Context, config, harness.Reporter) error{
 		"ingest": benchIngest, "e2e": benchE2E, "fanout": benchFanout, "scale": benchScale,
-		"webhookout": benchWebhookOut, "crews": benchCrews, "cluster": benchCluster,
+		"webhookout": benchWebhookOut, "crews": benchCrews, "callout": benchCallout, "cluster": benchCluster,
 	}
 	return rep.RunEach(c.run, func(s string) error { return steps[s](ctx, c, rep) })
 }

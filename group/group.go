@@ -271,6 +271,10 @@ const (
 	// a board shows them apart so "blocked by the carrier" never reads as a
 	// plain failure (docs/design.md §18).
 	CountCarrierBlocked = "carrier_blocked"
+	// CountSelected and CountStandby: an exact quota's selected and
+	// standby recipients (waves.go).
+	CountSelected = "selected"
+	CountStandby  = "standby"
 	// CountResponsePrefix + an option key counts the recipients whose
 	// latest answer is that option (the API nests them as
 	// counts.responses).
@@ -284,7 +288,8 @@ var CountKeys = func() []string {
 	for _, s := range crewcast.AllStatuses {
 		keys = append(keys, string(s))
 	}
-	return append(keys, CountReplied, CountAcknowledged, CountAckYes, CountAckNo, CountNoReply, CountCarrierBlocked)
+	return append(keys, CountReplied, CountAcknowledged, CountAckYes, CountAckNo, CountNoReply, CountSelected, CountStandby,
+		CountCarrierBlocked)
 }()
 
 // tally is how one recipient counts in Counts.
@@ -293,11 +298,13 @@ type tally struct {
 	replied  bool
 	ack      crewcast.Ack
 	response string
+	selected bool
+	standby  bool
 	blocked  bool // failed, for a reason the carrier named
 }
 
 func tallyOf(r *Recipient) tally {
-	return tally{status: r.Status, replied: r.Replies > 0, ack: r.Ack, response: r.Response,
+	return tally{status: r.Status, replied: r.Replies > 0, ack: r.Ack, response: r.Response, selected: r.Selected, standby: r.Standby,
 		blocked: r.Status == crewcast.StatusFailed && errcode.Carrier(r.ErrorCode) != ""}
 }
 
@@ -305,6 +312,12 @@ func (t tally) add(c map[string]int, n int) {
 	c[string(t.status)] += n
 	if t.blocked {
 		c[CountCarrierBlocked] += n
+	}
+	if t.selected {
+		c[CountSelected] += n
+	}
+	if t.standby {
+		c[CountStandby] += n
 	}
 	if t.response != "" {
 		c[CountResponsePrefix+t.response] += n

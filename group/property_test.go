@@ -264,7 +264,8 @@ func TestPropertyNeverSendsTwiceAndStatusesMoveForward(t *testing.T) {
 			}
 			// Counts follows changes incrementally: it must agree with
 			// counting every recipient afresh.
-			fresh := map[string]int{"replied": 0, "acknowledged": 0, "ack_yes": 0, "ack_no": 0, "no_reply": 0, "carrier_blocked": 0}
+			fresh := map[string]int{"replied": 0, "acknowledged": 0, "ack_yes": 0, "ack_no": 0, "no_reply": 0, "selected": 0, "standby": 0,
+				"carrier_blocked": 0}
 			for _, s := range crewcast.AllStatuses {
 				fresh[string(s)] = 0
 			}
@@ -272,6 +273,12 @@ func TestPropertyNeverSendsTwiceAndStatusesMoveForward(t *testing.T) {
 				fresh[string(r.Status)]++
 				if r.Status == crewcast.StatusFailed && errcode.Carrier(r.ErrorCode) != "" {
 					fresh["carrier_blocked"]++
+				}
+				if r.Selected {
+					fresh["selected"]++
+				}
+				if r.Standby {
+					fresh["standby"]++
 				}
 				if r.Replies > 0 {
 					fresh["replied"]++

@@ -128,15 +128,19 @@ func (g *Group) ClaimAutoReplies(now time.Time, limit int) (AutoReplyClaimed, bo
 	return c, len(c.Sends) > 0
 }
 
-// NextAutoReplyAt is when the next owed auto-reply may be claimed (zero:
-// none owed or one is in flight for everyone owed).
-func (g *Group) NextAutoReplyAt() time.Time {
+// NextAutoReplyAt is when the next owed auto-reply may be claimed, no
+// earlier than now (zero: none owed or one is in flight for everyone
+// owed). An owed reply held by quiet hours is due when they end.
+func (g *Group) NextAutoReplyAt(now time.Time) time.Time {
 	var next time.Time
 	for _, r := range g.Recipients {
 		if g.owedAutoReply(r) == "" {
 			continue
 		}
 		at := r.AutoRetryAt
+		if at.Before(now) {
+			at = now // (a zero AutoRetryAt is not "never": it is due now)
+		}
 		if until, ok := g.quietUntil(r, at); ok {
 			at = until
 		}
@@ -195,7 +199,12 @@ func (g *Group) applyQuotaEvent(e Event) error {
 		}
 		g.WavesSent, g.LastWaveAt = max(g.WavesSent, v.Wave), v.At
 	case Selected:
-		g.each(v.Indices, func(r *Recipient) { r.Selected, r.Standby, r.SelectedAt = true, false, v.At })
+		g.each(v.Indices, func(r *Recipient) {
+			r.Selected, r.Standby, r.SelectedAt = true, false, v.At
+			if v.By != "" {
+				r.Released = false
+			}
+		})
 	case Standby:
 		g.each(v.Indices, func(r *Recipient) {
 			if !r.Selected {
@@ -203,7 +212,12 @@ func (g *Group) applyQuotaEvent(e Event) error {
 			}
 		})
 	case Unselected:
-		g.each(v.Indices, func(r *Recipient) { r.Selected, r.Standby = false, false })
+		g.each(v.Indices, func(r *Recipient) {
+			r.Selected, r.Standby = false, false
+			if v.By != "" {
+				r.Released = true
+			}
+		})
 	case NotNeeded:
 		g.each(v.Indices, func(r *Recipient) {
 			if r.Wave == 0 && (r.Status == crewcast.StatusPending || r.Status == crewcast.StatusScheduled) {

@@ -66,6 +66,11 @@ type Request struct {
 	Known map[string]RecipientInput `json:"-"`
 	// PolicyInput: send_at, priority, followup, escalate, quiet_hours.
 	PolicyInput
+	// CalloutInput: waves, confirmed_text, filled_text (PlanCallout).
+	CalloutInput
+	// ExactGiven says the client wrote quorum.exact (true or false): with
+	// waves, exact is the default only when it did not.
+	ExactGiven bool `json:"-"`
 }
 
 // UsesDirectory reports whether the request names crews, tags or contacts.

@@ -68,6 +68,9 @@ type QuotaState struct {
 	ConfirmDone string    `json:"confirm_done,omitempty"`
 	FilledDone  string    `json:"filled_done,omitempty"`
 	AutoRetryAt time.Time `json:"auto_retry_at,omitzero"`
+	// Released: a dispatcher released them by hand (handpick.go); their
+	// yes no longer counts until someone selects them by hand again.
+	Released bool `json:"released,omitempty"`
 }
 
 // WaveSent records a wave: its recipients may now be claimed.
@@ -75,6 +78,7 @@ type WaveSent struct {
 	At      time.Time `json:"at"`
 	Wave    int       `json:"wave"`
 	Indices []int     `json:"i"`
+	By      string    `json:"by,omitempty"` // a dispatcher started it now (handpick.go)
 }
 
 // Selected records recipients selected for the quota (from standby or
@@ -82,6 +86,7 @@ type WaveSent struct {
 type Selected struct {
 	At      time.Time `json:"at"`
 	Indices []int     `json:"i"`
+	By      string    `json:"by,omitempty"` // selected by hand (handpick.go)
 }
 
 // Standby records recipients who answered yes after the quota filled.
@@ -95,6 +100,7 @@ type Standby struct {
 type Unselected struct {
 	At      time.Time `json:"at"`
 	Indices []int     `json:"i"`
+	By      string    `json:"by,omitempty"` // released by hand (handpick.go)
 }
 
 // NotNeeded records the recipients never texted when the quota filled.
@@ -255,5 +261,13 @@ func answerAt(r *Recipient) time.Time {
 // saysYes reports whether r's latest answer is the quorum's response and
 // r can still be counted (not opted out).
 func (g *Group) saysYes(r *Recipient) bool {
-	return r.Response == g.Quorum.Response && r.Status != crewcast.StatusOptedOut
+	return r.Response == g.Quorum.Response && r.Status != crewcast.StatusOptedOut && !r.Released
+}
+
+// AutoReplyKindOf is the kind of auto-reply a send id names.
+func AutoReplyKindOf(id string) string {
+	if strings.HasPrefix(id, "c") {
+		return AutoConfirmed
+	}
+	return AutoFilled
 }

@@ -98,8 +98,10 @@ func TestEveryChangingRouteAppendsOneAuditEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	prov := &scriptProvider{attempts: map[string]int{}}
+	var trk *tracker.Tracker
 	e := newEnv(t, func(c *Config) {
-		tr, err := tracker.New(tracker.Config{Store: c.Store, Provider: prov, SweepInterval: time.Hour})
+		tr, err := tracker.New(tracker.Config{Store: c.Store, Provider: prov, SweepInterval: time.Hour, CalloutSettle: -1})
+		trk = tr
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,6 +233,27 @@ func TestEveryChangingRouteAppendsOneAuditEntry(t *testing.T) {
 		action: tracker.AuditGroupResumed, who: admin})
 	step(req{method: "POST", pattern: "/v1/groups/{id}/cancel", path: "/v1/groups/" + g1 + "/cancel", key: "send", status: 200,
 		action: tracker.AuditGroupCanceled, who: send})
+
+	// A callout (callout.go): next wave now, then select and release by hand.
+	const wave1, wave2 = "+15550170041", "+15550170042"
+	g4 := id(step(req{method: "POST", pattern: "/v1/groups", path: "/v1/groups", key: "send", status: 201,
+		body: `{"from":"+15550100000","to":["` + wave1 + `","` + wave2 + `"],"text":"Callout",` +
+			`"responses":[{"key":"1","label":"Coming","ack":"yes"}],"quorum":{"response":"1","count":2},"waves":{"size":1,"every":"1h"}}`,
+		action: tracker.AuditGroupSent, who: send}))
+	waitFor("g4 wave 1 sent", func(d map[string]store.DeliveryRow, _ store.GroupRow) bool { return !d[wave1].SentAt.IsZero() }, g4)
+	step(req{method: "POST", pattern: "/v1/groups/{id}/next-wave", path: "/v1/groups/" + g4 + "/next-wave", key: "send", status: 200,
+		action: tracker.AuditGroupWaveStarted, who: send})
+	if _, err := trk.Ingest(ctx, []crewcast.Event{{Provider: "fake", EventID: "yes-1", Kind: crewcast.KindInbound, From: wave1,
+		To: "+15550100000", Text: "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("g4 yes selected", func(_ map[string]store.DeliveryRow, g store.GroupRow) bool { return g.Counts["selected"] == 1 }, g4)
+	step(req{method: "POST", pattern: "/v1/groups/{id}/recipients/{number}/release",
+		path: "/v1/groups/" + g4 + "/recipients/" + url.PathEscape(wave1) + "/release", key: "send", status: 200,
+		action: tracker.AuditRecipientReleased, who: send})
+	step(req{method: "POST", pattern: "/v1/groups/{id}/recipients/{number}/select",
+		path: "/v1/groups/" + g4 + "/recipients/" + url.PathEscape(wave1) + "/select", key: "send", status: 200,
+		action: tracker.AuditRecipientSelected, who: send})
 
 	// Suppressions.
 	step(req{method: "POST", pattern: "/v1/suppressions", path: "/v1/suppressions", body: `{"number":"+15550170099"}`, key: "send",

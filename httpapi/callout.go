@@ -1,41 +1,170 @@
 package httpapi
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"net/http"
-	"strings"
+	"time"
 
 	"github.com/crewcast/crewcast/group"
 )
 
-// notYetSupported refuses the callout fields with a 422 naming each one:
-// package group decides waves and exact quotas, but the tracker does not
-// yet send waves, select or claim auto-replies, so a group asking for
-// them would not run as asked.
-func notYetSupported(body createRequest) error {
-	var errs []group.FieldError
-	add := func(field string) {
-		errs = append(errs, group.FieldError{Field: field, Message: "not yet supported"})
+// Callouts that fill on the API (docs/architecture.md, "Waves and exact
+// quotas, as code"): the create body's `waves`, `confirmed_text`,
+// `filled_text` and `quorum.exact`, and what groups and recipients show
+// of them.
+
+// quorumInput is the create body's quorum; it notes whether the client
+// wrote `exact` (with waves, exact is the default only when it did not).
+type quorumInput struct {
+	group.Quorum
+	exactGiven bool
+}
+
+func (q *quorumInput) UnmarshalJSON(b []byte) error {
+	var probe struct {
+		Exact *bool `json:"exact"`
 	}
-	if body.Waves != nil {
-		add("waves")
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return err
 	}
-	if body.Quorum != nil && body.Quorum.Exact {
-		add("quorum.exact")
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&q.Quorum); err != nil {
+		return err
 	}
-	if body.ConfirmedText != nil {
-		add("confirmed_text")
+	q.exactGiven = probe.Exact != nil
+	return nil
+}
+
+// quorumOf is the group.Quorum of the create body (nil without one).
+func (b createRequest) quorum() (*group.Quorum, bool) {
+	if b.Quorum == nil {
+		return nil, false
 	}
-	if body.FilledText != nil {
-		add("filled_text")
+	q := b.Quorum.Quorum
+	return &q, b.Quorum.exactGiven
+}
+
+// wavesJSON is a group's waves: what was asked, how many went, and when
+// the next is due (null: none will be unless answers change).
+type wavesJSON struct {
+	Size   int        `json:"size"`
+	Every  string     `json:"every"`
+	Sent   int        `json:"sent"`
+	NextAt *time.Time `json:"next_at"`
+}
+
+// calloutJSON is a group's callout fields.
+type calloutJSON struct {
+	Waves         *wavesJSON `json:"waves,omitempty"`
+	ConfirmedText string     `json:"confirmed_text,omitempty"`
+	FilledText    string     `json:"filled_text,omitempty"`
+}
+
+// recipientCalloutJSON is a recipient's wave and selection: wave is
+// absent until they are texted.
+type recipientCalloutJSON struct {
+	Wave     int  `json:"wave,omitempty"`
+	Selected bool `json:"selected"`
+	Standby  bool `json:"standby"`
+}
+
+func (p *policyView) callout() calloutJSON {
+	if p == nil || p.g.Policy == nil {
+		return calloutJSON{}
 	}
-	if len(errs) == 0 {
-		return nil
+	g, pol := p.g, p.g.Policy
+	out := calloutJSON{ConfirmedText: pol.ConfirmedText}
+	if g.Exact() {
+		out.FilledText = g.AutoReplyText(group.AutoFilled)
 	}
-	names := make([]string, len(errs))
-	for i, e := range errs {
-		names[i] = e.Field
+	if w := pol.Waves; w != nil {
+		out.Waves = &wavesJSON{Size: w.Size, Every: shortDuration(w.Every), Sent: g.WavesSent, NextAt: tsOrNil(g.NextWaveAt())}
 	}
-	return &apiError{Status: http.StatusUnprocessableEntity, Code: codeInvalidRequest,
-		Message: strings.Join(names, ", ") + ": not yet supported (callouts that fill are not carried out by this server yet)",
-		Fields:  errs}
+	return out
+}
+
+func (p *policyView) recipientCallout(number string) recipientCalloutJSON {
+	if p == nil {
+		return recipientCalloutJSON{}
+	}
+	r := p.g.Recipient(number)
+	if r == nil {
+		return recipientCalloutJSON{}
+	}
+	return recipientCalloutJSON{Wave: r.Wave, Selected: r.Selected, Standby: r.Standby}
+}
+
+// CalloutActions is implemented by a Service that offers a dispatcher's
+// hand on a callout (tracker.Tracker does).
+type CalloutActions interface {
+	SelectRecipient(ctx context.Context, id, number, by string) error
+	ReleaseRecipient(ctx context.Context, id, number, by string) error
+	StartNextWave(ctx context.Context, id, by string) error
+}
+
+func (a *api) calloutActions() (CalloutActions, error) {
+	ca, ok := a.svc.(CalloutActions)
+	if !ok {
+		return nil, errNoPolicyActions
+	}
+	return ca, nil
+}
+
+func (a *api) selectRecipient(w http.ResponseWriter, r *http.Request) error {
+	return a.handOnRecipient(w, r, CalloutActions.SelectRecipient)
+}
+
+func (a *api) releaseRecipient(w http.ResponseWriter, r *http.Request) error {
+	return a.handOnRecipient(w, r, CalloutActions.ReleaseRecipient)
+}
+
+func (a *api) handOnRecipient(w http.ResponseWriter, r *http.Request,
+	do func(CalloutActions, context.Context, string, string, string) error) error {
+	ca, err := a.calloutActions()
+	if err != nil {
+		return err
+	}
+	number, err := pathNumber(r)
+	if err != nil {
+		return err
+	}
+	return a.afterAction(w, r, do(ca, r.Context(), r.PathValue("id"), number, by(r)))
+}
+
+func (a *api) startNextWave(w http.ResponseWriter, r *http.Request) error {
+	ca, err := a.calloutActions()
+	if err != nil {
+		return err
+	}
+	return a.afterAction(w, r, ca.StartNextWave(r.Context(), r.PathValue("id"), by(r)))
+}
+
+// autoReplyJSON is one auto-reply of a callout in a person's history.
+type autoReplyJSON struct {
+	GroupID string `json:"group_id"`
+	Kind    string `json:"kind"` // confirmed or filled
+	Text    string `json:"text"`
+	// Status: sending (claimed, no answer yet), sent, uncertain (may
+	// have gone out; never resent), failed, skipped (opted out first).
+	Status string `json:"status"`
+}
+
+// autoRepliesOf lists the auto-replies claimed for r in g.
+func autoRepliesOf(g *group.Group, r *group.Recipient) []autoReplyJSON {
+	var out []autoReplyJSON
+	add := func(kind, done string) {
+		status := done
+		if done == "" && r.AutoSendID != "" && group.AutoReplyKindOf(r.AutoSendID) == kind {
+			status = "sending"
+		}
+		if status != "" {
+			out = append(out, autoReplyJSON{GroupID: g.ID, Kind: kind, Text: g.AutoReplyText(kind), Status: status})
+		}
+	}
+	add(group.AutoConfirmed, r.ConfirmDone)
+	add(group.AutoFilled, r.FilledDone)
+	return out
 }

@@ -41,6 +41,7 @@ type groupJSON struct {
 	Quorum     *quorumJSON     `json:"quorum,omitempty"`
 	Recipients []recipientJSON `json:"recipients,omitempty"`
 	policyJSON
+	calloutJSON
 }
 
 // quorumJSON is a group's quorum: met_at is null until it is met.
@@ -48,6 +49,7 @@ type quorumJSON struct {
 	Response    string     `json:"response"`
 	Count       int        `json:"count"`
 	KeepSending bool       `json:"keep_sending"`
+	Exact       bool       `json:"exact"`
 	MetAt       *time.Time `json:"met_at"`
 }
 
@@ -81,6 +83,7 @@ type recipientJSON struct {
 	// one did.
 	ResolvedBy *string `json:"resolved_by,omitempty"`
 	recipientPolicyJSON
+	recipientCalloutJSON
 }
 
 // tsOrNil returns nil for the zero time (JSON null) and the UTC time
@@ -103,7 +106,7 @@ func groupOf(g store.GroupRow) groupJSON {
 	if g.Answers != "" && json.Unmarshal([]byte(g.Answers), &ans) == nil {
 		out.Responses = ans.Responses
 		if q := ans.Quorum; q != nil {
-			out.Quorum = &quorumJSON{Response: q.Response, Count: q.Count, KeepSending: q.KeepSending, MetAt: tsOrNil(q.MetAt)}
+			out.Quorum = &quorumJSON{Response: q.Response, Count: q.Count, KeepSending: q.KeepSending, Exact: q.Exact, MetAt: tsOrNil(q.MetAt)}
 		}
 	}
 	return out
@@ -202,7 +205,7 @@ type createRequest struct {
 	Template     string         `json:"template"`
 	Responses    []group.Option `json:"responses"`
 	ResponseHint *bool          `json:"response_hint"`
-	Quorum       *group.Quorum  `json:"quorum"`
+	Quorum       *quorumInput   `json:"quorum"` // callout.go
 	// send_at, priority, followup, escalate, quiet_hours (docs/design.md §12).
 	group.PolicyInput
 	// waves, confirmed_text, filled_text (callout.go).
@@ -212,16 +215,14 @@ type createRequest struct {
 // request is the group.Request of a create (or preview) body, with its
 // crews, tags, contacts and template resolved.
 func (a *api) request(ctx context.Context, body createRequest) (group.Request, error) {
-	if err := notYetSupported(body); err != nil {
-		return group.Request{}, err
-	}
 	if err := a.checkRegistered(ctx, body.From); err != nil {
 		return group.Request{}, err
 	}
+	quorum, exactGiven := body.quorum()
 	req := group.Request{From: body.From, To: body.To, Recipients: body.Recipients, Text: body.Text,
 		MediaURLs: body.MediaURLs, Mode: body.Mode, Crews: body.Crews, Tags: body.Tags, Contacts: body.Contacts,
-		Template: body.Template, Responses: body.Responses, ResponseHint: body.ResponseHint, Quorum: body.Quorum,
-		PolicyInput: body.PolicyInput}
+		Template: body.Template, Responses: body.Responses, ResponseHint: body.ResponseHint, Quorum: quorum,
+		PolicyInput: body.PolicyInput, CalloutInput: body.CalloutInput, ExactGiven: exactGiven}
 	if err := a.resolveAudience(ctx, &req); err != nil {
 		return group.Request{}, err
 	}
@@ -400,6 +401,7 @@ func (a *api) groupView(ctx context.Context, id string, withRecipients bool) (gr
 		return groupJSON{}, err
 	}
 	g.policyJSON = pol.group()
+	g.calloutJSON = pol.callout()
 	if !withRecipients {
 		return g, nil
 	}
@@ -442,6 +444,7 @@ func (a *api) groupView(ctx context.Context, id string, withRecipients bool) (gr
 			}
 		}
 		rj.recipientPolicyJSON = pol.recipient(d.Number)
+		rj.recipientCalloutJSON = pol.recipientCallout(d.Number)
 		g.Recipients[i] = rj
 	}
 	return g, nil
@@ -630,6 +633,7 @@ func (a *api) listRecipients(w http.ResponseWriter, r *http.Request) error {
 	for i, d := range rows {
 		out.Recipients[i] = recipientOf(d)
 		out.Recipients[i].recipientPolicyJSON = pol.recipient(d.Number)
+		out.Recipients[i].recipientCalloutJSON = pol.recipientCallout(d.Number)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

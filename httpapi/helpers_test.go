@@ -137,6 +137,9 @@ func (m *miniTracker) create(ctx context.Context, req group.Request, opts tracke
 	if errs := group.PlanPolicy(&created, req, group.PolicyDefaults{}, group.NormalizeNumber); len(errs) > 0 {
 		return "", false, &tracker.ValidationError{Fields: errs, Total: len(errs)}
 	}
+	if errs := group.PlanCallout(&created, req.CalloutInput, req.ExactGiven); len(errs) > 0 {
+		return "", false, &tracker.ValidationError{Fields: errs, Total: len(errs)}
+	}
 	g := &group.Group{}
 	if err := m.applyLocked(ctx, g, created); err != nil {
 		return "", false, err

@@ -58,8 +58,8 @@ func (a *api) policyOf(ctx context.Context, id string) (*policyView, error) {
 	if err != nil {
 		return nil, err
 	}
-	if created == nil || created.Policy == nil {
-		return nil, nil
+	if created == nil || (created.Policy == nil && (created.Quorum == nil || !created.Quorum.Exact)) {
+		return nil, nil // an exact quota without a policy has selections to show (callout.go)
 	}
 	g, ok, err := tracker.LoadGroup(ctx, a.store, id)
 	if err != nil {

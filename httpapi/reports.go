@@ -333,7 +333,10 @@ type recipientReportJSON struct {
 	// Confirmations are the STOP and HELP answers crewcast sent this
 	// person in the groups of this page.
 	Confirmations []confirmationJSON `json:"confirmations"`
-	NextCursor    string             `json:"next_cursor"`
+	// AutoReplies are the callouts' confirmed_text and filled_text sent
+	// to this person in the groups of this page (callout.go).
+	AutoReplies []autoReplyJSON `json:"auto_replies"`
+	NextCursor  string          `json:"next_cursor"`
 }
 
 type confirmationJSON struct {
@@ -350,20 +353,21 @@ type confirmationJSON struct {
 // confirmationsTo lists the confirmations sent to number in the groups of
 // rows. Only a group the person replied to can hold one, so only those
 // groups' states are read.
-func (a *api) confirmationsTo(ctx context.Context, number string, rows []store.DeliveryRow) ([]confirmationJSON, error) {
-	out := []confirmationJSON{}
+func (a *api) confirmationsTo(ctx context.Context, number string, rows []store.DeliveryRow) ([]confirmationJSON, []autoReplyJSON, error) {
+	out, auto := []confirmationJSON{}, []autoReplyJSON{}
 	for _, d := range rows {
 		if d.RepliedAt.IsZero() {
 			continue
 		}
 		g, ok, err := tracker.LoadGroup(ctx, a.store, d.GroupID)
 		if err != nil {
-			return nil, fmt.Errorf("load group state: %w", err)
+			return nil, nil, fmt.Errorf("load group state: %w", err)
 		}
 		r := g.Recipient(number)
 		if !ok || r == nil {
 			continue
 		}
+		auto = append(auto, autoRepliesOf(&g, r)...)
 		for _, c := range g.Confirmations {
 			if c.Index == r.Index {
 				out = append(out, confirmationJSON{GroupID: d.GroupID, Keyword: c.Keyword, Text: c.Text, From: c.From,
@@ -371,7 +375,7 @@ func (a *api) confirmationsTo(ctx context.Context, number string, rows []store.D
 			}
 		}
 	}
-	return out, nil
+	return out, auto, nil
 }
 
 func (a *api) reportRecipient(w http.ResponseWriter, r *http.Request) error {
@@ -401,7 +405,7 @@ func (a *api) reportRecipient(w http.ResponseWriter, r *http.Request) error {
 	}
 	list := deliveryList(rows, next)
 	out := recipientReportJSON{Number: number, Deliveries: list.Deliveries, NextCursor: next}
-	if out.Confirmations, err = a.confirmationsTo(r.Context(), number, rows); err != nil {
+	if out.Confirmations, out.AutoReplies, err = a.confirmationsTo(r.Context(), number, rows); err != nil {
 		return err
 	}
 	if s, ok := sup[number]; ok {

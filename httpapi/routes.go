@@ -53,6 +53,9 @@ var routeTable = []route{
 	{http.MethodPost, "/v1/groups/{id}/retry-failed", needSend, (*api).retryFailed},
 	{http.MethodPost, "/v1/groups/{id}/recipients/{number}/resolve", needSend, (*api).resolveRecipient},
 	{http.MethodPost, "/v1/groups/{id}/recipients/{number}/retry", needSend, (*api).retryRecipient},
+	{http.MethodPost, "/v1/groups/{id}/recipients/{number}/select", needSend, (*api).selectRecipient},   // callout.go
+	{http.MethodPost, "/v1/groups/{id}/recipients/{number}/release", needSend, (*api).releaseRecipient}, // callout.go
+	{http.MethodPost, "/v1/groups/{id}/next-wave", needSend, (*api).startNextWave},                      // callout.go
 	{http.MethodGet, "/v1/stream", needRead, (*api).streamAll},
 
 	{http.MethodGet, "/v1/reports/deliveries", needRead, (*api).reportDeliveries},

@@ -47,7 +47,10 @@ func (a *groupActor) audit(who *store.AuditActor, ev group.Event) {
 	case group.RetryRequested:
 		action, target, by = AuditRecipientRetried, a.recipientTarget(e.Index), e.By
 	default:
-		return
+		var ok bool
+		if action, target, by, ok = a.calloutAudit(ev); !ok { // callout.go
+			return
+		}
 	}
 	actor := store.AuditActor{Type: store.ActorSystem, ID: by}
 	if who != nil {

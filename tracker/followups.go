@@ -85,6 +85,9 @@ func (t *Tracker) planPolicy(ctx context.Context, created *group.Created, req gr
 	if created.Mode == crewcast.ModeGroupMMS && created.Policy != nil && created.Policy.Followup != nil {
 		return &ValidationError{Fields: []group.FieldError{{Field: "followup", Message: "follow-ups are sent one by one: use mode individual"}}, Total: 1}
 	}
+	if err := planCallout(created, req); err != nil { // callout.go
+		return err
+	}
 	if p := created.Policy; p != nil && p.Escalate != nil && len(p.Escalate.Crews) > 0 && t.cfg.ResolveCrews != nil {
 		nums, err := t.cfg.ResolveCrews(ctx, p.Escalate.Crews)
 		if err != nil {
@@ -417,6 +420,13 @@ func (a *groupActor) policyResult(r sendResult, now time.Time) bool {
 	case group.IsConfirmSend(r.send.ID):
 		o = a.g.Outcome(r.send, r.res, r.err, r.at)
 		a.emit(group.ConfirmOutcomes{At: now, Outcomes: []group.Outcome{o}})
+	case group.IsAutoReplySend(r.send.ID):
+		o, _ = a.autoReplyResult(r, now) // callout.go
+		if o.OptOut {
+			for _, i := range o.Indices {
+				a.eff.Suppress = append(a.eff.Suppress, store.Suppression{Number: a.g.Recipients[i].Number, Reason: "provider_opt_out", CreatedAt: now})
+			}
+		}
 	default:
 		return false
 	}
@@ -436,6 +446,7 @@ func (a *groupActor) recoverPolicySends(now time.Time) {
 	for _, e := range a.g.RecoverFollowups(now, a.env.work.inFlight(a.key)) {
 		a.emit(e)
 	}
+	a.recoverAutoReplies(now) // callout.go
 }
 
 // LoadGroup rebuilds a group's committed state from its latest snapshot

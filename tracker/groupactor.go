@@ -298,6 +298,7 @@ func (a *groupActor) initTracking() {
 		}
 	}
 	a.initPolicyTracking(a.env.cfg.Clock.Now())
+	a.initCalloutTracking(a.env.cfg.Clock.Now())
 }
 
 func wantedReminders(r *group.Recipient) (check, retry time.Time) {
@@ -439,8 +440,11 @@ func (a *groupActor) create(c *actor.Context[groupMsg], m msgCreate) error {
 }
 
 func (a *groupActor) kickSoon(c *actor.Context[groupMsg]) {
-	if a.g != nil && (a.g.HasClaimable(a.env.cfg.Clock.Now()) || policyDue(a.g, a.env.cfg.Clock.Now())) {
+	now := a.env.cfg.Clock.Now()
+	if a.g != nil && (a.g.HasClaimable(now) || policyDue(a.g, now) || calloutDue(a.g, now, a.env.cfg.CalloutSettle)) {
 		c.Self().Tell(msgKick{})
+	} else if a.g != nil {
+		a.settleSoon(c, now) // callout.go
 	}
 }
 
@@ -458,6 +462,9 @@ func (a *groupActor) kick(c *actor.Context[groupMsg]) {
 		return
 	}
 	now := e.cfg.Clock.Now()
+	if !a.kickCallout(c, now) || a.g == nil || a.broken || a.retired { // callout.go
+		return
+	}
 	if !a.kickPolicy(c, now) || a.g == nil || a.broken || a.retired {
 		return
 	}
@@ -696,7 +703,7 @@ func (a *groupActor) reminder(c *actor.Context[groupMsg], r actor.Reminder) {
 			}
 		}
 	default:
-		if !a.policyReminder(c, r) {
+		if !a.policyReminder(c, r) && !a.calloutReminder(c, r) {
 			a.dropReminder(c, r.Name)
 		}
 	}
@@ -806,6 +813,7 @@ func (a *groupActor) flush(c *actor.Context[groupMsg]) error {
 		u.Reminders = append(u.Reminders, a.reminderOps(reminderRetry+strconv.Itoa(i), retry)...)
 	}
 	u.Reminders = append(u.Reminders, a.policyReminderOps(dirty, now)...)
+	u.Reminders = append(u.Reminders, a.calloutReminderOps(now)...)
 	if len(u.Events) > 0 || len(dirty) > 0 {
 		row := groupRow(a.g, a.j.Seq()+uint64(len(u.Events)))
 		a.eff.Group = &row
@@ -1001,7 +1009,7 @@ func (a *groupActor) outboxChange(events []actor.Event, dirty []int, now time.Ti
 				return webhookout.RecipientExtra{}
 			}
 			x := webhookout.RecipientExtra{ContactID: r.ContactID, Text: a.g.Text, FollowupsSent: r.FollowupsSent,
-				NextFollowupAt: a.g.NextFollowupAt(r)}
+				NextFollowupAt: a.g.NextFollowupAt(r), Wave: r.Wave, Selected: r.Selected, Standby: r.Standby}
 			if r.Text != "" {
 				x.Text = r.Text
 			}

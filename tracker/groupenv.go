@@ -48,6 +48,7 @@ type groupConfig struct {
 	CommitTimeout   time.Duration
 	OptOutReply     string // see Config.OptOutReply
 	HelpReply       string
+	CalloutSettle   time.Duration // see Config.CalloutSettle
 }
 
 // groupWorkQueue is the actor's side of its work queue (workqueue.go).
@@ -132,7 +133,8 @@ func (t *Tracker) newGroupEnv() *groupEnv {
 		cfg: groupConfig{Clock: t.cfg.Clock, Metrics: t.cfg.Metrics, Provider: t.cfg.Provider.Name(),
 			Webhooks: t.cfg.Webhooks, ConversationTTL: t.cfg.ConversationTTL, MaxBacklog: t.cfg.MaxBacklog,
 			ClaimBatch: t.cfg.ClaimBatch, SnapshotEvery: t.cfg.SnapshotEvery, CommitTimeout: t.cfg.CommitTimeout,
-			OptOutReply: t.cfg.OptOutReply, HelpReply: t.cfg.HelpReply},
+			OptOutReply: t.cfg.OptOutReply, HelpReply: t.cfg.HelpReply,
+			CalloutSettle: max(t.cfg.CalloutSettle, 0)},
 		st: t.st, committer: t.committer,
 		work: t.work, sends: t.pool, pacer: t.pacer, room: t.room, hub: t.hub,
 		gate: &t.gate, stops: &t.fstop, checks: t, owner: t, routing: trackerRoutes{t},

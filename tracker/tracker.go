@@ -81,6 +81,11 @@ type Config struct {
 	CommitTimeout time.Duration
 	// ClaimBatch bounds the sends claimed in one commit. Default 500.
 	ClaimBatch int
+	// CalloutSettle is how long after the provider received a YES an exact
+	// quota waits before ranking it, so that answers whose webhooks arrive
+	// out of order within it are still selected in the provider's order
+	// (tracker/callout.go). Default DefaultCalloutSettle; negative: none.
+	CalloutSettle time.Duration
 	// MaxBacklog bounds claimed sends waiting for a worker, across groups.
 	// Default 2000.
 	MaxBacklog int
@@ -170,6 +175,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ClaimBatch <= 0 {
 		c.ClaimBatch = 500
+	}
+	if c.CalloutSettle == 0 {
+		c.CalloutSettle = DefaultCalloutSettle
 	}
 	if c.MaxBacklog <= 0 {
 		c.MaxBacklog = 2000

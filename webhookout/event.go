@@ -32,6 +32,10 @@ const (
 	RecipientResponded = "recipient.responded"
 	InboundUnmatched   = "inbound.unmatched"
 	EndpointDisabled   = "endpoint.disabled"
+	// Callouts that fill (docs/architecture.md, "Waves and exact quotas").
+	GroupWaveSent       = "group.wave_sent"
+	GroupQuorumReopened = "group.quorum_reopened"
+	RecipientSelected   = "recipient.selected"
 	// EndpointTest is the event POST /v1/webhook-endpoints/{id}/test sends
 	// (to that endpoint only; nobody subscribes to it).
 	EndpointTest = "endpoint.test"
@@ -39,7 +43,8 @@ const (
 
 // EventTypes are the types an endpoint may subscribe to.
 var EventTypes = []string{GroupCreated, GroupCompleted, GroupCanceled, GroupPaused, GroupQuorumMet, GroupEscalated,
-	RecipientUpdated, RecipientReplied, RecipientResponded, InboundUnmatched, EndpointDisabled}
+	RecipientUpdated, RecipientReplied, RecipientResponded, InboundUnmatched, EndpointDisabled,
+	GroupWaveSent, GroupQuorumReopened, RecipientSelected}
 
 // ValidType reports whether typ may be subscribed to ("*" is every type).
 func ValidType(typ string) bool {
@@ -58,8 +63,9 @@ func ValidType(typ string) bool {
 type scope int
 
 const (
-	scopeGroup     scope = iota // data.group
-	scopeRecipient              // data.recipient: the index is the journal event's "i"
+	scopeGroup      scope = iota // data.group
+	scopeRecipient               // data.recipient: the index is the journal event's "i"
+	scopeRecipients              // one data.recipient per index of the journal event's "i" list
 )
 
 type rule struct {
@@ -75,6 +81,10 @@ var journalRules = map[string]rule{
 	group.TypeCreated:   {GroupCreated, scopeGroup},
 	group.TypeReplied:   {RecipientReplied, scopeRecipient},
 	group.TypeQuorumMet: {GroupQuorumMet, scopeGroup},
+	// Callouts that fill.
+	group.TypeWaveSent:       {GroupWaveSent, scopeGroup},
+	group.TypeQuorumReopened: {GroupQuorumReopened, scopeGroup},
+	group.TypeSelected:       {RecipientSelected, scopeRecipients},
 }
 
 // statusRules maps a group status reached by a commit to its event: the
@@ -120,6 +130,8 @@ func Derive(c Change) []store.OutboxRow {
 		switch r.Scope {
 		case scopeGroup:
 			out = append(out, groupRow(r.Type, c.Group, ev.Seq, c.Time))
+		case scopeRecipients:
+			out = append(out, c.recipientsRows(r.Type, ev)...)
 		case scopeRecipient:
 			var ix struct {
 				I        *int   `json:"i"`
@@ -198,6 +210,24 @@ func (c Change) recipient(d store.DeliveryRow) RecipientJSON {
 		rj.add(c.Extra(d.Number))
 	}
 	return rj
+}
+
+// recipientsRows reports a journal event naming a list of recipients
+// ("i": [...]) as one row per recipient.
+func (c Change) recipientsRows(typ string, ev actor.Event) []store.OutboxRow {
+	var ix struct {
+		I []int `json:"i"`
+	}
+	if json.Unmarshal(ev.Data, &ix) != nil || c.Recipient == nil {
+		return nil
+	}
+	var out []store.OutboxRow
+	for _, i := range ix.I {
+		if d, ok := c.Recipient(i); ok {
+			out = append(out, recipientRow(typ, c.Group.ID, c.recipient(d), ev.Seq, c.Time))
+		}
+	}
+	return out
 }
 
 func recipientRow(typ, gid string, rj RecipientJSON, seq uint64, at time.Time) store.OutboxRow {
@@ -308,6 +338,10 @@ type RecipientJSON struct {
 	FollowupsSent  int        `json:"followups_sent"`
 	NextFollowupAt *time.Time `json:"next_followup_at"`
 	HeldUntil      *time.Time `json:"held_until"`
+	// Callouts that fill: the wave (absent until texted), selected, standby.
+	Wave     int  `json:"wave,omitempty"`
+	Selected bool `json:"selected"`
+	Standby  bool `json:"standby"`
 }
 
 // RecipientExtra is what the API shows of a recipient beyond its delivery
@@ -318,11 +352,15 @@ type RecipientExtra struct {
 	FollowupsSent  int
 	NextFollowupAt time.Time
 	HeldUntil      time.Time
+	Wave           int
+	Selected       bool
+	Standby        bool
 }
 
 func (r *RecipientJSON) add(x RecipientExtra) {
 	r.ContactID, r.Text, r.FollowupsSent = x.ContactID, x.Text, x.FollowupsSent
 	r.NextFollowupAt, r.HeldUntil = tsOrNil(x.NextFollowupAt), tsOrNil(x.HeldUntil)
+	r.Wave, r.Selected, r.Standby = x.Wave, x.Selected, x.Standby
 }
 
 func tsOrNil(t time.Time) *time.Time {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,5 +192,40 @@ func TestDeriveResponsesAndQuorum(t *testing.T) {
 		Recipient: lookup, Time: at}))
 	if want := []string{RecipientReplied}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("plain reply derives %v, want %v", got, want)
+	}
+}
+
+// Callouts that fill: a wave and a re-opened quota are group events, and
+// recipient.selected is one event per person selected (docs/architecture.md,
+// "Waves and exact quotas"); standby and not_needed are not their own types.
+func TestDeriveCalloutEvents(t *testing.T) {
+	g := store.GroupRow{ID: "g1", Status: crewcast.GroupSending, Seq: 9}
+	rows := []store.DeliveryRow{{GroupID: "g1", Number: "+15550100001"}, {GroupID: "g1", Number: "+15550100002"},
+		{GroupID: "g1", Number: "+15550100003"}}
+	lookup := func(i int) (store.DeliveryRow, bool) {
+		if i < 0 || i >= len(rows) {
+			return store.DeliveryRow{}, false
+		}
+		return rows[i], true
+	}
+	out := Derive(Change{Group: g, PrevStatus: crewcast.GroupSending,
+		Events: []actor.Event{
+			{Seq: 5, Type: group.TypeWaveSent, Data: []byte(`{"wave":1,"i":[0,1]}`)},
+			{Seq: 6, Type: group.TypeSelected, Data: []byte(`{"i":[0,2]}`)},
+			{Seq: 7, Type: group.TypeStandby, Data: []byte(`{"i":[1]}`)},
+			{Seq: 8, Type: group.TypeNotNeeded, Data: []byte(`{"i":[1]}`)},
+			{Seq: 9, Type: group.TypeQuorumReopened, Data: []byte(`{}`)},
+		},
+		Recipient: lookup, Time: at})
+	if want := []string{GroupWaveSent, RecipientSelected, RecipientSelected, GroupQuorumReopened}; !reflect.DeepEqual(types(out), want) {
+		t.Fatalf("derive %v, want %v", types(out), want)
+	}
+	if out[1].MsgID == out[2].MsgID || !strings.Contains(string(out[2].Payload), rows[2].Number) {
+		t.Fatalf("selected rows %s / %s", out[1].Payload, out[2].Payload)
+	}
+	for _, typ := range []string{GroupWaveSent, GroupQuorumReopened, RecipientSelected} {
+		if !ValidType(typ) {
+			t.Errorf("%s cannot be subscribed to", typ)
+		}
 	}
 }

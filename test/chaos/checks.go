@@ -151,7 +151,7 @@ func statusRank(s string) int {
 		return 4
 	case "failed", "delivered":
 		return 5
-	case "opted_out", "canceled":
+	case "opted_out", "canceled", "not_needed":
 		return 6
 	}
 	return -1

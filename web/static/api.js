@@ -83,6 +83,9 @@ export const api = {
   resolve: (id, number, outcome) =>
     request("POST", `/v1/groups/${enc(id)}/recipients/${enc(number)}/resolve`, { outcome }),
   retry: (id, number) => request("POST", `/v1/groups/${enc(id)}/recipients/${enc(number)}/retry`),
+  selectRecipient: (id, number) => request("POST", `/v1/groups/${enc(id)}/recipients/${enc(number)}/select`),
+  releaseRecipient: (id, number) => request("POST", `/v1/groups/${enc(id)}/recipients/${enc(number)}/release`),
+  nextWave: (id) => request("POST", `/v1/groups/${enc(id)}/next-wave`),
   csvURL: (id) => `/v1/reports/deliveries?group_id=${enc(id)}&format=csv`,
   // after: the journal sequence the page already shows, so the stream
   // does not replay the whole journal (a reconnect's Last-Event-ID wins).

@@ -17,6 +17,7 @@ export const STATUSES = {
   unknown: { label: "Unknown", tone: "warn", hint: "No final receipt arrived in time" },
   opted_out: { label: "Opted out", tone: "muted", hint: "The recipient opted out; not sent" },
   canceled: { label: "Canceled", tone: "muted", hint: "Canceled before it was sent" },
+  not_needed: { label: "Not needed", tone: "muted", hint: "Never texted: the callout filled before their wave" },
 };
 
 /** Group statuses with label and tone. */
@@ -55,7 +56,9 @@ export function tally(counts) {
   const inFlight = n(c.scheduled) + n(c.pending) + n(c.sending) + n(c.sent);
   const attention = n(c.unconfirmed) + n(c.unknown);
   const stopped = n(c.opted_out) + n(c.canceled);
-  const total = inFlight + n(c.delivered) + n(c.failed) + attention + stopped;
+  // not_needed: a callout filled before their wave; never texted, final.
+  const notNeeded = n(c.not_needed);
+  const total = inFlight + n(c.delivered) + n(c.failed) + attention + stopped + notNeeded;
   // carrier_blocked is the part of failed the carrier explained (spam
   // filter, unregistered sender, unreachable, landline): shown apart, so
   // "failed" here is the plain failures only.
@@ -69,6 +72,7 @@ export function tally(counts) {
     unknown: n(c.unknown),
     attention,
     stopped,
+    notNeeded,
     inFlight,
     waiting: n(c.scheduled) + n(c.pending) + n(c.sending),
     scheduled: n(c.scheduled),
@@ -99,6 +103,7 @@ export function summaryLine(t) {
   if (t.unknown) parts.push(`${t.unknown} unknown`);
   if (t.inFlight) parts.push(`${t.inFlight} in progress`);
   if (t.stopped) parts.push(`${t.stopped} not sent`);
+  if (t.notNeeded) parts.push(`${t.notNeeded} not needed`);
   return parts.join(" · ");
 }
 
@@ -412,5 +417,6 @@ export function fmtHeld(s) {
 export function scheduledSummary(t) {
   const parts = [`Nothing sent yet · ${plural(t.scheduled, "recipient")} waiting for the send time`];
   if (t.stopped) parts.push(`${t.stopped} not sent`);
+  if (t.notNeeded) parts.push(`${t.notNeeded} not needed`);
   return parts.join(" · ");
 }

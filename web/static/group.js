@@ -11,6 +11,7 @@ import { hasAnswers, answerTiles, tallyBar, quorumLine, answerFilters, answerLab
 import { policyMeta, policyButtons, followupLine, describePolicyEvent, policyKey } from "./followups.js";
 import { eventData } from "./format.js";
 import { failureTiles, carrierCounts } from "./carrier.js";
+import { isCallout, calloutLine, calloutChips, calloutRowButtons, nextWaveButton } from "./callout.js";
 
 const MODE_LABEL = { individual: "Individual messages", group_mms: "Group MMS thread" };
 const CANCELABLE = new Set(["sending", "awaiting", "paused"]);
@@ -317,6 +318,7 @@ export function render(main, ctx, id) {
           // download without a name: the server's (the group's text and day) wins.
           h("a", { class: "button", href: api.csvURL(g.id), download: "", id: "export-csv" }, "Export CSV"),
           policyButtons(g, ctx.canSend, { nudge: nudgeGroup, retryFailed: retryAllFailed }),
+          nextWaveButton(g, ctx.canSend, startNextWave),
           ctx.canSend && g.status === "paused"
             ? h("button", { type: "button", class: "button button-primary", id: "resume-group", onclick: resumeGroup }, "Resume sending")
             : null,
@@ -354,7 +356,7 @@ export function render(main, ctx, id) {
       h("div", { class: "tiles" }, counters(t, group)),
       progressBar(t, "Delivery progress"),
       hasAnswers(group) ? tallyBar(group) : null,
-      hasAnswers(group) ? quorumLine(group) : null,
+      isCallout(group) ? calloutLine(group) : hasAnswers(group) ? quorumLine(group) : null,
       h("p", { class: "summary", id: "summary" }, scheduledAt(group) ? scheduledSummary(t) : summaryLine(t)),
     );
     if (t.needAttention) {
@@ -469,6 +471,7 @@ export function render(main, ctx, id) {
         ),
       );
     }
+    actions.push(...calloutRowButtons(group, r, ctx.canSend, { select: selectPerson, release: releasePerson }, who));
     actions.push(histBtn);
     const tr = h(
       "tr",
@@ -486,7 +489,13 @@ export function render(main, ctx, id) {
       h(
         "td",
         { class: "col-status", "data-label": "Status" },
-        h("div", { class: "chips" }, recipientChip(r, group), answerLabel(group, r) ? flagChip(answerLabel(group, r), "info", "answer") : replyChips(r)),
+        h(
+          "div",
+          { class: "chips" },
+          recipientChip(r, group),
+          answerLabel(group, r) ? flagChip(answerLabel(group, r), "info", "answer") : replyChips(r),
+          ...calloutChips(group, r, flagChip),
+        ),
         errorLine(r),
         STATUS_WHY[r.status] ? h("p", { class: "status-why small" }, STATUS_WHY[r.status]) : null,
         followupLine(r),
@@ -718,6 +727,33 @@ export function render(main, ctx, id) {
       focus.restore(tbody, mem, ["history"], select);
       if (outcome) toast(`${number} marked ${outcome === "delivered" ? "delivered" : "not delivered"}.`);
     });
+  }
+
+  async function selectPerson(number) {
+    try {
+      apply(await api.selectRecipient(id, number), true);
+      toast(`${number} selected.`);
+    } catch (e) {
+      showNotice(`Cannot select ${number}: ${e.message}`);
+    }
+  }
+
+  async function releasePerson(number) {
+    try {
+      apply(await api.releaseRecipient(id, number), true);
+      toast(`${number} released.`);
+    } catch (e) {
+      showNotice(`Cannot release ${number}: ${e.message}`);
+    }
+  }
+
+  async function startNextWave() {
+    try {
+      apply(await api.nextWave(id), true);
+      toast("Next wave started.");
+    } catch (e) {
+      showNotice(`Cannot start the next wave: ${e.message}`);
+    }
   }
 
   async function retry(number) {
