@@ -10,20 +10,34 @@ demo:
 # short fuzz runs, and the short reliability harness.
 test: vet lint openapi-lint unit fuzz chaos
 
+# One non-race compile of every package serves vet, staticcheck and the
+# binary the e2e tests, the chaos harness and the operations walkthrough
+# (deploy/operations_doc_test.go) run: all compile as docs/operations.md
+# installs crewcast (static, -trimpath), so each finds the others' packages
+# in the build cache. The race-enabled tests and the fuzzing compile their
+# own, as they must.
+GOFLAGS_ENV := $(shell $(GO) env GOFLAGS)
+STATIC = CGO_ENABLED=0 GOFLAGS="$(strip $(GOFLAGS_ENV) -trimpath)"
+
 # bench/peers is a module of its own (it follows crewcast's go.mod through a
 # replace, hence -mod=mod), so ./... does not reach it: vet, lint and test it
 # explicitly.
-PEERS = cd bench/peers && GOFLAGS=-mod=mod
+PEERS = cd bench/peers && CGO_ENABLED=0 GOFLAGS="$(strip $(GOFLAGS_ENV) -trimpath -mod=mod)"
+PEERS_TEST = cd bench/peers && GOFLAGS="$(strip $(GOFLAGS_ENV) -mod=mod)"
+
+# The binary under test, built once by `make build` (CREWCAST_TEST_BINARY
+# for test/e2e, CREWCAST_CHAOS_BIN for test/chaos).
+TESTBIN = $(CURDIR)/bin/crewcast
 
 vet:
-	$(GO) vet ./...
+	$(STATIC) $(GO) vet ./...
 	$(PEERS) $(GO) vet ./...
 
 # staticcheck's default checks, pinned (fetched through the module proxy,
 # not a requirement of crewcast's go.mod).
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
-	$(GO) run $(STATICCHECK) ./...
+	$(STATIC) $(GO) run $(STATICCHECK) ./...
 	$(PEERS) $(GO) run $(STATICCHECK) ./...
 
 # The API document through an outside linter (Redocly, pinned in
@@ -32,9 +46,9 @@ lint:
 openapi-lint:
 	npx --no-install redocly lint docs/openapi.yaml
 
-unit:
-	$(GO) test -race -timeout 20m ./...
-	$(PEERS) $(GO) test -race -timeout 10m ./...
+unit: build
+	CREWCAST_TEST_BINARY=$(TESTBIN) $(GO) test -race -timeout 20m ./...
+	$(PEERS_TEST) $(GO) test -race -timeout 10m ./...
 
 # Each fuzz target briefly (FUZZTIME=60s for the long run).
 FUZZTIME ?= 10s
@@ -59,11 +73,11 @@ bench:
 # Reliability harness (docs/reliability.md): kill -9, duplicate webhooks,
 # corrupt snapshots, disk full, PostgreSQL backend loss, soak. This is the
 # short run; CREWCAST_CHAOS_ITERATIONS and CREWCAST_CHAOS_SOAK lengthen it.
-chaos:
-	$(GO) run ./test/chaos
+chaos: build
+	CREWCAST_CHAOS_BIN=$(TESTBIN) $(STATIC) $(GO) run ./test/chaos
 
 build:
-	$(GO) build -o bin/crewcast ./cmd/crewcast
+	$(STATIC) $(GO) build -o bin/crewcast ./cmd/crewcast
 
 # Three nodes on loopback against the local PostgreSQL, plus the simulator
 # (scripts/cluster.sh; docs/deploy.md). Prints the URLs and an admin key.

@@ -613,13 +613,17 @@ func TestClusterStartingNodeLeavesOthersGroupsAlone(t *testing.T) {
 	}
 }
 
-// A group actor whose commit is fenced drops the work queued for it: it
-// cannot be committed here (the owner applies the webhooks from the shared
-// inbox), and kept, it re-activated the actor to be fenced again, over and
-// over, and held the node's Stop ("group has work in flight"). The node
-// here believes it owns every key (a single node on a leased store that
-// holds no lease), as a node does in the moment between losing a lease and
-// noticing it.
+// A group actor whose commit is fenced drops the work queued for it, sends
+// in flight included: it cannot be committed here (the owner applies the
+// webhooks from the shared inbox and counts a send claimed without an
+// outcome as unconfirmed), and kept, it re-activated the actor to be fenced
+// again, over and over, and held the node's Stop ("group has work in
+// flight"). The node here believes it owns every key (a single node on a
+// leased store that holds no lease), as a node does in the moment between
+// losing a lease and noticing it. Two fenced commits: routed webhooks
+// (queued work, which the failed work commit also drops), then an
+// operator's cancel of a group with a send in flight and nothing queued,
+// which only the fence itself can drop.
 func TestFencedGroupDropsItsQueuedWork(t *testing.T) {
 	url, schema, h, a, id, n := soloSendingGroup(t)
 	st, sys, activated := leasedBystander(t, url, schema, "node-d")
@@ -640,12 +644,31 @@ func TestFencedGroupDropsItsQueuedWork(t *testing.T) {
 	if activated.Load() == 0 {
 		t.Fatal("the group was never activated on node-d: the test tests nothing")
 	}
-	// The barrier: d's Stop returns once its router and sweeper ended and
-	// no group has uncommitted work (waitIdle); kept work of the fenced
-	// group would hold it ("group has work in flight"). After it nothing
-	// can queue work on d.
+
+	// A group scheduled an hour ahead (it neither sends nor finishes while
+	// the test runs), with a send in flight on node-d, as one claimed there
+	// while the node still held the shard: no work is queued, so no work
+	// commit runs. node-d's cancel is fenced; its answer leaves the actor
+	// after the actor handled the fence (flush calls fail before the reply),
+	// so it is the barrier.
+	later, created, err := a.tr.Create(context.Background(), group.Request{From: itFrom, To: []string{"+15550177001", "+15550177002"},
+		Text: itText, Mode: crewcast.ModeIndividual, PolicyInput: group.PolicyInput{SendAt: time.Now().Add(time.Hour).Format(time.RFC3339)}}, CreateOptions{})
+	if err != nil || !created {
+		t.Fatalf("create the scheduled group on node-a: %v %v", created, err)
+	}
+	d.work.addInflight(later, []string{"claimed-before-the-fence"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if err := d.Cancel(ctx, later, "test"); err == nil {
+		t.Fatal("node-d's cancel committed without a lease: nothing was fenced")
+	}
+	if d.work.anyBusy(func(key string) bool { return key == later }) {
+		t.Error("the send in flight of the group fenced on node-d is still held there")
+	}
+	// The barrier: d's Stop returns once its router and sweeper ended and
+	// no group has uncommitted work (waitIdle); kept work of a fenced
+	// group would hold it ("group has work in flight"). After it nothing
+	// can queue work on d.
 	if err := d.Stop(ctx); err != nil {
 		t.Errorf("stop of the node whose group was fenced: %v", err)
 	}

@@ -38,19 +38,3 @@ func (s *Store) AddSuppression(ctx context.Context, sp store.Suppression, audit 
 	}
 	return nil
 }
-
-// RemoveSuppression deletes a suppression (a missing one is not an error)
-// and appends its audit entries in the same transaction.
-func (s *Store) RemoveSuppression(ctx context.Context, number string, audit ...store.AuditEntry) error {
-	now := s.now()
-	err := s.writeTx(ctx, func(q sqlq.Querier) error {
-		if _, err := q.Exec(ctx, `DELETE FROM suppressions WHERE number = ?`, number); err != nil {
-			return err
-		}
-		return sqlq.AppendAuditIn(ctx, q, now, audit)
-	})
-	if err != nil {
-		return fmt.Errorf("postgres: remove suppression: %w", err)
-	}
-	return nil
-}

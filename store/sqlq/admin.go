@@ -222,6 +222,22 @@ func (d DB) updateKey(ctx context.Context, what, stmt, id string, at time.Time, 
 	return nil
 }
 
+// ---- suppressions ----
+
+// RemoveSuppression deletes a suppression (a missing one is not an error)
+// and appends its audit entries in the same transaction. Adding one stays
+// in the engines: each binds its rows its own way.
+func (d DB) RemoveSuppression(ctx context.Context, number string, audit ...store.AuditEntry) error {
+	err := d.withAudit(ctx, d.c.Now(), audit, func(q Querier) error {
+		_, err := q.Exec(ctx, `DELETE FROM suppressions WHERE number = ?`, number)
+		return err
+	})
+	if err != nil {
+		return d.errorf("remove suppression: %w", err)
+	}
+	return nil
+}
+
 // ---- idempotency ----
 
 // GetIdempotency returns a group-creation idempotency key or

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/store"
@@ -106,20 +107,9 @@ func (d DB) CreateContact(ctx context.Context, c store.Contact, audit ...store.A
 	if err != nil {
 		return d.errorf("create contact: %w", err)
 	}
-	now := d.c.Now()
-	err = d.c.WriteTx(ctx, func(tx Querier) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO contacts (`+contactCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
-			return conflict(err)
-		}
-		if err := writeTags(ctx, tx, c.ID, c.Tags); err != nil {
-			return err
-		}
-		return appendAudit(ctx, tx, now, audit)
-	})
-	if err != nil {
-		return d.errorf("create contact: %w", err)
-	}
-	return nil
+	return d.writeRow(ctx, rowWrite{what: "create contact",
+		stmt: `INSERT INTO contacts (` + contactCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, args: args,
+		then: func(tx Querier) error { return writeTags(ctx, tx, c.ID, c.Tags) }}, audit)
 }
 
 // GetContact returns the contact with id or actor.ErrNotFound.
@@ -138,25 +128,10 @@ func (d DB) UpdateContact(ctx context.Context, c store.Contact, audit ...store.A
 	if err != nil {
 		return d.errorf("update contact: %w", err)
 	}
-	now := d.c.Now()
-	err = d.c.WriteTx(ctx, func(tx Querier) error {
-		n, err := tx.Exec(ctx, `UPDATE contacts SET number = ?, name = ?, tags = ?, timezone = ?, fields = ?, updated_at = ? WHERE id = ?`,
-			args[1], args[2], args[3], args[4], args[5], args[7], c.ID)
-		if err != nil {
-			return conflict(err)
-		}
-		if n == 0 {
-			return fmt.Errorf("contact %q: %w", c.ID, actor.ErrNotFound)
-		}
-		if err := writeTags(ctx, tx, c.ID, c.Tags); err != nil {
-			return err
-		}
-		return appendAudit(ctx, tx, now, audit)
-	})
-	if err != nil {
-		return d.errorf("update contact: %w", err)
-	}
-	return nil
+	return d.writeRow(ctx, rowWrite{what: "update contact", kind: "contact", id: c.ID,
+		stmt: `UPDATE contacts SET number = ?, name = ?, tags = ?, timezone = ?, fields = ?, updated_at = ? WHERE id = ?`,
+		args: []any{args[1], args[2], args[3], args[4], args[5], args[7], c.ID},
+		then: func(tx Querier) error { return writeTags(ctx, tx, c.ID, c.Tags) }}, audit)
 }
 
 // DeleteContact removes the contact, its tags and crew memberships, and
@@ -531,23 +506,18 @@ func writeMembers(ctx context.Context, tx Querier, crewID string, ids []string) 
 // member.
 func (d DB) CreateCrew(ctx context.Context, c store.Crew, audit ...store.AuditEntry) error {
 	now := d.c.Now()
-	err := d.c.WriteTx(ctx, func(tx Querier) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO crews (`+crewCols+`) VALUES (?, ?, ?, ?, ?)`, c.ID, c.Name, c.Description,
-			store.Nanos(OrNow(c.CreatedAt, now)), store.Nanos(OrNow(c.UpdatedAt, now))); err != nil {
-			return conflict(err)
-		}
-		if err := d.createCrewContacts(ctx, tx, &c); err != nil {
-			return err
-		}
-		if err := writeMembers(ctx, tx, c.ID, c.Members); err != nil {
-			return err
-		}
-		return appendAudit(ctx, tx, now, audit)
-	})
-	if err != nil {
-		return d.errorf("create crew: %w", err)
+	return d.writeRow(ctx, rowWrite{what: "create crew", now: now,
+		stmt: `INSERT INTO crews (` + crewCols + `) VALUES (?, ?, ?, ?, ?)`,
+		args: []any{c.ID, c.Name, c.Description, store.Nanos(OrNow(c.CreatedAt, now)), store.Nanos(OrNow(c.UpdatedAt, now))},
+		then: func(tx Querier) error { return d.crewMembers(ctx, tx, &c) }}, audit)
+}
+
+// crewMembers creates the crew's new contacts and writes its members.
+func (d DB) crewMembers(ctx context.Context, tx Querier, c *store.Crew) error {
+	if err := d.createCrewContacts(ctx, tx, c); err != nil {
+		return err
 	}
-	return nil
+	return writeMembers(ctx, tx, c.ID, c.Members)
 }
 
 func (d DB) crewWhere(ctx context.Context, what, cond, arg string) (store.Crew, error) {
@@ -581,27 +551,10 @@ func (d DB) CrewByName(ctx context.Context, name string) (store.Crew, error) {
 // transaction.
 func (d DB) UpdateCrew(ctx context.Context, c store.Crew, audit ...store.AuditEntry) error {
 	now := d.c.Now()
-	err := d.c.WriteTx(ctx, func(tx Querier) error {
-		n, err := tx.Exec(ctx, `UPDATE crews SET name = ?, description = ?, updated_at = ? WHERE id = ?`,
-			c.Name, c.Description, store.Nanos(OrNow(c.UpdatedAt, now)), c.ID)
-		if err != nil {
-			return conflict(err)
-		}
-		if n == 0 {
-			return fmt.Errorf("crew %q: %w", c.ID, actor.ErrNotFound)
-		}
-		if err := d.createCrewContacts(ctx, tx, &c); err != nil {
-			return err
-		}
-		if err := writeMembers(ctx, tx, c.ID, c.Members); err != nil {
-			return err
-		}
-		return appendAudit(ctx, tx, now, audit)
-	})
-	if err != nil {
-		return d.errorf("update crew: %w", err)
-	}
-	return nil
+	return d.writeRow(ctx, rowWrite{what: "update crew", kind: "crew", id: c.ID, now: now,
+		stmt: `UPDATE crews SET name = ?, description = ?, updated_at = ? WHERE id = ?`,
+		args: []any{c.Name, c.Description, store.Nanos(OrNow(c.UpdatedAt, now)), c.ID},
+		then: func(tx Querier) error { return d.crewMembers(ctx, tx, &c) }}, audit)
 }
 
 // DeleteCrew removes the crew (its contacts stay) and appends its audit
@@ -768,17 +721,9 @@ func responsesText(r json.RawMessage) string {
 // store.ErrConflict for a taken name.
 func (d DB) CreateTemplate(ctx context.Context, t store.Template, audit ...store.AuditEntry) error {
 	now := d.c.Now()
-	err := d.c.WriteTx(ctx, func(tx Querier) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO templates (`+templateCols+`) VALUES (?, ?, ?, ?, ?, ?)`, t.ID, t.Name, t.Text,
-			responsesText(t.Responses), store.Nanos(OrNow(t.CreatedAt, now)), store.Nanos(OrNow(t.UpdatedAt, now))); err != nil {
-			return conflict(err)
-		}
-		return appendAudit(ctx, tx, now, audit)
-	})
-	if err != nil {
-		return d.errorf("create template: %w", err)
-	}
-	return nil
+	return d.writeRow(ctx, rowWrite{what: "create template", now: now,
+		stmt: `INSERT INTO templates (` + templateCols + `) VALUES (?, ?, ?, ?, ?, ?)`,
+		args: []any{t.ID, t.Name, t.Text, responsesText(t.Responses), store.Nanos(OrNow(t.CreatedAt, now)), store.Nanos(OrNow(t.UpdatedAt, now))}}, audit)
 }
 
 // GetTemplate returns the template with id or actor.ErrNotFound.
@@ -803,21 +748,9 @@ func (d DB) TemplateByName(ctx context.Context, name string) (store.Template, er
 // appends its audit entries.
 func (d DB) UpdateTemplate(ctx context.Context, t store.Template, audit ...store.AuditEntry) error {
 	now := d.c.Now()
-	err := d.c.WriteTx(ctx, func(tx Querier) error {
-		n, err := tx.Exec(ctx, `UPDATE templates SET name = ?, text = ?, responses = ?, updated_at = ? WHERE id = ?`,
-			t.Name, t.Text, responsesText(t.Responses), store.Nanos(OrNow(t.UpdatedAt, now)), t.ID)
-		if err != nil {
-			return conflict(err)
-		}
-		if n == 0 {
-			return fmt.Errorf("template %q: %w", t.ID, actor.ErrNotFound)
-		}
-		return appendAudit(ctx, tx, now, audit)
-	})
-	if err != nil {
-		return d.errorf("update template: %w", err)
-	}
-	return nil
+	return d.writeRow(ctx, rowWrite{what: "update template", kind: "template", id: t.ID, now: now,
+		stmt: `UPDATE templates SET name = ?, text = ?, responses = ?, updated_at = ? WHERE id = ?`,
+		args: []any{t.Name, t.Text, responsesText(t.Responses), store.Nanos(OrNow(t.UpdatedAt, now)), t.ID}}, audit)
 }
 
 // DeleteTemplate removes the template and appends its audit entries.
@@ -833,6 +766,49 @@ func (d DB) ListTemplates(ctx context.Context) ([]store.Template, error) {
 		return nil, d.errorf("list templates: %w", err)
 	}
 	return out, nil
+}
+
+// rowWrite is one insert or update of a directory row (contact, crew,
+// template), as writeRow runs it.
+type rowWrite struct {
+	what string // names the write in errors: "create contact"
+	// kind and id, for an update: a statement that changed no row is
+	// actor.ErrNotFound for kind id. Empty for an insert.
+	kind, id string
+	stmt     string
+	args     []any
+	// then writes the rows keyed to it (tags, members) in the same
+	// transaction; nil: none.
+	then func(tx Querier) error
+	now  time.Time // the audit entries' time; zero: now
+}
+
+// writeRow runs w and appends the audit entries, in one transaction; a
+// taken unique value (number, name) is store.ErrConflict.
+func (d DB) writeRow(ctx context.Context, w rowWrite, audit []store.AuditEntry) error {
+	now := w.now
+	if now.IsZero() {
+		now = d.c.Now()
+	}
+	err := d.c.WriteTx(ctx, func(tx Querier) error {
+		n, err := tx.Exec(ctx, w.stmt, w.args...)
+		if err != nil {
+			return conflict(err)
+		}
+		if w.id != "" && n == 0 {
+			return fmt.Errorf("%s %q: %w", w.kind, w.id, actor.ErrNotFound)
+		}
+		if w.then != nil {
+			if err := w.then(tx); err != nil {
+				return err
+			}
+		}
+		return appendAudit(ctx, tx, now, audit)
+	})
+	if err != nil {
+		return d.errorf("%s: %w", w.what, err)
+	}
+	return nil
 }
 
 // deleteRow deletes one directory row (what names it in errors): first the

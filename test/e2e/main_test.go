@@ -3,7 +3,8 @@
 // checks what a user or a crash would see: kill -9 in the middle of a
 // fan-out, live mode against the simulator, and the demo's example group.
 //
-// TestMain builds the binary once into a temporary directory. Every
+// TestMain builds the binary once into a temporary directory, or takes
+// the one CREWCAST_TEST_BINARY names. Every
 // process runs in its own process group, is killed (SIGKILL to the group)
 // when its test ends, and dies with the test binary (Pdeathsig), so a
 // failed or interrupted run leaves nothing behind. Waiting on another
@@ -33,7 +34,7 @@ import (
 	"github.com/crewcast/crewcast/test/internal/testproc"
 )
 
-// crewcastBin is the binary TestMain built.
+// crewcastBin is the binary under test (TestMain).
 var crewcastBin string
 
 func TestMain(m *testing.M) {
@@ -43,18 +44,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
-	crewcastBin = filepath.Join(dir, "crewcast")
-	// go test puts its own toolchain first in PATH, so "go" is the same Go.
-	build := exec.Command("go", "build", "-o", crewcastBin, "github.com/crewcast/crewcast/cmd/crewcast")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	began := time.Now()
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: build crewcast:", err)
+	if crewcastBin, err = testBinary(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
 		_ = os.RemoveAll(dir)
 		os.Exit(1)
-	}
-	if testing.Verbose() {
-		fmt.Fprintf(os.Stderr, "e2e: built crewcast in %s\n", time.Since(began).Round(time.Millisecond))
 	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)
@@ -65,6 +58,34 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// testBinary returns the crewcast binary to test: the one
+// CREWCAST_TEST_BINARY names (make test builds it once for the e2e, chaos
+// and deploy tests), else one built into dir.
+func testBinary(dir string) (string, error) {
+	if bin := os.Getenv("CREWCAST_TEST_BINARY"); bin != "" {
+		abs, err := filepath.Abs(bin)
+		if err == nil {
+			_, err = os.Stat(abs)
+		}
+		if err != nil {
+			return "", fmt.Errorf("CREWCAST_TEST_BINARY: %w", err)
+		}
+		return abs, nil
+	}
+	bin := filepath.Join(dir, "crewcast")
+	// go test puts its own toolchain first in PATH, so "go" is the same Go.
+	build := exec.Command("go", "build", "-o", bin, "github.com/crewcast/crewcast/cmd/crewcast")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	began := time.Now()
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("build crewcast: %w", err)
+	}
+	if testing.Verbose() {
+		fmt.Fprintf(os.Stderr, "e2e: built crewcast in %s\n", time.Since(began).Round(time.Millisecond))
+	}
+	return bin, nil
 }
 
 // adminKey is the bootstrap admin key given to every crewcast serve.
