@@ -19,7 +19,10 @@ type Contact struct {
 	ID     string
 	Number string // E.164, unique
 	Name   string
-	Tags   []string // sorted, unique
+	// Email is the address an email step of a follow-up ladder writes to
+	// ("" = none; docs/design.md §17). Like the number, it is never logged.
+	Email string
+	Tags  []string // sorted, unique
 	// Timezone is an IANA zone name ("" = unknown).
 	Timezone string
 	// Fields are free key/value pairs, used by templates as {{fields.key}}.
@@ -30,7 +33,8 @@ type Contact struct {
 
 // ContactQuery filters ListContacts. Results are ordered by (name, id).
 type ContactQuery struct {
-	// Q matches a substring of the name (case-insensitive) or the number.
+	// Q matches a substring of the name or the email (case-insensitive) or
+	// the number.
 	Q string
 	// Tag keeps contacts carrying this tag.
 	Tag string

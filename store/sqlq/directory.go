@@ -15,7 +15,7 @@ import (
 
 // ---- contacts ----
 
-const contactCols = `id, number, name, tags, timezone, fields, created_at, updated_at`
+const contactCols = `id, number, name, tags, timezone, fields, created_at, updated_at, email`
 
 // isUnique reports whether err is a uniqueness violation, in either
 // engine's words (SQLite's message, PostgreSQL's SQLSTATE 23505).
@@ -39,7 +39,7 @@ func scanContact(r Row) (store.Contact, error) {
 	var c store.Contact
 	var tags, fields string
 	var created, updated int64
-	if err := r.Scan(&c.ID, &c.Number, &c.Name, &tags, &c.Timezone, &fields, &created, &updated); err != nil {
+	if err := r.Scan(&c.ID, &c.Number, &c.Name, &tags, &c.Timezone, &fields, &created, &updated, &c.Email); err != nil {
 		return store.Contact{}, err
 	}
 	if err := json.Unmarshal([]byte(tags), &c.Tags); err != nil {
@@ -83,7 +83,7 @@ func (d DB) contactArgs(c store.Contact) ([]any, error) {
 	}
 	now := d.c.Now()
 	return []any{c.ID, c.Number, c.Name, string(tags), c.Timezone, string(fields),
-		store.Nanos(OrNow(c.CreatedAt, now)), store.Nanos(OrNow(c.UpdatedAt, now))}, nil
+		store.Nanos(OrNow(c.CreatedAt, now)), store.Nanos(OrNow(c.UpdatedAt, now)), c.Email}, nil
 }
 
 // writeTags replaces the tag index rows of one contact.
@@ -108,7 +108,7 @@ func (d DB) CreateContact(ctx context.Context, c store.Contact, audit ...store.A
 	}
 	now := d.c.Now()
 	err = d.c.WriteTx(ctx, func(tx Querier) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO contacts (`+contactCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO contacts (`+contactCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
 			return conflict(err)
 		}
 		if err := writeTags(ctx, tx, c.ID, c.Tags); err != nil {
@@ -140,8 +140,8 @@ func (d DB) UpdateContact(ctx context.Context, c store.Contact, audit ...store.A
 	}
 	now := d.c.Now()
 	err = d.c.WriteTx(ctx, func(tx Querier) error {
-		n, err := tx.Exec(ctx, `UPDATE contacts SET number = ?, name = ?, tags = ?, timezone = ?, fields = ?, updated_at = ? WHERE id = ?`,
-			args[1], args[2], args[3], args[4], args[5], args[7], c.ID)
+		n, err := tx.Exec(ctx, `UPDATE contacts SET number = ?, name = ?, tags = ?, timezone = ?, fields = ?, updated_at = ?, email = ? WHERE id = ?`,
+			args[1], args[2], args[3], args[4], args[5], args[7], args[8], c.ID)
 		if err != nil {
 			return conflict(err)
 		}
@@ -179,8 +179,8 @@ func (d DB) ListContacts(ctx context.Context, q store.ContactQuery) ([]store.Con
 	var args []any
 	if q.Q != "" {
 		p := likePattern(strings.ToLower(q.Q))
-		conds = append(conds, `(LOWER(name) LIKE ? ESCAPE '\' OR number LIKE ? ESCAPE '\')`)
-		args = append(args, p, p)
+		conds = append(conds, `(LOWER(name) LIKE ? ESCAPE '\' OR number LIKE ? ESCAPE '\' OR LOWER(email) LIKE ? ESCAPE '\')`)
+		args = append(args, p, p, p)
 	}
 	if q.Tag != "" {
 		conds = append(conds, `id IN (SELECT contact_id FROM contact_tags WHERE tag = ?)`)
@@ -276,12 +276,12 @@ func sameContact(a, b store.Contact) bool {
 	if bf == nil {
 		bf = map[string]string{}
 	}
-	return a.Name == b.Name && a.Timezone == b.Timezone && slices.Equal(NormalTags(a.Tags), NormalTags(b.Tags)) &&
+	return a.Name == b.Name && a.Email == b.Email && a.Timezone == b.Timezone && slices.Equal(NormalTags(a.Tags), NormalTags(b.Tags)) &&
 		maps.Equal(af, bf)
 }
 
 // importChunk is how many contacts one multi-row statement writes: far
-// below SQLite's bound-parameter limit (8 columns each).
+// below SQLite's bound-parameter limit (9 columns each).
 const importChunk = 200
 
 // ImportContacts upserts contacts by number and appends the import's
@@ -349,7 +349,7 @@ func (d DB) upsertContacts(ctx context.Context, tx Querier, cs []store.Contact) 
 		n := min(importChunk, len(cs))
 		part := cs[:n]
 		cs = cs[n:]
-		args := make([]any, 0, 8*n)
+		args := make([]any, 0, 9*n)
 		ids := make([]any, 0, n)
 		var tagArgs []any
 		for _, c := range part {
@@ -364,9 +364,10 @@ func (d DB) upsertContacts(ctx context.Context, tx Querier, cs []store.Contact) 
 			}
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO contacts (`+contactCols+`) VALUES `+
-			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?),", n), ",")+
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?),", n), ",")+
 			` ON CONFLICT (number) DO UPDATE SET name = excluded.name, tags = excluded.tags,
-			timezone = excluded.timezone, fields = excluded.fields, updated_at = excluded.updated_at`, args...); err != nil {
+			timezone = excluded.timezone, fields = excluded.fields, updated_at = excluded.updated_at,
+			email = excluded.email`, args...); err != nil {
 			return conflict(err)
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM contact_tags WHERE contact_id IN (`+
@@ -414,7 +415,7 @@ func (d DB) createCrewContacts(ctx context.Context, tx Querier, c *store.Crew) e
 	}
 	for rest := c.NewContacts; len(rest) > 0; {
 		n := min(importChunk, len(rest))
-		args := make([]any, 0, 8*n)
+		args := make([]any, 0, 9*n)
 		for _, nc := range rest[:n] {
 			a, err := d.contactArgs(nc)
 			if err != nil {
@@ -423,7 +424,7 @@ func (d DB) createCrewContacts(ctx context.Context, tx Querier, c *store.Crew) e
 			args = append(args, a...)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO contacts (`+contactCols+`) VALUES `+
-			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?),", n), ",")+
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?),", n), ",")+
 			` ON CONFLICT (number) DO NOTHING`, args...); err != nil {
 			return conflict(err)
 		}
@@ -699,7 +700,7 @@ const crewSplit = 4096
 // updated_at as the same statement saw it; size is a capacity hint.
 func (d DB) crewContacts(ctx context.Context, crewID string, size int, cond string, condArgs ...any) ([]store.Contact, int64, error) {
 	args := append([]any{crewID}, condArgs...)
-	rows, err := d.c.Read.Query(ctx, `SELECT c.id, c.number, c.name, c.timezone, c.fields, c.created_at, c.updated_at, k.updated_at
+	rows, err := d.c.Read.Query(ctx, `SELECT c.id, c.number, c.name, c.timezone, c.fields, c.created_at, c.updated_at, c.email, k.updated_at
 		FROM crews k JOIN crew_members m ON m.crew_id = k.id JOIN contacts c ON c.id = m.contact_id
 		WHERE k.id = ? `+cond+` ORDER BY m.position, m.contact_id`, args...)
 	if err != nil {
@@ -712,7 +713,7 @@ func (d DB) crewContacts(ctx context.Context, crewID string, size int, cond stri
 		var c store.Contact
 		var fields string
 		var created, updated int64
-		if err := rows.Scan(&c.ID, &c.Number, &c.Name, &c.Timezone, &fields, &created, &updated, &crewUpdated); err != nil {
+		if err := rows.Scan(&c.ID, &c.Number, &c.Name, &c.Timezone, &fields, &created, &updated, &c.Email, &crewUpdated); err != nil {
 			return nil, 0, err
 		}
 		if fields != "{}" { // most contacts have none: skip the decoder

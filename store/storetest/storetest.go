@@ -146,6 +146,7 @@ func Run(t *testing.T, o Options) {
 		{"WebhookClaimsConcurrent", testWebhookClaimsConcurrent},
 		{"Contacts", testContacts},
 		{"ImportContacts", testImportContacts},
+		{"ContactEmail", testContactEmail},
 		{"Consent", testConsent},
 		{"LargeCrewContacts", testLargeCrewContacts},
 		{"Templates", testTemplates},
