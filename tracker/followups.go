@@ -85,6 +85,9 @@ func (t *Tracker) planPolicy(ctx context.Context, created *group.Created, req gr
 	if created.Mode == crewcast.ModeGroupMMS && created.Policy != nil && created.Policy.Followup != nil {
 		return &ValidationError{Fields: []group.FieldError{{Field: "followup", Message: "follow-ups are sent one by one: use mode individual"}}, Total: 1}
 	}
+	if err := checkLadder(created.Policy); err != nil {
+		return err
+	}
 	if p := created.Policy; p != nil && p.Escalate != nil && len(p.Escalate.Crews) > 0 && t.cfg.ResolveCrews != nil {
 		nums, err := t.cfg.ResolveCrews(ctx, p.Escalate.Crews)
 		if err != nil {
