@@ -130,3 +130,20 @@ func (g *Group) StepOf(r *Recipient) Step {
 	}
 	return f.Step(max(1, r.Followups))
 }
+
+// CheckFollowup validates a `followup` on its own (a template's), naming
+// fields as a create request would.
+func CheckFollowup(f *FollowupInput) []FieldError {
+	_, errs := planFollowup(f)
+	if f.Text != "" {
+		if e := CheckText("followup.text", f.Text); e != nil {
+			errs = append(errs, *e)
+		}
+	}
+	for i, s := range f.Steps {
+		if e := CheckText(fmt.Sprintf("followup.steps[%d].text", i), s.Text); e != nil {
+			errs = append(errs, *e)
+		}
+	}
+	return errs
+}

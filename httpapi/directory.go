@@ -888,8 +888,10 @@ type templateJSON struct {
 	Name      string         `json:"name"`
 	Text      string         `json:"text"`
 	Responses []group.Option `json:"responses"`
-	CreatedAt *time.Time     `json:"created_at"`
-	UpdatedAt *time.Time     `json:"updated_at"`
+	// Followup is the saved follow-up (templatefollowup.go), absent for none.
+	Followup  *group.FollowupInput `json:"followup,omitempty"`
+	CreatedAt *time.Time           `json:"created_at"`
+	UpdatedAt *time.Time           `json:"updated_at"`
 }
 
 func templateOf(t store.Template) (templateJSON, error) {
@@ -900,13 +902,15 @@ func templateOf(t store.Template) (templateJSON, error) {
 			return out, fmt.Errorf("template %q responses: %w", t.ID, err)
 		}
 	}
-	return out, nil
+	return out, templateFollowupOf(t, &out)
 }
 
 type templateInput struct {
 	Name      *string         `json:"name"`
 	Text      *string         `json:"text"`
 	Responses *[]group.Option `json:"responses"`
+	// Followup: absent keeps, null clears, an object sets (templatefollowup.go).
+	Followup json.RawMessage `json:"followup"`
 }
 
 // checkTemplateText parses a template text, answering 422 naming an
@@ -952,6 +956,9 @@ func (a *api) saveTemplate(r *http.Request, t store.Template, in templateInput, 
 			return t, err
 		}
 		t.Responses = b
+	}
+	if err := applyTemplateFollowup(&t, in.Followup); err != nil {
+		return t, err
 	}
 	t.UpdatedAt = a.now()
 	var err error

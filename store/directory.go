@@ -76,6 +76,9 @@ type Template struct {
 	Text string
 	// Responses is the JSON array of response options as the API took it.
 	Responses json.RawMessage
+	// Followup is the saved follow-up (either form, or a ladder of steps:
+	// docs/design.md §17) as the API took it; nil for none.
+	Followup json.RawMessage
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

@@ -744,16 +744,19 @@ func (d DB) FindCrew(ctx context.Context, ref string) (store.Crew, error) {
 
 // ---- templates ----
 
-const templateCols = `id, name, text, responses, created_at, updated_at`
+const templateCols = `id, name, text, responses, created_at, updated_at, followup`
 
 func scanTemplate(r Row) (store.Template, error) {
 	var t store.Template
-	var responses string
+	var responses, followup string
 	var created, updated int64
-	if err := r.Scan(&t.ID, &t.Name, &t.Text, &responses, &created, &updated); err != nil {
+	if err := r.Scan(&t.ID, &t.Name, &t.Text, &responses, &created, &updated, &followup); err != nil {
 		return store.Template{}, err
 	}
 	t.Responses = json.RawMessage(responses)
+	if followup != "" {
+		t.Followup = json.RawMessage(followup)
+	}
 	t.CreatedAt, t.UpdatedAt = store.FromNanos(created), store.FromNanos(updated)
 	return t, nil
 }
@@ -770,8 +773,8 @@ func responsesText(r json.RawMessage) string {
 func (d DB) CreateTemplate(ctx context.Context, t store.Template, audit ...store.AuditEntry) error {
 	now := d.c.Now()
 	err := d.c.WriteTx(ctx, func(tx Querier) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO templates (`+templateCols+`) VALUES (?, ?, ?, ?, ?, ?)`, t.ID, t.Name, t.Text,
-			responsesText(t.Responses), store.Nanos(OrNow(t.CreatedAt, now)), store.Nanos(OrNow(t.UpdatedAt, now))); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO templates (`+templateCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`, t.ID, t.Name, t.Text,
+			responsesText(t.Responses), store.Nanos(OrNow(t.CreatedAt, now)), store.Nanos(OrNow(t.UpdatedAt, now)), string(t.Followup)); err != nil {
 			return conflict(err)
 		}
 		return appendAudit(ctx, tx, now, audit)
@@ -800,13 +803,13 @@ func (d DB) TemplateByName(ctx context.Context, name string) (store.Template, er
 	return t, nil
 }
 
-// UpdateTemplate replaces name, text and responses of template t.ID and
+// UpdateTemplate replaces name, text, responses and follow-up of template t.ID and
 // appends its audit entries.
 func (d DB) UpdateTemplate(ctx context.Context, t store.Template, audit ...store.AuditEntry) error {
 	now := d.c.Now()
 	err := d.c.WriteTx(ctx, func(tx Querier) error {
-		n, err := tx.Exec(ctx, `UPDATE templates SET name = ?, text = ?, responses = ?, updated_at = ? WHERE id = ?`,
-			t.Name, t.Text, responsesText(t.Responses), store.Nanos(OrNow(t.UpdatedAt, now)), t.ID)
+		n, err := tx.Exec(ctx, `UPDATE templates SET name = ?, text = ?, responses = ?, updated_at = ?, followup = ? WHERE id = ?`,
+			t.Name, t.Text, responsesText(t.Responses), store.Nanos(OrNow(t.UpdatedAt, now)), string(t.Followup), t.ID)
 		if err != nil {
 			return conflict(err)
 		}

@@ -150,6 +150,7 @@ func Run(t *testing.T, o Options) {
 		{"Consent", testConsent},
 		{"LargeCrewContacts", testLargeCrewContacts},
 		{"Templates", testTemplates},
+		{"TemplateFollowup", testTemplateFollowup},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
