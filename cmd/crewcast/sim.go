@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ func init() {
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("sim", stderr)
 	addr := fs.String("addr", "127.0.0.1:9090", "listen address (env CREWCAST_SIM_ADDR)")
+	smtpAddr := fs.String("smtp-addr", "", "also run an SMTP server here that keeps every mail (listed at /sim/mail); empty: none")
 	telnyxURL := fs.String("telnyx-webhook-url", "", "Telnyx messaging profile webhook URL (a send's webhook_url wins)")
 	telnyxFailover := fs.String("telnyx-failover-url", "", "Telnyx failover webhook URL, after 3 failed attempts on the first")
 	twilioURL := fs.String("twilio-webhook-url", "", "Twilio status callback and inbound URL (a send's StatusCallback wins)")
@@ -143,6 +145,13 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return fmt.Errorf("%w (and stop: %v)", err, stopErr)
 		}
 		return err
+	}
+	if *smtpAddr != "" {
+		got, err := s.StartSMTP(*smtpAddr)
+		if err != nil {
+			return errors.Join(fmt.Errorf("--smtp-addr: %w", err), s.Stop(context.Background()))
+		}
+		fmt.Fprintf(stdout, "CREWCAST_SMTP_URL=smtp://%s\n", got)
 	}
 	k := s.Keys()
 	fmt.Fprintf(stdout, "crewcast sim listening on %s (ledger: %s/sim/ledger, faults: %s/sim/faults)\n", url, url, url)
