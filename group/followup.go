@@ -406,6 +406,10 @@ func (g *Group) FollowupOutcome(s Send, res crewcast.SendResult, err error, now 
 	if err != nil && errors.As(err, &ans) {
 		return Outcome{SendID: s.ID, Indices: s.Indices, Result: ResultStopped, Detail: ans.Error()}
 	}
+	var skip *StepSkipped
+	if err != nil && errors.As(err, &skip) {
+		return Outcome{SendID: s.ID, Indices: s.Indices, Result: ResultSkipped, Detail: skip.Error()}
+	}
 	o := g.Outcome(s, res, err, now)
 	if o.Result == ResultFailed && o.Class == crewcast.ClassNotSent {
 		// The main send's attempt budget does not apply to follow-ups.
@@ -582,8 +586,8 @@ func (g *Group) applyFollowupOutcome(at time.Time, i int, o Outcome) {
 		r.LastFollowupAt = at
 		r.FollowupMessageID = o.MessageID
 		r.Nudged = false
-	case ResultUncertain:
-		r.LastFollowupAt = at // spent: never resent
+	case ResultUncertain, ResultSkipped:
+		r.LastFollowupAt = at // spent: never resent (a skipped step: the ladder goes on)
 		r.Nudged = false
 	case ResultFailed:
 		r.FollowupStop = "follow-up failed: " + o.Detail

@@ -147,3 +147,15 @@ func CheckFollowup(f *FollowupInput) []FieldError {
 	}
 	return errs
 }
+
+// ResultSkipped: a ladder step not made because the person has no address
+// on its channel (no email on the contact). It is spent, and says so; the
+// ladder goes on to the next step.
+const ResultSkipped = "skipped"
+
+// StepSkipped is the error a channel sender returns for a step it cannot
+// make for this person (no address); FollowupOutcome turns it into
+// ResultSkipped.
+type StepSkipped struct{ Reason string }
+
+func (e *StepSkipped) Error() string { return "step skipped: " + e.Reason }
