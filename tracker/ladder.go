@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/actor"
@@ -101,4 +102,26 @@ func (a *groupActor) channelJob(c *actor.Context[groupMsg], s group.FollowupSend
 	// req names the number only for the guard: a suppressed number gets
 	// no step on any channel; the provider is not called (via is).
 	return sendJob{groupID: a.key, send: s.Send(), req: crewcast.SendRequest{To: []string{r.Number}}, via: via}, true
+}
+
+// EmailProvider names the inbound events an answer link makes (see
+// EmailAnswer): they are applied like a text reply from the person.
+const EmailProvider = "email"
+
+// EmailAnswer is the inbound event of an answer by email link: the
+// option's key as the reply text, from the recipient's number to the
+// group's sender, delivered to that group (its id in MessageID) rather
+// than routed by conversation. eventID makes replays of the same link
+// one event (the inbox dedupes on it).
+func EmailAnswer(groupID, eventID, number, groupFrom, option string, at time.Time) crewcast.Event {
+	return crewcast.Event{Provider: EmailProvider, EventID: eventID, Kind: crewcast.KindInbound, MessageID: groupID,
+		From: number, To: groupFrom, Text: option, OccurredAt: at}
+}
+
+// emailAnswerGroup is the group an email answer event goes to.
+func emailAnswerGroup(ev crewcast.Event) (string, bool) {
+	if ev.Provider == EmailProvider && ev.Kind == crewcast.KindInbound && ev.MessageID != "" {
+		return ev.MessageID, true
+	}
+	return "", false
 }

@@ -202,3 +202,36 @@ func journalOf(t *testing.T, st store.Store, id string) string {
 }
 
 func (e *env) journalText(id string) string { return journalOf(e.t, e.st, id) }
+
+// An answer by email link counts like a text reply: the response is
+// recorded, later steps stop; the same link posted again changes nothing.
+func TestEmailAnswerCountsLikeAReply(t *testing.T) {
+	m := &fakeMailer{}
+	e := newEnv(t, func(c *Config) { c.Mailer = m })
+	n := nums(2)
+	id, _, err := e.tr.Create(context.Background(), group.Request{From: from, To: n, Text: "Crew call 7am",
+		Responses: []group.Option{{Key: "1", Label: "Coming"}, {Key: "2", Label: "Cannot"}},
+		PolicyInput: group.PolicyInput{Followup: &group.FollowupInput{Steps: []group.StepInput{{After: "1m", Channel: "sms"}}}}}, CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitGroup(id, "all sent", allStatus(crewcast.StatusSent))
+	for range 2 {
+		if _, err := e.tr.Ingest(context.Background(), []crewcast.Event{EmailAnswer(id, "email:tok1", n[0], from, "2", e.clk.Now())}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.waitGroup(id, "answer", func(_ store.GroupRow, rows []store.DeliveryRow) bool { return rows[0].Response == "2" })
+	e.clk.Advance(time.Minute)
+	e.waitSends("the step to the other", func(s []crewcast.SendRequest) bool { return countText("Reminder")(s) == 1 })
+	for range 2 {
+		e.clk.Advance(time.Minute)
+		e.settle()
+	}
+	if per := e.prov.sentTo(); per[n[0]] != 1 || per[n[1]] != 2 {
+		t.Fatalf("texts per person %v", per)
+	}
+	if got := strings.Count(e.journalText(id), "reply.received"); got != 1 {
+		t.Fatalf("%d replies journaled, want 1:\n%s", got, e.journalText(id))
+	}
+}
