@@ -146,15 +146,19 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return err
 	}
+	smtpURL := ""
 	if *smtpAddr != "" {
 		got, err := s.StartSMTP(*smtpAddr)
 		if err != nil {
 			return errors.Join(fmt.Errorf("--smtp-addr: %w", err), s.Stop(context.Background()))
 		}
-		fmt.Fprintf(stdout, "CREWCAST_SMTP_URL=smtp://%s\n", got)
+		smtpURL = "smtp://" + got
 	}
 	k := s.Keys()
 	fmt.Fprintf(stdout, "crewcast sim listening on %s (ledger: %s/sim/ledger, faults: %s/sim/faults)\n", url, url, url)
+	if smtpURL != "" {
+		fmt.Fprintf(stdout, "CREWCAST_SMTP_URL=%s\n", smtpURL)
+	}
 	fmt.Fprintf(stdout, "CREWCAST_TELNYX_API_BASE=%s\nCREWCAST_TELNYX_API_KEY=%s\nCREWCAST_TELNYX_PUBLIC_KEY=%s\n", url, k.TelnyxAPIKey, k.TelnyxPublicKey)
 	fmt.Fprintf(stdout, "CREWCAST_TWILIO_API_BASE=%s\nCREWCAST_TWILIO_ACCOUNT_SID=%s\nCREWCAST_TWILIO_AUTH_TOKEN=%s\n", url, k.TwilioAccountSID, k.TwilioAuthToken)
 	if *token == "" {
