@@ -78,7 +78,7 @@ type Template struct {
 	Responses json.RawMessage
 	// Followup is the saved follow-up (either form, or a ladder of steps:
 	// docs/design.md §17) as the API took it; nil for none.
-	Followup json.RawMessage
+	Followup  json.RawMessage
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

@@ -210,7 +210,7 @@ func TestEmailAnswerCountsLikeAReply(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.Mailer = m })
 	n := nums(2)
 	id, _, err := e.tr.Create(context.Background(), group.Request{From: from, To: n, Text: "Crew call 7am",
-		Responses: []group.Option{{Key: "1", Label: "Coming"}, {Key: "2", Label: "Cannot"}},
+		Responses:   []group.Option{{Key: "1", Label: "Coming"}, {Key: "2", Label: "Cannot"}},
 		PolicyInput: group.PolicyInput{Followup: &group.FollowupInput{Steps: []group.StepInput{{After: "1m", Channel: "sms"}}}}}, CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
