@@ -1,7 +1,7 @@
 # crewcast — make targets. `make test` is what CI (.ci/run) runs.
 GO ?= go
 
-.PHONY: demo test unit fuzz bench chaos build vet lint openapi-lint cluster
+.PHONY: demo test unit fuzz bench chaos build vet lint openapi-lint cluster ha
 
 demo:
 	$(GO) run ./cmd/crewcast demo
@@ -69,3 +69,10 @@ build:
 # (scripts/cluster.sh; docs/deploy.md). Prints the URLs and an admin key.
 cluster:
 	@./scripts/cluster.sh
+
+# The same three nodes on a highly available PostgreSQL: etcd, two
+# PostgreSQL instances under Patroni (run as the postgres user, data in a
+# temporary directory), the simulator (scripts/ha.sh; docs/deploy.md).
+# CREWCAST_HA_SYNC=off runs asynchronous replication.
+ha:
+	@./scripts/ha.sh

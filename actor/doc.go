@@ -13,7 +13,9 @@
 //	defer sys.Shutdown(ctx)
 //	ref, err := actor.Spawn(sys, "counter", func() actor.Actor[Msg] { return &Counter{} })
 //	ref.Tell(Msg{Add: 1})
-//	n, err := actor.Ask(ctx, ref, time.Second, func(r actor.Reply[int]) Msg { return Msg{Get: r} })
+//	ctx, cancel := context.WithTimeout(ctx, time.Second) // the deadline comes with ctx
+//	defer cancel()
+//	n, err := actor.Ask(ctx, ref, func(r actor.Reply[int]) Msg { return Msg{Get: r} })
 //
 // Optional interfaces add lifecycle hooks run in the actor's own turn:
 // Starter, Stopper, and for virtual actors Activator and Passivator.

@@ -32,14 +32,17 @@ func Example() {
 	}
 	ref.Tell(Msg{Add: 2})
 	ref.Tell(Msg{Add: 3})
-	n, err := actor.Ask(context.Background(), ref, time.Second, func(r actor.Reply[int]) Msg { return Msg{Get: r} })
+	// The context carries the deadline of an Ask.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	n, err := actor.Ask(ctx, ref, func(r actor.Reply[int]) Msg { return Msg{Get: r} })
 	fmt.Println(n, err)
 
 	// Virtual actors: one per key, activated on demand.
 	groups := actor.NewKind(sys, "group", func(key string) actor.Actor[Msg] { return &Counter{} },
 		actor.KindOptions{IdleTimeout: time.Minute})
 	groups.Tell("g-1", Msg{Add: 10})
-	n, err = actor.Ask(context.Background(), groups.Get("g-1"), time.Second, func(r actor.Reply[int]) Msg { return Msg{Get: r} })
+	n, err = actor.Ask(ctx, groups.Get("g-1"), func(r actor.Reply[int]) Msg { return Msg{Get: r} })
 	fmt.Println(n, err, groups.Active())
 	// Output:
 	// 5 <nil>

@@ -118,7 +118,7 @@ func newVKind(sys *System, h *vhooks, opts KindOptions) *Kind[vmsg] {
 
 func askV(t *testing.T, r *Ref[vmsg]) vstate {
 	t.Helper()
-	v, err := Ask(context.Background(), r, waitLimit, func(rep Reply[vstate]) vmsg { return vmsg{get: rep} })
+	v, err := Ask(ctxFor(t, waitLimit), r, func(rep Reply[vstate]) vmsg { return vmsg{get: rep} })
 	if err != nil {
 		t.Fatalf("Ask: %v", err)
 	}

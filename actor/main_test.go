@@ -242,3 +242,10 @@ func settle(t testing.TB, sys *System) {
 	t.Helper()
 	waitUntil(t, "actors to go idle", func() bool { return sys.RunningActors() == 0 })
 }
+
+// ctxFor is a context with deadline d, canceled when the test ends.
+func ctxFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

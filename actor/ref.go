@@ -2,7 +2,8 @@ package actor
 
 import (
 	"context"
-	"time"
+	"errors"
+	"fmt"
 )
 
 // Ref addresses an actor. A Ref from Spawn names one actor for its whole
@@ -115,22 +116,18 @@ func (r Reply[R]) Send(v R) {
 }
 
 // Ask sends the message build makes around a fresh Reply and waits for
-// the answer. It returns ErrTimeout after timeout (no timeout if <= 0),
-// ctx's error when ctx ends, ErrStopped if the actor stopped or was
-// stopped, ErrMailboxFull if the message was refused. The message carries
-// ctx's trace id.
-func Ask[M, R any](ctx context.Context, r *Ref[M], timeout time.Duration, build func(Reply[R]) M) (R, error) {
+// the answer, as long as ctx lets it: the deadline comes with ctx
+// (context.WithTimeout), as everywhere else in Go. It returns an error
+// matching both ErrTimeout and context.DeadlineExceeded when ctx's
+// deadline passes, ctx's error when ctx is canceled, ErrStopped if the
+// actor stopped or was stopped, ErrMailboxFull if the message was refused.
+// The message carries ctx's trace id.
+func Ask[M, R any](ctx context.Context, r *Ref[M], build func(Reply[R]) M) (R, error) {
 	var zero R
 	ch := make(chan R, 1)
 	msg := build(Reply[R]{ch: ch})
 	if res := r.send(envelope[M]{msg: msg, trace: TraceID(ctx)}); res != enqOK {
 		return zero, res.err()
-	}
-	var expired <-chan time.Time
-	if timeout > 0 {
-		t := r.system().clock.NewTimer(timeout)
-		defer t.Stop()
-		expired = t.C()
 	}
 	var stopped <-chan struct{}
 	if r.p != nil {
@@ -139,9 +136,10 @@ func Ask[M, R any](ctx context.Context, r *Ref[M], timeout time.Duration, build 
 	select {
 	case v := <-ch:
 		return v, nil
-	case <-expired:
-		return zero, ErrTimeout
 	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return zero, fmt.Errorf("%w: %w", ErrTimeout, ctx.Err())
+		}
 		return zero, ctx.Err()
 	case <-stopped:
 		select {

@@ -131,7 +131,7 @@ func (a *stateful) Receive(c *Context[smsg], m smsg) {
 
 func askState(t *testing.T, r *Ref[smsg]) [2]int {
 	t.Helper()
-	v, err := Ask(context.Background(), r, waitLimit, func(rep Reply[[2]int]) smsg { return smsg{get: rep} })
+	v, err := Ask(ctxFor(t, waitLimit), r, func(rep Reply[[2]int]) smsg { return smsg{get: rep} })
 	if err != nil {
 		t.Fatalf("Ask: %v", err)
 	}
@@ -207,7 +207,7 @@ func TestBackoffDelaysRestart(t *testing.T) {
 	r.Tell(smsg{boom: true})
 	got := make(chan [2]int, 1)
 	go func() {
-		v, err := Ask(context.Background(), r, 0, func(rep Reply[[2]int]) smsg { return smsg{get: rep} })
+		v, err := Ask(context.Background(), r, func(rep Reply[[2]int]) smsg { return smsg{get: rep} })
 		if err != nil {
 			t.Error(err)
 		}

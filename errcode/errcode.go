@@ -199,6 +199,12 @@ func Class(code string, class crewcast.ErrorClass) string {
 	return string(class)
 }
 
+// Carrier returns a code's carrier-truth class (filtered, unregistered,
+// unreachable, landline), or "" when the carrier named no such reason.
+func Carrier(code string) string {
+	return carrierClass[code]
+}
+
 // Codes returns the codes of a carrier-truth class, sorted; nil for a base
 // class or an unknown word.
 func Codes(class string) []string {

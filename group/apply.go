@@ -427,6 +427,13 @@ func (g *Group) applyObserved(v Observed) {
 		r.FailedAt = v.At
 		r.NextCheckAt = time.Time{}
 		r.ErrorCode, r.ErrorClass = v.Code, v.Class
+		if v.Class == crewcast.ClassSender && g.Status == crewcast.GroupSending {
+			// A delivery report blaming the sender (an unregistered 10DLC
+			// number: Twilio 30034, Telnyx 40010) means every message from
+			// it fails: stop as a synchronous refusal does.
+			g.Status = crewcast.GroupPaused
+			g.PauseReason = pauseReason(Outcome{Code: v.Code, Detail: "reported on delivery"})
+		}
 	case crewcast.StatusOptedOut:
 		r.FailedAt = v.At
 		r.NextCheckAt = time.Time{}

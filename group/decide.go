@@ -426,7 +426,11 @@ func (g *Group) Retry(number string, now time.Time, by string) (RetryRequested, 
 	case crewcast.ClassRecipient:
 		return RetryRequested{}, stateErr("error %s is a permanent failure for this recipient", r.ErrorCode)
 	case crewcast.ClassSender:
-		return RetryRequested{}, stateErr("error %s is a sender failure; fix the sender and resume", r.ErrorCode)
+		// Reported on delivery: the group paused; once the sender is
+		// fixed and the group resumed, a new message may go.
+		if g.Status == crewcast.GroupPaused {
+			return RetryRequested{}, stateErr("error %s is a sender failure; fix the sender and resume, then retry", r.ErrorCode)
+		}
 	}
 	if r.Attempts >= g.Settings.MaxAttempts {
 		return RetryRequested{}, stateErr("attempt budget spent (%d of %d)", r.Attempts, g.Settings.MaxAttempts)

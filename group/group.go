@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/errcode"
 )
 
 // Settings are a group's policies, fixed when it is created.
@@ -264,6 +265,12 @@ const (
 	CountAckYes       = "ack_yes"
 	CountAckNo        = "ack_no"
 	CountNoReply      = "no_reply"
+	// CountCarrierBlocked counts the failed recipients whose failure the
+	// carrier explained (errcode.Carrier: a spam filter, an unregistered
+	// sender, an unreachable phone, a landline). They are also in "failed";
+	// a board shows them apart so "blocked by the carrier" never reads as a
+	// plain failure (docs/design.md §18).
+	CountCarrierBlocked = "carrier_blocked"
 	// CountResponsePrefix + an option key counts the recipients whose
 	// latest answer is that option (the API nests them as
 	// counts.responses).
@@ -277,7 +284,7 @@ var CountKeys = func() []string {
 	for _, s := range crewcast.AllStatuses {
 		keys = append(keys, string(s))
 	}
-	return append(keys, CountReplied, CountAcknowledged, CountAckYes, CountAckNo, CountNoReply)
+	return append(keys, CountReplied, CountAcknowledged, CountAckYes, CountAckNo, CountNoReply, CountCarrierBlocked)
 }()
 
 // tally is how one recipient counts in Counts.
@@ -286,14 +293,19 @@ type tally struct {
 	replied  bool
 	ack      crewcast.Ack
 	response string
+	blocked  bool // failed, for a reason the carrier named
 }
 
 func tallyOf(r *Recipient) tally {
-	return tally{status: r.Status, replied: r.Replies > 0, ack: r.Ack, response: r.Response}
+	return tally{status: r.Status, replied: r.Replies > 0, ack: r.Ack, response: r.Response,
+		blocked: r.Status == crewcast.StatusFailed && errcode.Carrier(r.ErrorCode) != ""}
 }
 
 func (t tally) add(c map[string]int, n int) {
 	c[string(t.status)] += n
+	if t.blocked {
+		c[CountCarrierBlocked] += n
+	}
 	if t.response != "" {
 		c[CountResponsePrefix+t.response] += n
 	}

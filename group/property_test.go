@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/errcode"
 )
 
 // TestPropertyNeverSendsTwiceAndStatusesMoveForward drives a group through
@@ -263,12 +264,15 @@ func TestPropertyNeverSendsTwiceAndStatusesMoveForward(t *testing.T) {
 			}
 			// Counts follows changes incrementally: it must agree with
 			// counting every recipient afresh.
-			fresh := map[string]int{"replied": 0, "acknowledged": 0, "ack_yes": 0, "ack_no": 0, "no_reply": 0}
+			fresh := map[string]int{"replied": 0, "acknowledged": 0, "ack_yes": 0, "ack_no": 0, "no_reply": 0, "carrier_blocked": 0}
 			for _, s := range crewcast.AllStatuses {
 				fresh[string(s)] = 0
 			}
 			for _, r := range g.Recipients {
 				fresh[string(r.Status)]++
+				if r.Status == crewcast.StatusFailed && errcode.Carrier(r.ErrorCode) != "" {
+					fresh["carrier_blocked"]++
+				}
 				if r.Replies > 0 {
 					fresh["replied"]++
 				} else if r.Status != crewcast.StatusOptedOut && r.Status != crewcast.StatusCanceled {

@@ -287,8 +287,8 @@ func TestGroupsRead(t *testing.T) {
 				if want := []string{"+15550100003", "+15550100001", "+15550100002"}; !slices.Equal(nums, want) {
 					t.Errorf("roster order %v, want %v", nums, want)
 				}
-				if len(g.Counts) != 15 || g.Counts["no_reply"] != 3 {
-					t.Errorf("counts has %d keys, want 15 (statuses with scheduled, replied, acknowledged, ack_yes, ack_no, no_reply): %v", len(g.Counts), g.Counts)
+				if len(g.Counts) != 16 || g.Counts["no_reply"] != 3 || g.Counts["carrier_blocked"] != 0 {
+					t.Errorf("counts has %d keys, want 16 (statuses with scheduled, replied, acknowledged, ack_yes, ack_no, no_reply, carrier_blocked): %v", len(g.Counts), g.Counts)
 				}
 			}},
 		{name: "get without roster", method: "GET", path: "/v1/groups/{id}?recipients=0", key: "read", status: 200,

@@ -61,36 +61,64 @@ func (a *api) resolveAudience(ctx context.Context, req *group.Request) error {
 	if err := a.applyTemplate(ctx, req); err != nil {
 		return err
 	}
-	// resolved holds the people in order (crews' members, then tags',
-	// then contacts'), each contact once. A crew's members and a tag's
-	// contacts are distinct already, so the set of ids taken is only
-	// built once a second list may repeat one: a request for one crew of
-	// 100,000 people copies each contact once and hashes none.
-	var resolved []group.RecipientInput
-	var taken map[string]bool
-	lists := 0
-	take := func(cs []store.Contact) {
-		if lists > 0 && taken == nil {
-			taken = make(map[string]bool, len(resolved)+len(cs))
-			for _, r := range resolved {
-				taken[r.ContactID] = true
-			}
-		}
-		lists++
-		if resolved == nil {
-			resolved = make([]group.RecipientInput, 0, len(cs))
-		}
-		for _, c := range cs {
-			if taken != nil {
-				if taken[c.ID] {
-					continue
-				}
-				taken[c.ID] = true
-			}
-			resolved = append(resolved, recipientOfContact(c))
+	var au audience
+	if err := a.takeCrews(ctx, &au, req.Crews); err != nil {
+		return err
+	}
+	if err := a.takeTags(ctx, &au, req.Tags); err != nil {
+		return err
+	}
+	rawNumbers, err := a.takeContactRefs(ctx, &au, req.Contacts)
+	if err != nil {
+		return err
+	}
+	if len(req.Crews)+len(req.Tags)+len(req.Contacts) > 0 && len(au.resolved) == 0 && len(rawNumbers) == 0 &&
+		len(req.To)+len(req.Recipients) == 0 {
+		return &apiError{Status: http.StatusUnprocessableEntity, Code: codeInvalidRequest, Message: "no one to send to",
+			Fields: []group.FieldError{{Field: "crews", Message: "no one to send to"}}}
+	}
+	return a.takeRawNumbers(ctx, &au, req, rawNumbers)
+}
+
+// audience collects the people of a request in order (crews' members,
+// then tags', then contacts'), each contact once. A crew's members and a
+// tag's contacts are distinct already, so the set of ids taken is only
+// built once a second list may repeat one: a request for one crew of
+// 100,000 people copies each contact once and hashes none.
+type audience struct {
+	resolved []group.RecipientInput
+	taken    map[string]bool
+	lists    int
+}
+
+// take appends the contacts not taken yet. take(nil) only makes the
+// contacts taken from then on remembered.
+func (au *audience) take(cs []store.Contact) {
+	if au.lists > 0 && au.taken == nil {
+		au.taken = make(map[string]bool, len(au.resolved)+len(cs))
+		for _, r := range au.resolved {
+			au.taken[r.ContactID] = true
 		}
 	}
-	for i, ref := range req.Crews {
+	au.lists++
+	if au.resolved == nil {
+		au.resolved = make([]group.RecipientInput, 0, len(cs))
+	}
+	for _, c := range cs {
+		if au.taken != nil {
+			if au.taken[c.ID] {
+				continue
+			}
+			au.taken[c.ID] = true
+		}
+		au.resolved = append(au.resolved, recipientOfContact(c))
+	}
+}
+
+// takeCrews takes each crew's members; an unknown or empty crew is a 422
+// naming its field.
+func (a *api) takeCrews(ctx context.Context, au *audience, crews []string) error {
+	for i, ref := range crews {
 		k, err := a.crewByRef(ctx, ref)
 		if err != nil {
 			var ae *apiError
@@ -106,9 +134,14 @@ func (a *api) resolveAudience(ctx context.Context, req *group.Request) error {
 		if len(members) == 0 {
 			return unknownRef(fmt.Sprintf("crews[%d]", i), ref, "crew has no members")
 		}
-		take(members)
+		au.take(members)
 	}
-	for i, tag := range req.Tags {
+	return nil
+}
+
+// takeTags takes each tag's contacts; a tag no contact has is a 422.
+func (a *api) takeTags(ctx context.Context, au *audience, tags []string) error {
+	for i, tag := range tags {
 		cs, err := a.store.ContactsByTag(ctx, tag)
 		if err != nil {
 			return err
@@ -116,52 +149,58 @@ func (a *api) resolveAudience(ctx context.Context, req *group.Request) error {
 		if len(cs) == 0 {
 			return unknownRef(fmt.Sprintf("tags[%d]", i), tag, "no contact has this tag")
 		}
-		take(cs)
+		au.take(cs)
 	}
+	return nil
+}
+
+// takeContactRefs takes the contacts named by id and returns the phone
+// numbers given in their place, in order.
+func (a *api) takeContactRefs(ctx context.Context, au *audience, refs []string) ([]string, error) {
 	var rawNumbers, ids []string
-	for i, ref := range req.Contacts {
+	for i, ref := range refs {
 		ref = strings.TrimSpace(ref)
 		if strings.HasPrefix(ref, "ct_") {
 			ids = append(ids, ref)
 			continue
 		}
 		if _, err := group.NormalizeNumber(ref); err != nil {
-			return unknownRef(fmt.Sprintf("contacts[%d]", i), ref, "neither a contact id nor a phone number")
+			return nil, unknownRef(fmt.Sprintf("contacts[%d]", i), ref, "neither a contact id nor a phone number")
 		}
 		rawNumbers = append(rawNumbers, ref)
 	}
 	if len(ids) > 0 {
-		take(nil) // from here on, ids taken are remembered
+		au.take(nil) // from here on, ids taken are remembered
 	}
 	var missing []string
 	for _, id := range ids {
-		if !taken[id] && !slices.Contains(missing, id) {
+		if !au.taken[id] && !slices.Contains(missing, id) {
 			missing = append(missing, id)
 		}
 	}
 	got, err := a.store.ContactsByIDs(ctx, missing)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, id := range missing {
 		if c, ok := got[id]; ok {
-			take([]store.Contact{c})
+			au.take([]store.Contact{c})
 		}
 	}
-	for i, ref := range req.Contacts {
+	for i, ref := range refs {
 		ref = strings.TrimSpace(ref)
-		if strings.HasPrefix(ref, "ct_") && !taken[ref] {
-			return unknownRef(fmt.Sprintf("contacts[%d]", i), ref, "no such contact")
+		if strings.HasPrefix(ref, "ct_") && !au.taken[ref] {
+			return nil, unknownRef(fmt.Sprintf("contacts[%d]", i), ref, "no such contact")
 		}
 	}
-	if len(req.Crews)+len(req.Tags)+len(req.Contacts) > 0 && len(resolved) == 0 && len(rawNumbers) == 0 &&
-		len(req.To)+len(req.Recipients) == 0 {
-		return &apiError{Status: http.StatusUnprocessableEntity, Code: codeInvalidRequest, Message: "no one to send to",
-			Fields: []group.FieldError{{Field: "crews", Message: "no one to send to"}}}
-	}
-	// Raw numbers (in contacts, to, recipients) that are known contacts
-	// get that contact's id, fields and — when the client gave none — name
-	// (group.Plan reads req.Known).
+	return rawNumbers, nil
+}
+
+// takeRawNumbers ends the audience: raw numbers (in contacts, to,
+// recipients) that are known contacts get that contact's id, fields and —
+// when the client gave none — name (group.Plan reads req.Known), and the
+// raw numbers of contacts follow the contacts taken.
+func (a *api) takeRawNumbers(ctx context.Context, au *audience, req *group.Request, rawNumbers []string) error {
 	explicit := make([]string, 0, len(req.To)+len(req.Recipients)+len(rawNumbers))
 	norm := func(s string) string {
 		n, err := group.NormalizeNumber(s)
@@ -192,9 +231,9 @@ func (a *api) resolveAudience(ctx context.Context, req *group.Request) error {
 		if c, ok := known[norm(n)]; ok {
 			in = recipientOfContact(c)
 		}
-		resolved = append(resolved, in)
+		au.resolved = append(au.resolved, in)
 	}
-	req.Resolved = resolved
+	req.Resolved = au.resolved
 	return nil
 }
 

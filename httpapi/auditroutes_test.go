@@ -333,6 +333,14 @@ func TestEveryChangingRouteAppendsOneAuditEntry(t *testing.T) {
 	step(req{method: "DELETE", pattern: "/v1/webhook-endpoints/{id}", path: "/v1/webhook-endpoints/" + ep, key: "admin", status: 204,
 		action: auditEndpointDeleted, who: admin})
 
+	// Senders.
+	step(req{method: "POST", pattern: "/v1/senders", path: "/v1/senders", body: `{"number":"+15550100077","provider":"telnyx"}`,
+		key: "admin", status: 201, action: auditSenderCreated, who: admin})
+	step(req{method: "PATCH", pattern: "/v1/senders/{number}", path: "/v1/senders/+15550100077", body: `{"pool":"dispatch"}`,
+		key: "admin", status: 200, action: auditSenderUpdated, who: admin})
+	step(req{method: "DELETE", pattern: "/v1/senders/{number}", path: "/v1/senders/+15550100077", key: "admin", status: 204,
+		action: auditSenderDeleted, who: admin})
+
 	// Privacy.
 	step(req{method: "POST", pattern: "/v1/retention/run", path: "/v1/retention/run", key: "admin", status: 200,
 		action: tracker.AuditRetentionRun, who: admin})

@@ -38,6 +38,9 @@ const (
 	codeUnavailable      = "unavailable"
 	codeNotReady         = "not_ready"
 	codeSuppressed       = "suppressed"
+	// codeSenderUnregistered: the group would send from a 10DLC or
+	// toll-free sender whose registration is not approved (senders.go).
+	codeSenderUnregistered = "sender_unregistered"
 	// codePasswordChangeRequired: the session's user signed in with a
 	// one-time or reset password and must choose a new one first.
 	codePasswordChangeRequired = "password_change_required"

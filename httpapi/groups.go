@@ -215,6 +215,9 @@ func (a *api) request(ctx context.Context, body createRequest) (group.Request, e
 	if err := notYetSupported(body); err != nil {
 		return group.Request{}, err
 	}
+	if err := a.checkRegistered(ctx, body.From); err != nil {
+		return group.Request{}, err
+	}
 	req := group.Request{From: body.From, To: body.To, Recipients: body.Recipients, Text: body.Text,
 		MediaURLs: body.MediaURLs, Mode: body.Mode, Crews: body.Crews, Tags: body.Tags, Contacts: body.Contacts,
 		Template: body.Template, Responses: body.Responses, ResponseHint: body.ResponseHint, Quorum: body.Quorum,

@@ -127,6 +127,15 @@ type Config struct {
 	// ClusterNodes, when set, lists the members (nodes table, as of this
 	// node's last heartbeat) for GET /debug/cluster.
 	ClusterNodes func() []store.Node
+	// SenderHealth reports each sender's health and volume in GET
+	// /v1/senders; nil reports every sender healthy with nothing sent.
+	SenderHealth SenderHealth
+	// AllowUnregistered lets groups send from 10DLC and toll-free senders
+	// whose registration is not approved (--allow-unregistered).
+	AllowUnregistered bool
+	// SendersChanged, when set, is called after a sender was added,
+	// changed or removed (the sending side reloads them).
+	SendersChanged func(ctx context.Context)
 	// Board is the web board, mounted at "/"; nil answers 404 there.
 	Board http.Handler
 	// Done, when closed, ends every open event stream (close it before

@@ -103,6 +103,12 @@ var routeTable = []route{
 	{http.MethodPost, "/v1/webhook-endpoints/{id}/test", needAdmin, (*api).testWebhookEndpoint},
 	{http.MethodPost, "/v1/webhook-endpoints/{id}/rotate", needAdmin, (*api).rotateWebhookEndpoint},
 
+	{http.MethodGet, "/v1/senders", needAdmin, (*api).listSenders},
+	{http.MethodPost, "/v1/senders", needAdmin, (*api).createSender},
+	{http.MethodGet, "/v1/senders/{number}", needAdmin, (*api).getSender},
+	{http.MethodPatch, "/v1/senders/{number}", needAdmin, (*api).patchSender},
+	{http.MethodDelete, "/v1/senders/{number}", needAdmin, (*api).deleteSender},
+
 	{http.MethodPost, "/v1/session", public, (*api).createSession},
 	{http.MethodGet, "/v1/session", needRead, (*api).getSession},
 	{http.MethodDelete, "/v1/session", public, (*api).deleteSession},

@@ -136,6 +136,10 @@ type Config struct {
 	// streams extend it write by write. Default 60 s.
 	WriteTimeout time.Duration
 
+	// AllowUnregistered lets groups send from 10DLC and toll-free senders
+	// whose registration is not approved (docs/design.md §16).
+	AllowUnregistered bool
+
 	// WebhookAllowPrivate lets outbound webhooks reach loopback, private
 	// and link-local addresses (tests, private deployments).
 	WebhookAllowPrivate bool
@@ -363,6 +367,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err := s.tr.Start(ctx); err != nil {
 		return err
 	}
+	if err := s.tr.LoadSenders(ctx); err != nil { // pacing per sender (docs/design.md §16)
+		return err
+	}
 	if cfg.Cluster.enabled() {
 		if err := s.startCluster(); err != nil {
 			return err
@@ -383,9 +390,12 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		// Several nodes (cluster.go); empty for a single node.
 		Node: s.cfg.Cluster.NodeID, AdvertiseURL: s.cfg.Cluster.AdvertiseURL,
 		Router: s.groupRouter(), ClusterSecret: s.cfg.Cluster.Secret, ClusterNodes: s.clusterNodes(),
-		TrustedProxies: cfg.TrustedProxies,
-		SegmentPrice:   cfg.SegmentPrice,
-		AnswerKey:      answerKey,
+		TrustedProxies:    cfg.TrustedProxies,
+		SegmentPrice:      cfg.SegmentPrice,
+		AllowUnregistered: cfg.AllowUnregistered,
+		SenderHealth:      newSenderHealth(providers),
+		SendersChanged:    s.sendersChanged,
+		AnswerKey:         answerKey,
 	})
 	if err != nil {
 		return err
@@ -403,6 +413,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.wg.Add(1)
 		go s.retentionLoop()
 	}
+	s.startPrimaryWatch() // crewcast_store_failovers_total (failover.go)
 	hctx, stop := context.WithCancel(context.Background())
 	s.stopHooks, s.hooksDone = stop, make(chan struct{})
 	go func() {
@@ -542,6 +553,11 @@ func (s *Server) Stop(ctx context.Context) error {
 	s.stopped = true
 	var errs []error
 	close(s.done)
+	// No database answering (a primary lost, no standby promoted yet):
+	// nothing more can be committed, so waiting out the drain timeout
+	// for commits would only delay the exit (stopwatch.go).
+	ctx, gaveUp, endWatch := s.watchStore(ctx)
+	defer endWatch()
 	if s.tr != nil {
 		// Several nodes: hand every shard off first, each as soon as its
 		// sends are recorded, so the others take over in well under a
@@ -585,13 +601,17 @@ func (s *Server) Stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("demo simulator: %w", err))
 		}
 	}
+	endWatch() // before the store closes under its pings
 	if s.st != nil {
-		if err := s.st.Close(); err != nil {
+		if err := s.closeStore(gaveUp()); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
 		}
 	}
 	if err := s.dbLock.Release(); err != nil {
 		errs = append(errs, fmt.Errorf("release database lock: %w", err))
+	}
+	if gaveUp() {
+		errs = append(errs, errNoDatabase)
 	}
 	return errors.Join(errs...)
 }

@@ -47,6 +47,7 @@ type Store interface {
 	Webhooks
 	Directory
 	Consents
+	Senders
 	ServerKeys
 
 	// Engine names the engine: "sqlite" or "postgres".

@@ -298,7 +298,11 @@ func (t *Tracker) EraseInGroup(ctx context.Context, id, number, replacement stri
 
 // eraseLocal asks this node's actor of the group to erase the person.
 func (t *Tracker) eraseLocal(ctx context.Context, id, number, replacement string) (store.ErasedCounts, error) {
-	res, err := actor.Ask(ctx, t.groups.Get(id), askTimeout, func(r actor.Reply[erasureResult]) groupMsg {
+	// Our own deadline, so that unavailable (which reads ctx) tells it
+	// from the caller giving up.
+	askCtx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	res, err := actor.Ask(askCtx, t.groups.Get(id), func(r actor.Reply[erasureResult]) groupMsg {
 		return msgErase{number: number, replacement: replacement, reply: r}
 	})
 	if err == nil {

@@ -14,6 +14,7 @@ type pacer struct {
 	burst     int
 	overrides map[string]float64
 	mu        sync.Mutex
+	senders   map[string]float64 // each registered sender's mps (senders.go), under mu
 	lims      map[string]*rate.Limiter
 }
 
@@ -23,25 +24,27 @@ func newPacer(perSecond float64, burst int, overrides map[string]float64) *pacer
 
 // limiter returns from's limiter, or nil when from is not paced.
 func (p *pacer) limiter(from string) *rate.Limiter {
-	r := p.rate
-	if o, ok := p.overrides[from]; ok {
-		r = rate.Limit(o)
-	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.rateOfLocked(from)
 	if r <= 0 {
 		return nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	l := p.lims[from]
 	if l == nil {
-		burst := p.burst
-		if burst <= 0 {
-			burst = max(1, int(r))
-		}
-		l = rate.NewLimiter(r, burst)
+		l = rate.NewLimiter(r, p.burstOf(r))
 		p.lims[from] = l
 	}
 	return l
+}
+
+// burstOf is the burst of a limiter at rate r: --send-burst, else one
+// second's worth (at least 1).
+func (p *pacer) burstOf(r rate.Limit) int {
+	if p.burst > 0 {
+		return p.burst
+	}
+	return max(1, int(r))
 }
 
 // take grants up to want sends from `from` at now, and says how long to

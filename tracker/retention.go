@@ -115,6 +115,30 @@ func (t *Tracker) RunRetention(ctx context.Context, p RetentionPolicy, audit ...
 	if len(p.HashKey) > 0 {
 		number = func(n string) string { return HashNumber(p.HashKey, n) }
 	}
+	if err := t.retainGroups(ctx, p, now, number, &rep); err != nil {
+		return rep, err
+	}
+	if err := t.retainUnmatched(ctx, p, now, number, &rep); err != nil {
+		return rep, err
+	}
+	// Last: the audit log purge, with the pass's own entry.
+	if p.AuditAfter >= 0 {
+		n, err := t.st.PurgeAudit(ctx, now.Add(-p.AuditAfter), audit...)
+		if err != nil {
+			return rep, fmt.Errorf("purge audit log: %w", err)
+		}
+		rep.AuditPurged = n
+	} else if len(audit) > 0 {
+		if err := t.st.AppendAudit(ctx, audit...); err != nil {
+			return rep, fmt.Errorf("audit the retention pass: %w", err)
+		}
+	}
+	return rep, nil
+}
+
+// retainGroups runs the group stages: delete, then hash, then redact,
+// each over the groups old enough for it, 200 candidates at a time.
+func (t *Tracker) retainGroups(ctx context.Context, p RetentionPolicy, now time.Time, number func(string) string, rep *RetentionReport) error {
 	stages := []struct {
 		stage store.RetentionStage
 		after time.Duration
@@ -133,7 +157,7 @@ func (t *Tracker) RunRetention(ctx context.Context, p RetentionPolicy, audit ...
 		for {
 			ids, err := t.st.RetentionCandidates(ctx, s.stage, now.Add(-s.after), 200)
 			if err != nil {
-				return rep, fmt.Errorf("retention candidates: %w", err)
+				return fmt.Errorf("retention candidates: %w", err)
 			}
 			progress := false
 			for _, id := range ids {
@@ -144,7 +168,7 @@ func (t *Tracker) RunRetention(ctx context.Context, p RetentionPolicy, audit ...
 				progress = true
 				done, err := t.retainGroup(ctx, id, s.stage, number)
 				if err != nil {
-					return rep, err
+					return err
 				}
 				if done {
 					*s.count++
@@ -157,58 +181,52 @@ func (t *Tracker) RunRetention(ctx context.Context, p RetentionPolicy, audit ...
 			}
 		}
 	}
+	return nil
+}
+
+// retainUnmatched runs what belongs to no group: the unmatched journal
+// and replies, the webhook inbox and the replay record.
+func (t *Tracker) retainUnmatched(ctx context.Context, p RetentionPolicy, now time.Time, number func(string) string, rep *RetentionReport) error {
 	if p.DeleteAfter >= 0 {
 		n, err := t.unmatched.trim(ctx, now.Add(-p.DeleteAfter))
 		if err != nil {
-			return rep, err
+			return err
 		}
 		rep.UnmatchedTrimmed = n
 		if n, err = t.st.DeleteUnmatchedReplies(ctx, now.Add(-p.DeleteAfter)); err != nil {
-			return rep, fmt.Errorf("delete unmatched replies: %w", err)
+			return fmt.Errorf("delete unmatched replies: %w", err)
 		}
 		rep.RepliesDeleted = n
 	}
 	if p.InboxAfter >= 0 {
 		n, err := t.st.PurgeInbox(ctx, now.Add(-p.InboxAfter))
 		if err != nil {
-			return rep, fmt.Errorf("purge inbox: %w", err)
+			return fmt.Errorf("purge inbox: %w", err)
 		}
 		rep.InboxPurged = n
 	}
 	if p.ReplayAfter >= 0 {
 		n, err := t.st.PurgeReplays(ctx, now.Add(-p.ReplayAfter))
 		if err != nil {
-			return rep, fmt.Errorf("purge replay record: %w", err)
+			return fmt.Errorf("purge replay record: %w", err)
 		}
 		rep.ReplaysPurged = n
 	}
 	if p.RedactAfter >= 0 {
 		n, err := t.st.RedactUnmatchedReplies(ctx, now.Add(-p.RedactAfter), nil)
 		if err != nil {
-			return rep, fmt.Errorf("redact unmatched replies: %w", err)
+			return fmt.Errorf("redact unmatched replies: %w", err)
 		}
 		rep.RepliesRedacted += n
 	}
 	if p.HashAfter >= 0 && number != nil {
 		n, err := t.st.RedactUnmatchedReplies(ctx, now.Add(-p.HashAfter), number)
 		if err != nil {
-			return rep, fmt.Errorf("hash unmatched replies: %w", err)
+			return fmt.Errorf("hash unmatched replies: %w", err)
 		}
 		rep.RepliesRedacted += n
 	}
-	// Last: the audit log purge, with the pass's own entry.
-	if p.AuditAfter >= 0 {
-		n, err := t.st.PurgeAudit(ctx, now.Add(-p.AuditAfter), audit...)
-		if err != nil {
-			return rep, fmt.Errorf("purge audit log: %w", err)
-		}
-		rep.AuditPurged = n
-	} else if len(audit) > 0 {
-		if err := t.st.AppendAudit(ctx, audit...); err != nil {
-			return rep, fmt.Errorf("audit the retention pass: %w", err)
-		}
-	}
-	return rep, nil
+	return nil
 }
 
 // msgRetention asks a group actor to apply a retention stage in its own
@@ -229,7 +247,11 @@ func (msgRetention) isGroupMsg() {}
 func (m msgRetention) replyErr(err error) { m.reply.Send(retentionResult{err: err}) }
 
 func (t *Tracker) retainGroup(ctx context.Context, id string, stage store.RetentionStage, number func(string) string) (bool, error) {
-	res, err := actor.Ask(ctx, t.groups.Get(id), askTimeout, func(r actor.Reply[retentionResult]) groupMsg {
+	// Our own deadline, so that unavailable (which reads ctx) tells it
+	// from the caller giving up.
+	askCtx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	res, err := actor.Ask(askCtx, t.groups.Get(id), func(r actor.Reply[retentionResult]) groupMsg {
 		return msgRetention{stage: stage, number: number, reply: r}
 	})
 	if err != nil {

@@ -56,3 +56,39 @@ func TestPacerReadyTakesNothing(t *testing.T) {
 		t.Fatalf("unpaced number: ready in %s", wait)
 	}
 }
+
+// A registered sender is paced at its own mps: over the default, under an
+// explicit --send-rates override, and a change reaches a limiter already
+// in use.
+func TestPacerSenderRates(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	p := newPacer(10, 0, map[string]float64{"+18005550100": 20})
+	if g, _ := p.take("+15550100001", 100, now); g != 10 {
+		t.Fatalf("before registration: granted %d, want the default 10", g)
+	}
+	p.setSenders(map[string]float64{"+15550100001": 3, "+15550100002": 0.5, "+18005550100": 1})
+	if g, _ := p.take("+15550100001", 100, now.Add(time.Second)); g != 3 {
+		t.Fatalf("registered at 3 mps: granted %d, want 3", g)
+	}
+	if g, wait := p.take("+15550100002", 100, now); g != 1 || wait < time.Second {
+		t.Fatalf("registered at 0.5 mps: granted %d, wait %s; want 1 and ≥ 1s", g, wait)
+	}
+	if g, _ := p.take("+18005550100", 100, now); g != 20 {
+		t.Fatalf("explicit override: granted %d, want 20 (it wins over the sender's mps)", g)
+	}
+	// A pool's rate is the sum of its numbers': two numbers at 3 give 6 a second.
+	total := 0
+	for _, n := range []string{"+15550100001", "+15550100003"} {
+		p.setSenders(map[string]float64{"+15550100001": 3, "+15550100003": 3})
+		g, _ := p.take(n, 100, now.Add(2*time.Second))
+		total += g
+	}
+	if total != 6 {
+		t.Fatalf("two numbers at 3 mps granted %d in one second, want 6", total)
+	}
+	// Unregistered again: back to the default.
+	p.setSenders(nil)
+	if g, _ := p.take("+15550100001", 100, now.Add(5*time.Second)); g != 10 {
+		t.Fatalf("after removal: granted %d, want the default 10", g)
+	}
+}

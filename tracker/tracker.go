@@ -283,7 +283,9 @@ func New(cfg Config) (*Tracker, error) {
 		down:     make(chan struct{}),
 	}
 	t.unmatched = newUnmatchedJournal(unmatchedDeps{st: cfg.Store, hub: t.hub, gate: &t.gate, webhooks: cfg.Webhooks,
-		clock: cfg.Clock, log: cfg.Logger, snapshotEvery: cfg.SnapshotEvery})
+		clock: cfg.Clock, log: cfg.Logger, snapshotEvery: cfg.SnapshotEvery,
+		confirmText: (&groupConfig{OptOutReply: cfg.OptOutReply, HelpReply: cfg.HelpReply}).confirmText,
+		submit:      func(jobs []sendJob) { t.pool.submit(jobs) }})
 	t.bg, t.cancelBG = context.WithCancel(context.Background())
 	if t.sys == nil {
 		t.sys = actor.NewSystem(actor.WithLogger(cfg.Logger), actor.WithClock(cfg.Clock), actor.WithMetrics(cfg.RuntimeMetrics))
@@ -292,12 +294,23 @@ func New(cfg Config) (*Tracker, error) {
 	t.pacer = newPacer(cfg.SendRate, cfg.SendBurst, cfg.SendRates)
 	t.work = newWorkQueue(func(id string) bool { return t.groups.Tell(id, msgWork{}) }, t.after, t.actorsDown.Load,
 		t.ownsKey, t.notifyIdle)
-	t.pool = newPool(cfg.Provider, cfg.SendWorkers, cfg.SendTimeout, cfg.Clock.Now, t.work.postResult, t.work.postLookup)
+	t.pool = newPool(cfg.Provider, cfg.SendWorkers, cfg.SendTimeout, cfg.Clock.Now, t.postResult, t.work.postLookup)
 	t.pool.guard = t.guardSend
 	t.pool.ctx, t.cancelCalls = context.WithCancel(context.Background())
 	t.room = newSendRoom(cfg.MaxBacklog/2, t.pool.backlog, t.kick)
 	t.pool.onDrain = t.room.drained
 	return t, nil
+}
+
+// postResult hands a provider's answer to whoever claimed the send: the
+// unmatched journal for the confirmation of an unmatched keyword reply
+// (unmatched_confirm.go), else the group.
+func (t *Tracker) postResult(id string, r sendResult) {
+	if id == unmatchedKey {
+		t.unmatched.settleConfirm(r)
+		return
+	}
+	t.work.postResult(id, r)
 }
 
 // Hub is where committed changes are published.
@@ -501,7 +514,11 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 	if idemKey != "" {
 		idem = &store.IdempotencyKey{Key: idemKey, RequestHash: hash, GroupID: id, CreatedAt: created.At}
 	}
-	res, err := actor.Ask(ctx, t.groups.Get(id), askTimeout, func(r actor.Reply[error]) groupMsg {
+	// Our own deadline, so that unavailable (which reads ctx) tells it
+	// from the caller giving up.
+	askCtx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	res, err := actor.Ask(askCtx, t.groups.Get(id), func(r actor.Reply[error]) groupMsg {
 		return msgCreate{created: created, idem: idem, by: opts.By, reply: r, who: auditActorFrom(ctx)}
 	})
 	if err == nil {
@@ -648,7 +665,11 @@ func (t *Tracker) command(ctx context.Context, id string, fn func(*group.Group, 
 	} else if err != nil {
 		return unavailable(ctx, "read group", err)
 	}
-	res, err := actor.Ask(ctx, t.groups.Get(id), askTimeout, func(r actor.Reply[error]) groupMsg {
+	// Our own deadline, so that unavailable (which reads ctx) tells it
+	// from the caller giving up.
+	askCtx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	res, err := actor.Ask(askCtx, t.groups.Get(id), func(r actor.Reply[error]) groupMsg {
 		return msgCommand{fn: fn, reply: r, who: auditActorFrom(ctx)}
 	})
 	if err != nil {

@@ -201,7 +201,9 @@ var errBarrier = errors.New("barrier")
 // of a node without the group's shard). The actor's turns commit
 // synchronously, so what they commit is committed when it returns.
 func askBarrier(tr *Tracker, id string) (error, error) {
-	return actor.Ask(context.Background(), tr.groups.Get(id), 10*time.Second, func(r actor.Reply[error]) groupMsg {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return actor.Ask(ctx, tr.groups.Get(id), func(r actor.Reply[error]) groupMsg {
 		return msgCommand{fn: func(*group.Group, time.Time) (group.Event, error) { return nil, errBarrier }, reply: r}
 	})
 }

@@ -63,6 +63,10 @@ type unmatchedDeps struct {
 	clock         actor.Clock
 	log           *slog.Logger
 	snapshotEvery int
+	// confirmText is the confirmation of a keyword reply ("" for none)
+	// and submit queues its send (unmatched_confirm.go); nil: none.
+	confirmText func(keyword string) string
+	submit      func([]sendJob)
 }
 
 // unmatchedStore is the part of the store the unmatched journal reads and
@@ -174,6 +178,12 @@ func (u *unmatchedJournal) record(ctx context.Context, ref store.InboxRef, event
 		}
 		unit.Events = append(unit.Events, actor.Event{Type: "reply.unmatched", Data: data, Time: now})
 	}
+	// Confirmations are claimed in the commit that records their reply.
+	claims, confirms, err := u.confirmClaims(events, kws)
+	if err != nil {
+		return err
+	}
+	unit.Events = append(unit.Events, claims...)
 	// The outbox rows carry each event's sequence as journaled.
 	unit = u.j.Stamp(unit)
 	var eff store.Effects
@@ -205,6 +215,9 @@ func (u *unmatchedJournal) record(ctx context.Context, ref store.InboxRef, event
 		return fmt.Errorf("record unmatched reply: %w", err)
 	}
 	u.remember(key)
+	if len(confirms) > 0 {
+		d.submit(confirms)
+	}
 	if len(eff.Outbox) > 0 {
 		d.webhooks.Kick()
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/provider/sim"
 	"github.com/crewcast/crewcast/server"
@@ -58,6 +59,25 @@ func TestBoardShowsCarrierTruth(t *testing.T) {
 			t.Errorf("%s: error link %q", number, href)
 		}
 	}
+	// The summary and the attention banner name the carrier's blocks
+	// apart from the one plain failure (40008).
+	wait("the summary", `document.querySelector("#summary").textContent.includes("blocked by the carrier")`)
+	if got := b.text("#summary"); !strings.Contains(got, "1 failed") || !strings.Contains(got, "3 blocked by the carrier") {
+		t.Errorf("summary %q: want 1 failed and 3 blocked by the carrier", got)
+	}
+	if got := b.text("#attention"); !strings.Contains(got, "1 failed, 3 blocked by the carrier") {
+		t.Errorf("attention banner %q: want \"1 failed, 3 blocked by the carrier\"", got)
+	}
 	_, shot := webtest.SaveScreenshot(t, ctx, "board-carrier-truth.png", webtest.DesktopWidth, webtest.DesktopHeight)
 	t.Logf("screenshot: %s", shot)
+
+	// The groups list reads only the group's counts (carrier_blocked),
+	// not the recipients: its card says the same.
+	b.do("open the groups list", chromedp.Navigate(srv.URL()+"/#/groups"))
+	card := fmt.Sprintf(`[data-group-id=%q] .summary-main`, id)
+	wait("the card", fmt.Sprintf(`!!document.querySelector(%s)`, webtest.JS(card)))
+	wait("the card's blocked count", fmt.Sprintf(`document.querySelector(%s).textContent.includes("3 blocked by the carrier")`, webtest.JS(card)))
+	if got := b.text(card); !strings.Contains(got, "1 failed") {
+		t.Errorf("groups list card %q: want 1 failed beside the blocked ones", got)
+	}
 }

@@ -104,8 +104,8 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-*s %s\n", width, n, commands[n].summary)
 	}
 	fmt.Fprint(w, `
-Client commands (keys, users, send, status, report, cancel, retry, resolve,
-contacts, crews, templates, groups) talk to a running server at CREWCAST_URL
+Client commands (keys, users, senders, send, status, report, cancel, retry,
+resolve, contacts, crews, templates, groups) talk to a running server at CREWCAST_URL
 (--url, default http://127.0.0.1:8080) with the API key in CREWCAST_KEY
 (--key). 'crewcast demo' prints both.
 

@@ -46,7 +46,7 @@ type serverFlags struct {
 	retentionInterval                               time.Duration
 	hashKey                                         string
 	logFormat                                       string // json or text (logging.go)
-	webhookAllowPrivate                             bool
+	webhookAllowPrivate, allowUnregistered          bool
 	webhookSecretKey                                string
 	parkedTTL                                       time.Duration
 	nodeID, advertiseURL                            string // several nodes (server/cluster.go)
@@ -83,6 +83,7 @@ var serverFlagDocs = []flagSection{
 		{"quiet-hours", "CREWCAST_QUIET_HOURS"}, {"default-timezone", "CREWCAST_DEFAULT_TIMEZONE"},
 		{"parked-ttl", "CREWCAST_PARKED_TTL"}, {"segment-price", "CREWCAST_SEGMENT_PRICE"},
 		{"opt-out-reply", "CREWCAST_OPT_OUT_REPLY"}, {"help-reply", "CREWCAST_HELP_REPLY"},
+		{"allow-unregistered", "CREWCAST_ALLOW_UNREGISTERED"},
 	}},
 	{"Email (follow-up ladders)", []envBinding{{"smtp-url", "CREWCAST_SMTP_URL"}, {"email-from", "CREWCAST_EMAIL_FROM"}}},
 	{"Retention", []envBinding{
@@ -117,6 +118,7 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.StringVar(&f.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of the proxies whose X-Forwarded-For/Forwarded names the client (default none: the TCP peer)")
 	fs.Float64Var(&f.sendRate, "send-rate", 10, "messages per second per sender number; 0 = no pacing")
 	fs.StringVar(&f.sendRates, "send-rates", "", "per-sender overrides, e.g. +18005550100=20,+15550100000=0.5")
+	fs.BoolVar(&f.allowUnregistered, "allow-unregistered", false, "let groups send from 10DLC and toll-free senders whose registration is not approved")
 	fs.StringVar(&f.segmentPrice, "segment-price", "", "price of one SMS segment, a decimal such as 0.0079; the preview shows the cost of a send (default: no cost shown)")
 	fs.IntVar(&f.sendWorkers, "send-workers", 64, "concurrent provider calls")
 	fs.StringVar(&f.quietHours, "quiet-hours", "", `default quiet hours of new groups, e.g. 21:00-07:00, in each recipient's time zone ("" or off: none)`)
@@ -190,6 +192,7 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 		RetentionInterval: retentionInterval(f.retentionInterval),
 		Logger:            logger,
 
+		AllowUnregistered:   f.allowUnregistered,
 		WebhookAllowPrivate: f.webhookAllowPrivate, WebhookSecretKey: f.webhookSecretKey,
 		Cluster: server.ClusterConfig{NodeID: f.nodeID, AdvertiseURL: f.advertiseURL, LeaseTTL: f.leaseTTL,
 			Secret: os.Getenv("CREWCAST_CLUSTER_SECRET")}, // environment only: a secret has no flag

@@ -23,6 +23,8 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlagSet("sim", stderr)
 	addr := fs.String("addr", "127.0.0.1:9090", "listen address (env CREWCAST_SIM_ADDR)")
 	smtpAddr := fs.String("smtp-addr", "", "also run an SMTP server here that keeps every mail (listed at /sim/mail); empty: none")
+	telnyxAddr := fs.String("telnyx-addr", "", `also serve the Telnyx API alone here, so that a "refuse" outage refuses connections for real`)
+	twilioAddr := fs.String("twilio-addr", "", `also serve the Twilio API alone here, so that a "refuse" outage refuses connections for real`)
 	telnyxURL := fs.String("telnyx-webhook-url", "", "Telnyx messaging profile webhook URL (a send's webhook_url wins)")
 	telnyxFailover := fs.String("telnyx-failover-url", "", "Telnyx failover webhook URL, after 3 failed attempts on the first")
 	twilioURL := fs.String("twilio-webhook-url", "", "Twilio status callback and inbound URL (a send's StatusCallback wins)")
@@ -146,6 +148,10 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return err
 	}
+	tnxBase, twBase, err := startProviderListeners(ctx, s, url, *telnyxAddr, *twilioAddr)
+	if err != nil {
+		return errors.Join(err, s.Stop(context.Background()))
+	}
 	smtpURL := ""
 	if *smtpAddr != "" {
 		got, err := s.StartSMTP(*smtpAddr)
@@ -159,8 +165,8 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if smtpURL != "" {
 		fmt.Fprintf(stdout, "CREWCAST_SMTP_URL=%s\n", smtpURL)
 	}
-	fmt.Fprintf(stdout, "CREWCAST_TELNYX_API_BASE=%s\nCREWCAST_TELNYX_API_KEY=%s\nCREWCAST_TELNYX_PUBLIC_KEY=%s\n", url, k.TelnyxAPIKey, k.TelnyxPublicKey)
-	fmt.Fprintf(stdout, "CREWCAST_TWILIO_API_BASE=%s\nCREWCAST_TWILIO_ACCOUNT_SID=%s\nCREWCAST_TWILIO_AUTH_TOKEN=%s\n", url, k.TwilioAccountSID, k.TwilioAuthToken)
+	fmt.Fprintf(stdout, "CREWCAST_TELNYX_API_BASE=%s\nCREWCAST_TELNYX_API_KEY=%s\nCREWCAST_TELNYX_PUBLIC_KEY=%s\n", tnxBase, k.TelnyxAPIKey, k.TelnyxPublicKey)
+	fmt.Fprintf(stdout, "CREWCAST_TWILIO_API_BASE=%s\nCREWCAST_TWILIO_ACCOUNT_SID=%s\nCREWCAST_TWILIO_AUTH_TOKEN=%s\n", twBase, k.TwilioAccountSID, k.TwilioAuthToken)
 	if *token == "" {
 		// The /sim/* routes need it (Authorization: Bearer); one given by
 		// flag or environment is known to its owner and not repeated.
@@ -170,6 +176,24 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return s.Stop(sctx)
+}
+
+// startProviderListeners starts the providers' own listeners that were
+// asked for and returns each provider's API base (the shared URL when it
+// has none).
+func startProviderListeners(ctx context.Context, s *sim.Sim, shared, telnyxAddr, twilioAddr string) (string, string, error) {
+	bases := [2]string{shared, shared}
+	for i, p := range [2][2]string{{"telnyx", telnyxAddr}, {"twilio", twilioAddr}} {
+		if p[1] == "" {
+			continue
+		}
+		u, err := s.StartProvider(ctx, p[0], p[1])
+		if err != nil {
+			return "", "", fmt.Errorf("--%s-addr: %w", p[0], err)
+		}
+		bases[i] = u
+	}
+	return bases[0], bases[1], nil
 }
 
 // splitList splits a comma-separated flag value, dropping blanks.

@@ -103,3 +103,21 @@ func TestDemoAnnouncesItsSimulator(t *testing.T) {
 		t.Errorf("GET /sim/keys with the token: %d, want 200", got)
 	}
 }
+
+// --telnyx-addr serves the Telnyx API on its own address and prints it as
+// Telnyx's API base; Twilio's stays the shared one.
+func TestSimProviderAddrs(t *testing.T) {
+	m, stop := startCLI(t, regexp.MustCompile(`listening on (http://\S+) [\s\S]*CREWCAST_TELNYX_API_BASE=(\S+)\n[\s\S]*CREWCAST_TWILIO_API_BASE=(\S+)\n`),
+		"sim", "--addr", "127.0.0.1:0", "--telnyx-addr", "127.0.0.1:0", "--token", "a-sim-token-for-this-test-0123")
+	shared, tnx, tw := m[1], m[2], m[3]
+	if tnx == shared || tw != shared || !strings.HasPrefix(tnx, "http://127.0.0.1:") {
+		t.Errorf("bases: shared %s, telnyx %s, twilio %s", shared, tnx, tw)
+	}
+	// The provider's own listener serves the same handler (the control plane too).
+	if got := getStatus(t, tnx+"/sim/ledger", "a-sim-token-for-this-test-0123"); got != http.StatusOK {
+		t.Errorf("GET /sim/ledger on the telnyx address: %d", got)
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("sim exited %d", code)
+	}
+}

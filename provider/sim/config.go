@@ -63,6 +63,10 @@ type Faults struct {
 	// "reply:TEXT" (delivered, then the recipient replies
 	// TEXT). Demos and tests use it to show every outcome every time.
 	Script map[string]string `json:"script,omitempty"`
+	// Outages are the providers that are down, by name: "refuse" or
+	// "503" (see outage.go). POST /sim/faults sets one with
+	// {"provider","outage"}.
+	Outages map[string]string `json:"outages,omitempty"`
 }
 
 // Defaults for the lists in Faults.
@@ -153,6 +157,9 @@ func (f Faults) Validate() error {
 		default:
 			return fmt.Errorf("script for %s: unknown fate %q (deliver, fail[:CODE], unknown, accept_timeout, reply:TEXT)", n, sc)
 		}
+	}
+	if err := validOutages(f.Outages); err != nil {
+		return err
 	}
 	if f.DelayMS[0] < 0 || f.DelayMS[1] < f.DelayMS[0] {
 		return fmt.Errorf("delay_ms must be [min,max] with 0 ≤ min ≤ max, got %v", f.DelayMS)

@@ -14,12 +14,14 @@ import (
 // routes wires the provider APIs and the control plane.
 func (s *Sim) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v2/messages", s.telnyxAuth(s.telnyxSend(false)))
-	mux.HandleFunc("POST /v2/messages/group_mms", s.telnyxAuth(s.telnyxSend(true)))
-	mux.HandleFunc("GET /v2/messages/{id}", s.telnyxAuth(s.telnyxGet))
-	mux.HandleFunc("GET /v2/messages/group/{id}", s.telnyxAuth(s.telnyxGetGroup))
-	mux.HandleFunc("POST /2010-04-01/Accounts/{sid}/Messages.json", s.twilioAuth(s.twilioSend))
-	mux.HandleFunc("GET /2010-04-01/Accounts/{sid}/Messages/{file}", s.twilioAuth(s.twilioGet))
+	tnx := func(h http.HandlerFunc) http.HandlerFunc { return s.outageGate(providerTelnyx, s.telnyxAuth(h)) }
+	tw := func(h http.HandlerFunc) http.HandlerFunc { return s.outageGate(providerTwilio, s.twilioAuth(h)) }
+	mux.HandleFunc("POST /v2/messages", tnx(s.telnyxSend(false)))
+	mux.HandleFunc("POST /v2/messages/group_mms", tnx(s.telnyxSend(true)))
+	mux.HandleFunc("GET /v2/messages/{id}", tnx(s.telnyxGet))
+	mux.HandleFunc("GET /v2/messages/group/{id}", tnx(s.telnyxGetGroup))
+	mux.HandleFunc("POST /2010-04-01/Accounts/{sid}/Messages.json", tw(s.twilioSend))
+	mux.HandleFunc("GET /2010-04-01/Accounts/{sid}/Messages/{file}", tw(s.twilioGet))
 
 	control := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.control(h)) }
 	control("GET /sim/keys", func(w http.ResponseWriter, r *http.Request) {
@@ -141,12 +143,16 @@ func (s *Sim) handleInbound(w http.ResponseWriter, r *http.Request) {
 // handleSetFaults applies the fields present in the body over the current
 // knobs and answers with the result.
 func (s *Sim) handleSetFaults(w http.ResponseWriter, r *http.Request) {
-	f := s.Faults()
-	if err := decodeStrict(w, r, &f); err != nil {
+	body := setOutageBody{Faults: s.Faults()}
+	if err := decodeStrict(w, r, &body); err != nil {
 		writeSimError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
-	if err := s.SetFaults(f); err != nil {
+	f, err := body.apply()
+	if err == nil {
+		err = s.SetFaults(f)
+	}
+	if err != nil {
 		writeSimError(w, http.StatusUnprocessableEntity, "invalid_faults", err.Error())
 		return
 	}

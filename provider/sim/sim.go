@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -65,6 +66,7 @@ type Sim struct {
 	quit       chan struct{} // closed when Stop begins
 	srv        *http.Server
 	serveDone  chan struct{}
+	provLn     providerListeners // StartProvider's (outage.go)
 	listenURL  string
 	stopOnce   sync.Once
 	stopResult error
@@ -211,6 +213,7 @@ func (s *Sim) Stop(ctx context.Context) error {
 		close(s.quit)
 		srv, done, box := s.srv, s.serveDone, s.mailbox
 		s.mu.Unlock()
+		s.stopProviders()
 		var errs []error
 		if box != nil {
 			if err := box.Close(); err != nil {
@@ -302,15 +305,16 @@ func (s *Sim) SetFaults(f Faults) error {
 		return err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.faults = cloneFaults(f).withDefaults()
-	return nil
+	s.mu.Unlock()
+	return s.syncListeners()
 }
 
 func cloneFaults(f Faults) Faults {
 	f.FailCodes = slices.Clone(f.FailCodes)
 	f.TwilioFailCodes = slices.Clone(f.TwilioFailCodes)
 	f.ReplyTexts = slices.Clone(f.ReplyTexts)
+	f.Outages = maps.Clone(f.Outages)
 	return f
 }
 

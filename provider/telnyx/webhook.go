@@ -19,15 +19,18 @@ const (
 // envelope is a Telnyx webhook: {"data":{...},"meta":{...}}, decoded in
 // one pass with data.payload as a message.
 type envelope struct {
-	Data *struct {
-		ID         flexString `json:"id"`
-		EventType  flexString `json:"event_type"`
-		OccurredAt flexString `json:"occurred_at"`
-		Payload    *message   `json:"payload"`
-	} `json:"data"`
+	Data *eventData `json:"data"`
 	Meta *struct {
 		Attempt flexInt `json:"attempt"`
 	} `json:"meta"`
+}
+
+// eventData is an envelope's data.
+type eventData struct {
+	ID         flexString `json:"id"`
+	EventType  flexString `json:"event_type"`
+	OccurredAt flexString `json:"occurred_at"`
+	Payload    *message   `json:"payload"`
 }
 
 // eventTypeOnly reads just data.event_type, for bodies whose payload is
@@ -62,6 +65,35 @@ func (c *Client) ParseWebhook(req crewcast.WebhookRequest) ([]crewcast.Event, er
 
 // parseEvents decodes a verified webhook body.
 func parseEvents(body []byte) ([]crewcast.Event, error) {
+	env, err := decodeEnvelope(body)
+	if env == nil || err != nil {
+		return nil, err
+	}
+	d := env.Data
+	var kind crewcast.EventKind
+	switch d.EventType {
+	case EventMessageSent:
+		kind = crewcast.KindSent
+	case EventMessageFinalized:
+		kind = crewcast.KindStatus
+	case EventMessageReceived:
+		kind = crewcast.KindInbound
+	default:
+		return nil, nil
+	}
+	base, err := baseEvent(env, kind)
+	if err != nil {
+		return nil, err
+	}
+	if kind == crewcast.KindInbound {
+		return inboundEvents(base, d.Payload)
+	}
+	return statusEvents(base, d)
+}
+
+// decodeEnvelope decodes a webhook body; nil and no error for a payload
+// that is not a message of an event type we track.
+func decodeEnvelope(body []byte) (*envelope, error) {
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {
 		// Either not JSON, or a payload that is not a message: only an
@@ -82,30 +114,24 @@ func parseEvents(body []byte) ([]crewcast.Event, error) {
 	if env.Data == nil || env.Data.EventType == "" {
 		return nil, malformed("no data.event_type")
 	}
+	return &env, nil
+}
+
+// baseEvent is what every event of one webhook shares.
+func baseEvent(env *envelope, kind crewcast.EventKind) (crewcast.Event, error) {
 	d := env.Data
-	var kind crewcast.EventKind
-	switch d.EventType {
-	case EventMessageSent:
-		kind = crewcast.KindSent
-	case EventMessageFinalized:
-		kind = crewcast.KindStatus
-	case EventMessageReceived:
-		kind = crewcast.KindInbound
-	default:
-		return nil, nil
-	}
 	if d.ID == "" {
-		return nil, malformed("%s without data.id", d.EventType)
+		return crewcast.Event{}, malformed("%s without data.id", d.EventType)
 	}
 	p := d.Payload
 	if p == nil || p.ID == "" {
-		return nil, malformed("%s without payload.id", d.EventType)
+		return crewcast.Event{}, malformed("%s without payload.id", d.EventType)
 	}
 	var occurred time.Time
 	if d.OccurredAt != "" {
 		t, err := time.Parse(time.RFC3339Nano, d.OccurredAt.String())
 		if err != nil {
-			return nil, malformed("occurred_at is not RFC 3339")
+			return crewcast.Event{}, malformed("occurred_at is not RFC 3339")
 		}
 		occurred = t.UTC()
 	}
@@ -124,29 +150,37 @@ func parseEvents(body []byte) ([]crewcast.Event, error) {
 	if env.Meta != nil {
 		base.Attempt = int(env.Meta.Attempt)
 	}
+	return base, nil
+}
 
-	if kind == crewcast.KindInbound {
-		if p.From.PhoneNumber == "" || len(p.To) == 0 || p.To[0].PhoneNumber == "" {
-			return nil, malformed("message.received without from or to")
-		}
-		ev := base
-		ev.To = p.To[0].PhoneNumber
-		ev.Media = []string(p.Media)
-		seen := map[string]bool{p.From.PhoneNumber: true}
-		for _, cc := range p.CC {
-			if cc.PhoneNumber != "" && !seen[cc.PhoneNumber] {
-				seen[cc.PhoneNumber] = true
-				ev.CC = append(ev.CC, cc.PhoneNumber)
-			}
-		}
-		return []crewcast.Event{ev}, nil
+// inboundEvents is a message.received: one event, the CC'd numbers of a
+// group MMS beside it, each once.
+func inboundEvents(base crewcast.Event, p *message) ([]crewcast.Event, error) {
+	if p.From.PhoneNumber == "" || len(p.To) == 0 || p.To[0].PhoneNumber == "" {
+		return nil, malformed("message.received without from or to")
 	}
+	ev := base
+	ev.To = p.To[0].PhoneNumber
+	ev.Media = []string(p.Media)
+	seen := map[string]bool{p.From.PhoneNumber: true}
+	for _, cc := range p.CC {
+		if cc.PhoneNumber != "" && !seen[cc.PhoneNumber] {
+			seen[cc.PhoneNumber] = true
+			ev.CC = append(ev.CC, cc.PhoneNumber)
+		}
+	}
+	return []crewcast.Event{ev}, nil
+}
 
+// statusEvents is a message.sent or message.finalized: one event per
+// recipient, with its status.
+func statusEvents(base crewcast.Event, d *eventData) ([]crewcast.Event, error) {
+	p := d.Payload
 	if len(p.To) == 0 {
 		return nil, malformed("%s without recipients", d.EventType)
 	}
 	unrecognized := crewcast.StatusUnknown
-	if kind == crewcast.KindSent {
+	if base.Kind == crewcast.KindSent {
 		unrecognized = crewcast.StatusSent // message.sent itself says it left
 	}
 	events := make([]crewcast.Event, 0, len(p.To))

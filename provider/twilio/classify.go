@@ -26,6 +26,7 @@ var codeClasses = map[string]crewcast.ErrorClass{
 	"21606": crewcast.ClassSender, // From not SMS-capable
 	"21608": crewcast.ClassSender, // unverified number on a trial account
 	"30002": crewcast.ClassSender, // account suspended
+	"30034": crewcast.ClassSender, // sender not registered (US A2P 10DLC): every message from it is blocked
 	"21623": crewcast.ClassSender, // more than 10 media: the same request for everyone
 
 	// Transient, not sent.

@@ -23,6 +23,7 @@ var everyCode = []struct {
 	{"21608", crewcast.ClassSender, false},
 	{"21623", crewcast.ClassSender, false},
 	{"30002", crewcast.ClassSender, false},
+	{"30034", crewcast.ClassSender, false},
 	{"20429", crewcast.ClassNotSent, false},
 	{"30003", crewcast.ClassCarrier, false},
 	{"30005", crewcast.ClassCarrier, false},

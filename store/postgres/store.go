@@ -26,7 +26,6 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
-	"strconv"
 	"sync"
 	"time"
 
@@ -160,16 +159,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("postgres: parse URL: %w", err)
 	}
 	pc.MaxConns = cfg.MaxConns
-	pc.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
-	if cfg.IdleInTxLimit > 0 {
-		pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(max(cfg.IdleInTxLimit.Milliseconds(), 1), 10)
-	}
 	if cfg.Schema != "" {
 		if err := createSchema(ctx, pc.ConnConfig.Copy(), cfg.Schema); err != nil {
 			return nil, err
 		}
-		pc.ConnConfig.RuntimeParams["search_path"] = cfg.Schema
 	}
+	// Session settings are SET after connecting, not sent as startup
+	// parameters, which PgBouncer refuses (pooler.go).
+	pc.AfterConnect = sessionSettings(cfg)
 	lc := pc.Copy()
 	lc.MaxConns = leaseConns
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
@@ -187,6 +184,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		LeaseWrite: querier{leasePool}, LeaseTx: func(ctx context.Context, fn func(sqlq.Querier) error) error {
 			return writeTx(ctx, leasePool, fn)
 		}})
+	if err := s.checkSessionPooling(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	if err := s.Migrate(ctx); err != nil {
 		_ = s.Close()
 		return nil, err

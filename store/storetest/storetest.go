@@ -133,6 +133,8 @@ func Run(t *testing.T, o Options) {
 		{"InvalidCursor", testInvalidCursor},
 		{"Users", testUsers},
 		{"Sessions", testSessions},
+		{"Senders", testSenders},
+		{"SendersAuditWithChange", testSendersAuditWithChange},
 		{"Audit", testAudit},
 		{"AuditAppendOnly", testAuditAppendOnly},
 		{"AuditWithChange", testAuditWithChange},

@@ -56,10 +56,15 @@ export function tally(counts) {
   const attention = n(c.unconfirmed) + n(c.unknown);
   const stopped = n(c.opted_out) + n(c.canceled);
   const total = inFlight + n(c.delivered) + n(c.failed) + attention + stopped;
+  // carrier_blocked is the part of failed the carrier explained (spam
+  // filter, unregistered sender, unreachable, landline): shown apart, so
+  // "failed" here is the plain failures only.
+  const blocked = Math.min(n(c.carrier_blocked), n(c.failed));
   return {
     total,
     delivered: n(c.delivered),
-    failed: n(c.failed),
+    failed: n(c.failed) - blocked,
+    blocked,
     unconfirmed: n(c.unconfirmed),
     unknown: n(c.unknown),
     attention,
@@ -89,6 +94,7 @@ export function plural(count, one, many) {
 export function summaryLine(t) {
   const parts = [`${t.delivered} of ${t.total} delivered`];
   if (t.failed) parts.push(`${t.failed} failed`);
+  if (t.blocked) parts.push(`${t.blocked} blocked by the carrier`);
   if (t.unconfirmed) parts.push(`${t.unconfirmed} unconfirmed`);
   if (t.unknown) parts.push(`${t.unknown} unknown`);
   if (t.inFlight) parts.push(`${t.inFlight} in progress`);

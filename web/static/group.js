@@ -57,6 +57,7 @@ function who(r) {
 export function spokenSummary(t) {
   const parts = [`${t.delivered} of ${t.total} delivered`];
   if (t.failed) parts.push(`${t.failed} failed`);
+  if (t.blocked) parts.push(`${t.blocked} blocked by the carrier`);
   if (t.unconfirmed) parts.push(`${t.unconfirmed} unconfirmed`);
   if (t.unknown) parts.push(`${t.unknown} unknown`);
   if (t.inFlight) parts.push(`${t.inFlight} in progress`);
@@ -99,7 +100,7 @@ function counters(t, g) {
       tile("total", "Recipients", t.total, "neutral"),
       tile("delivered", "Delivered", t.delivered, "good"),
       tile("in_progress", "In progress", t.inFlight, "progress"),
-      ...failureTiles(t.failed, g.recipients, tile),
+      ...failureTiles(t.failed + t.blocked, g.recipients, tile),
       tile("unconfirmed", "Unconfirmed", t.unconfirmed, "warn"),
       tile("unknown", "Unknown", t.unknown, "warn"),
       ...answerTiles(g, tile),
@@ -111,7 +112,7 @@ function counters(t, g) {
     tile("total", "Recipients", t.total, "neutral"),
     tile("delivered", "Delivered", t.delivered, "good"),
     tile("in_progress", "In progress", t.inFlight, "progress"),
-    ...failureTiles(t.failed, g.recipients, tile),
+    ...failureTiles(t.failed + t.blocked, g.recipients, tile),
     tile("unconfirmed", "Unconfirmed", t.unconfirmed, "warn"),
     tile("unknown", "Unknown", t.unknown, "warn"),
     tile("ack_yes", "Yes", t.ackYes, "good", "Answered yes"),
@@ -360,6 +361,7 @@ export function render(main, ctx, id) {
       // Everyone who needs a person, by kind, and what to do about each.
       const kinds = [
         [t.failed, "failed"],
+        [t.blocked, "blocked by the carrier"],
         [t.unconfirmed, "unconfirmed"],
         [t.unknown, "unknown"],
       ]
@@ -367,6 +369,7 @@ export function render(main, ctx, id) {
         .map(([count, word]) => `${count} ${word}`);
       const advice = [];
       if (t.failed) advice.push("Failed messages did not arrive: call those people or fix the number, and retry where the error allows it.");
+      if (t.blocked) advice.push("Blocked messages were refused by the carrier (a spam filter, an unregistered sender, an unreachable phone or a landline; each row says which): change the text or the sender, or reach those people another way.");
       if (t.unconfirmed || t.unknown) {
         advice.push(
           ctx.canSend

@@ -81,7 +81,7 @@ export function progressBar(t, label = "Delivery progress") {
   });
   const parts = [
     ["delivered", t.delivered],
-    ["failed", t.failed],
+    ["failed", t.failed + (t.blocked || 0)],
     ["attention", t.attention],
     ["stopped", t.stopped],
     ["sent", t.sent],

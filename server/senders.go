@@ -1,0 +1,33 @@
+package server
+
+import "context"
+
+// Senders (docs/design.md §16) as the server reports them.
+
+// senderHealth answers GET /v1/senders' healthy from the providers this
+// server is configured with: a sender whose provider has no credentials
+// here cannot send. Per-provider circuits and per-number volume are not
+// kept yet: sent_last_hour is reported as 0.
+type senderHealth struct{ configured map[string]bool }
+
+func (h senderHealth) Healthy(provider string) bool { return h.configured[provider] }
+
+func (h senderHealth) SentLastHour(string) int { return 0 }
+
+// newSenderHealth lists the providers whose webhook verifiers (and so
+// credentials) are configured.
+func newSenderHealth[P any](providers map[string]P) senderHealth {
+	h := senderHealth{configured: map[string]bool{}}
+	for name := range providers {
+		h.configured[name] = true
+	}
+	return h
+}
+
+// sendersChanged paces the senders again after a change through the API.
+// Other nodes read the senders when they start.
+func (s *Server) sendersChanged(ctx context.Context) {
+	if err := s.tr.LoadSenders(ctx); err != nil {
+		s.cfg.Logger.Warn("reload senders", "err", err)
+	}
+}

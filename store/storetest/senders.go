@@ -1,0 +1,108 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/store"
+)
+
+func sender(number, provider, pool string) store.Sender {
+	return store.Sender{Number: number, Provider: provider, Pool: pool, MPS: 1,
+		Registration: store.Registration{Kind: store.Registration10DLC, CampaignID: "C" + number[len(number)-2:],
+			Status: store.RegistrationApproved}}
+}
+
+// testSenders: sender rows round-trip (a fractional mps included), list by
+// pool then number, refuse a taken number, update and delete.
+func testSenders(t *testing.T, o Options) {
+	s, clock, _ := open(t, o)
+	ctx := context.Background()
+	a := sender("+15550100002", store.ProviderTelnyx, "dispatch")
+	a.MPS = 0.25
+	b := sender("+15550100001", store.ProviderTwilio, "dispatch")
+	c := sender("+15550100003", store.ProviderTwilio, "")
+	c.Registration = store.Registration{Kind: store.RegistrationNone, Status: store.RegistrationUnknown}
+	for _, x := range []store.Sender{a, b, c} {
+		if err := s.CreateSender(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CreateSender(ctx, a); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("create taken number: %v, want ErrConflict", err)
+	}
+	got, err := s.GetSender(ctx, a.Number)
+	a.CreatedAt, a.UpdatedAt = t0, t0
+	if err != nil || !reflect.DeepEqual(got, a) {
+		t.Fatalf("get = %+v, %v\nwant %+v", got, err, a)
+	}
+	list, err := s.ListSenders(ctx)
+	if err != nil || len(list) != 3 || list[0].Number != c.Number || list[1].Number != b.Number || list[2].Number != a.Number {
+		t.Fatalf("list = %+v, %v (want by pool, then number)", list, err)
+	}
+	clock.Advance(time.Minute)
+	a.Pool, a.Provider, a.Registration.Status, a.UpdatedAt = "night", store.ProviderTwilio, store.RegistrationPending, time.Time{}
+	if err := s.UpdateSender(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.GetSender(ctx, a.Number)
+	a.UpdatedAt = t0.Add(time.Minute)
+	if err != nil || !reflect.DeepEqual(got, a) {
+		t.Fatalf("after update = %+v, %v\nwant %+v", got, err, a)
+	}
+	if err := s.UpdateSender(ctx, sender("+15550109999", store.ProviderTelnyx, "")); !errors.Is(err, actor.ErrNotFound) {
+		t.Fatalf("update unknown: %v, want ErrNotFound", err)
+	}
+	if err := s.DeleteSender(ctx, a.Number); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetSender(ctx, a.Number); !errors.Is(err, actor.ErrNotFound) {
+		t.Fatalf("get deleted: %v, want ErrNotFound", err)
+	}
+	if err := s.DeleteSender(ctx, a.Number); !errors.Is(err, actor.ErrNotFound) {
+		t.Fatalf("delete twice: %v, want ErrNotFound", err)
+	}
+}
+
+// testSendersAuditWithChange: every sender write commits with its audit
+// entry or not at all; a write that fails on its own leaves none.
+func testSendersAuditWithChange(t *testing.T, o Options) {
+	r := newAuditRecorder(t, o)
+	s := r.s
+	ctx := context.Background()
+	a := sender("+15550100001", store.ProviderTelnyx, "dispatch")
+	r.refused("CreateSender", s.CreateSender(ctx, a, r.bad()))
+	if _, err := s.GetSender(ctx, a.Number); !errors.Is(err, actor.ErrNotFound) {
+		t.Fatalf("sender after a refused create: %v", err)
+	}
+	if err := s.CreateSender(ctx, a, r.ok("sender.created", a.Number)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateSender(ctx, a, store.AuditEntry{At: t0, Actor: r.who, Action: "sender.created", Target: a.Number}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("create taken: %v", err)
+	}
+	changed := a
+	changed.Pool = "night"
+	r.refused("UpdateSender", s.UpdateSender(ctx, changed, r.bad()))
+	if got, _ := s.GetSender(ctx, a.Number); got.Pool != "dispatch" {
+		t.Fatalf("pool after a refused update = %q", got.Pool)
+	}
+	if err := s.UpdateSender(ctx, changed, r.ok("sender.updated", a.Number)); err != nil {
+		t.Fatal(err)
+	}
+	r.refused("DeleteSender", s.DeleteSender(ctx, a.Number, r.bad()))
+	if _, err := s.GetSender(ctx, a.Number); err != nil {
+		t.Fatalf("sender after a refused delete: %v", err)
+	}
+	if err := s.DeleteSender(ctx, a.Number, r.ok("sender.deleted", a.Number)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteSender(ctx, a.Number, store.AuditEntry{At: t0, Actor: r.who, Action: "sender.deleted", Target: a.Number}); !errors.Is(err, actor.ErrNotFound) {
+		t.Fatalf("delete twice: %v", err)
+	}
+	r.check()
+}
