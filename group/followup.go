@@ -57,6 +57,9 @@ type Followup struct {
 	// Text of the follow-ups; "" means DefaultFollowupPrefix + the
 	// original text.
 	Text string `json:"text,omitempty"`
+	// Steps, for a ladder (ladder.go), are its steps; Max is then their
+	// number and After the first step's. Empty for the old form.
+	Steps []Step `json:"steps,omitempty"`
 }
 
 // DefaultFollowupPrefix starts the default follow-up text.
@@ -204,13 +207,21 @@ func (g *Group) followupDue(r *Recipient) time.Time {
 	}
 	f := g.followup()
 	base := r.SentAt
-	if r.Followups > 0 {
+	if r.Followups > 0 && len(f.Steps) == 0 {
 		base = r.LastFollowupAt
 	}
 	if base.IsZero() {
 		return time.Time{}
 	}
 	due := base.Add(f.After)
+	if len(f.Steps) > 0 {
+		// A ladder's steps count from the send; a step never comes
+		// before the previous one's provider answer.
+		due = f.ladderDue(base, r.Followups+1)
+		if r.LastFollowupAt.After(due) {
+			due = r.LastFollowupAt
+		}
+	}
 	if r.Nudged && g.NudgedAt.Before(due) {
 		due = g.NudgedAt // an operator asked for it now
 	}
@@ -370,6 +381,9 @@ func (g *Group) FollowupsDue(now time.Time) bool {
 // FollowupTextFor is the text of r's follow-ups: the policy's, else
 // "Reminder: " + r's own rendered text (templates), else the group's.
 func (g *Group) FollowupTextFor(r *Recipient) string {
+	if f := g.followup(); f != nil && r != nil && len(f.Steps) > 0 && g.StepOf(r).Text != "" {
+		return g.StepOf(r).Text
+	}
 	if f := g.followup(); (f == nil || f.Text == "") && r != nil && r.Text != "" {
 		// A template rendered this person's own text: remind them of it.
 		return DefaultFollowupPrefix + r.Text
@@ -391,6 +405,10 @@ func (g *Group) FollowupOutcome(s Send, res crewcast.SendResult, err error, now 
 	var ans *FollowupAnswered
 	if err != nil && errors.As(err, &ans) {
 		return Outcome{SendID: s.ID, Indices: s.Indices, Result: ResultStopped, Detail: ans.Error()}
+	}
+	var skip *StepSkipped
+	if err != nil && errors.As(err, &skip) {
+		return Outcome{SendID: s.ID, Indices: s.Indices, Result: ResultSkipped, Detail: skip.Error()}
 	}
 	o := g.Outcome(s, res, err, now)
 	if o.Result == ResultFailed && o.Class == crewcast.ClassNotSent {
@@ -568,8 +586,8 @@ func (g *Group) applyFollowupOutcome(at time.Time, i int, o Outcome) {
 		r.LastFollowupAt = at
 		r.FollowupMessageID = o.MessageID
 		r.Nudged = false
-	case ResultUncertain:
-		r.LastFollowupAt = at // spent: never resent
+	case ResultUncertain, ResultSkipped:
+		r.LastFollowupAt = at // spent: never resent (a skipped step: the ladder goes on)
 		r.Nudged = false
 	case ResultFailed:
 		r.FollowupStop = "follow-up failed: " + o.Detail

@@ -18,9 +18,11 @@ type PolicyInput struct {
 
 // FollowupInput is `followup` as a client gives it.
 type FollowupInput struct {
-	After string `json:"after"` // Go duration, at least 1s
-	Max   int    `json:"max"`
+	After string `json:"after,omitempty"` // Go duration, at least 1s
+	Max   int    `json:"max,omitempty"`
 	Text  string `json:"text,omitempty"`
+	// Steps is a ladder (ladder.go), instead of After and Max.
+	Steps []StepInput `json:"steps,omitempty"`
 }
 
 // EscalateInput is `escalate` as a client gives it.
@@ -74,17 +76,9 @@ func PlanPolicy(c *Created, req Request, d PolicyDefaults, normalize func(string
 		bad("priority", "must be %q or %q", PriorityNormal, PriorityCritical)
 	}
 	if f := in.Followup; f != nil {
-		after, err := policyDuration(f.After)
-		if err != nil {
-			bad("followup.after", "%s", err)
-		}
-		if f.Max < 1 || f.Max > MaxFollowups {
-			bad("followup.max", "must be 1 to %d", MaxFollowups)
-		}
-		if seg := Segments(f.Text); seg.Segments > MaxSegments {
-			bad("followup.text", "%d SMS segments; at most %d", seg.Segments, MaxSegments)
-		}
-		p.Followup = &Followup{After: after, Max: f.Max, Text: f.Text}
+		fu, ferrs := planFollowup(f)
+		errs = append(errs, ferrs...)
+		p.Followup = fu
 	}
 	if e := in.Escalate; e != nil {
 		after, err := policyDuration(e.After)

@@ -65,6 +65,9 @@ func CheckTexts(req Request) []FieldError {
 	add("text", req.Text)
 	if req.Followup != nil {
 		add("followup.text", req.Followup.Text)
+		for i, st := range req.Followup.Steps {
+			add(fmt.Sprintf("followup.steps[%d].text", i), st.Text)
+		}
 	}
 	if req.Escalate != nil {
 		add("escalate.text", req.Escalate.Text)

@@ -102,6 +102,7 @@ type contactJSON struct {
 	ID       string            `json:"id"`
 	Number   string            `json:"number"`
 	Name     string            `json:"name"`
+	Email    string            `json:"email"`
 	Tags     []string          `json:"tags"`
 	Timezone string            `json:"timezone"`
 	Fields   map[string]string `json:"fields"`
@@ -120,7 +121,7 @@ func contactOf(c store.Contact) contactJSON {
 	if fields == nil {
 		fields = map[string]string{}
 	}
-	return contactJSON{ID: c.ID, Number: c.Number, Name: c.Name, Tags: tags, Timezone: c.Timezone, Fields: fields,
+	return contactJSON{ID: c.ID, Number: c.Number, Name: c.Name, Email: c.Email, Tags: tags, Timezone: c.Timezone, Fields: fields,
 		CreatedAt: tsOrNil(c.CreatedAt), UpdatedAt: tsOrNil(c.UpdatedAt)}
 }
 
@@ -129,6 +130,7 @@ func contactOf(c store.Contact) contactJSON {
 type contactInput struct {
 	Number   *string            `json:"number"`
 	Name     *string            `json:"name"`
+	Email    *string            `json:"email"`
 	Tags     *[]string          `json:"tags"`
 	Timezone *string            `json:"timezone"`
 	Fields   *map[string]string `json:"fields"`
@@ -171,6 +173,12 @@ func checkContact(c *store.Contact) []group.FieldError {
 	c.Name = strings.TrimSpace(c.Name)
 	if len(c.Name) > maxNameLen || !utf8.ValidString(c.Name) {
 		errs = append(errs, group.FieldError{Field: "name", Message: fmt.Sprintf("at most %d characters of valid text", maxNameLen)})
+	}
+	if e, err := group.NormalizeEmail(c.Email); err != nil {
+		// The input is not echoed: an address is personal data.
+		errs = append(errs, group.FieldError{Field: "email", Message: err.Error()})
+	} else {
+		c.Email = e
 	}
 	if len(c.Tags) > maxTags {
 		errs = append(errs, group.FieldError{Field: "tags", Message: fmt.Sprintf("at most %d tags", maxTags)})
@@ -218,6 +226,9 @@ func (in contactInput) applyTo(c *store.Contact) {
 	}
 	if in.Name != nil {
 		c.Name = *in.Name
+	}
+	if in.Email != nil {
+		c.Email = *in.Email
 	}
 	if in.Tags != nil {
 		c.Tags = *in.Tags
@@ -399,13 +410,13 @@ type importJSON struct {
 
 // importColumns is the header of an import: which column holds what.
 type importColumns struct {
-	number, name, tags, timezone int // -1 when absent
-	consent, consentSource       int // -1 when absent
-	fields                       map[int]string
+	number, name, email, tags, timezone int // -1 when absent
+	consent, consentSource              int // -1 when absent
+	fields                              map[int]string
 }
 
 func parseImportHeader(rec []string) (importColumns, error) {
-	cols := importColumns{number: -1, name: -1, tags: -1, timezone: -1, consent: -1, consentSource: -1, fields: map[int]string{}}
+	cols := importColumns{number: -1, name: -1, email: -1, tags: -1, timezone: -1, consent: -1, consentSource: -1, fields: map[int]string{}}
 	seen := map[string]bool{}
 	for i, h := range rec {
 		h = strings.TrimSpace(h)
@@ -425,6 +436,8 @@ func parseImportHeader(rec []string) (importColumns, error) {
 			cols.number = i
 		case "name":
 			cols.name = i
+		case "email":
+			cols.email = i
 		case "tags":
 			cols.tags = i
 		case "timezone":
@@ -573,7 +586,7 @@ func importRowOf(rec []string, cols importColumns, now time.Time) (row importRow
 		}
 		return rec[i]
 	}
-	c := store.Contact{ID: newDirID("ct_"), Number: get(cols.number), Name: get(cols.name), Timezone: get(cols.timezone),
+	c := store.Contact{ID: newDirID("ct_"), Number: get(cols.number), Name: get(cols.name), Email: get(cols.email), Timezone: get(cols.timezone),
 		CreatedAt: now, UpdatedAt: now}
 	if t := get(cols.tags); t != "" {
 		c.Tags = strings.Split(t, ";")
@@ -615,6 +628,9 @@ func (a *api) mergeImport(ctx context.Context, rows []importRow, cols importColu
 		if old, ok := known[c.Number]; ok {
 			if cols.name < 0 {
 				c.Name = old.Name
+			}
+			if cols.email < 0 {
+				c.Email = old.Email
 			}
 			if cols.tags < 0 {
 				c.Tags = old.Tags
@@ -872,8 +888,10 @@ type templateJSON struct {
 	Name      string         `json:"name"`
 	Text      string         `json:"text"`
 	Responses []group.Option `json:"responses"`
-	CreatedAt *time.Time     `json:"created_at"`
-	UpdatedAt *time.Time     `json:"updated_at"`
+	// Followup is the saved follow-up (templatefollowup.go), absent for none.
+	Followup  *group.FollowupInput `json:"followup,omitempty"`
+	CreatedAt *time.Time           `json:"created_at"`
+	UpdatedAt *time.Time           `json:"updated_at"`
 }
 
 func templateOf(t store.Template) (templateJSON, error) {
@@ -884,13 +902,15 @@ func templateOf(t store.Template) (templateJSON, error) {
 			return out, fmt.Errorf("template %q responses: %w", t.ID, err)
 		}
 	}
-	return out, nil
+	return out, templateFollowupOf(t, &out)
 }
 
 type templateInput struct {
 	Name      *string         `json:"name"`
 	Text      *string         `json:"text"`
 	Responses *[]group.Option `json:"responses"`
+	// Followup: absent keeps, null clears, an object sets (templatefollowup.go).
+	Followup json.RawMessage `json:"followup"`
 }
 
 // checkTemplateText parses a template text, answering 422 naming an
@@ -936,6 +956,9 @@ func (a *api) saveTemplate(r *http.Request, t store.Template, in templateInput, 
 			return t, err
 		}
 		t.Responses = b
+	}
+	if err := applyTemplateFollowup(&t, in.Followup); err != nil {
+		return t, err
 	}
 	t.UpdatedAt = a.now()
 	var err error

@@ -97,6 +97,9 @@ type Config struct {
 	// Secure, and as a trusted origin for cookie-authenticated requests.
 	// Default: derived from each request.
 	PublicURL string
+	// AnswerKey signs and verifies the answer links of email steps
+	// (answerlink.go); empty: /a/{token} answers 404.
+	AnswerKey []byte
 	// Logger receives request failures (never keys, numbers or bodies).
 	// Default: discard.
 	Logger *slog.Logger

@@ -27,9 +27,17 @@ type policyJSON struct {
 }
 
 type followupJSON struct {
-	After string `json:"after"`
-	Max   int    `json:"max"`
-	Text  string `json:"text"`
+	After string     `json:"after"`
+	Max   int        `json:"max"`
+	Text  string     `json:"text"`
+	Steps []stepJSON `json:"steps,omitempty"`
+}
+
+// stepJSON is one step of a follow-up ladder (docs/design.md §17).
+type stepJSON struct {
+	After   string `json:"after"`
+	Channel string `json:"channel"`
+	Text    string `json:"text,omitempty"`
 }
 
 type escalateJSON struct {
@@ -82,6 +90,9 @@ func (p *policyView) group() policyJSON {
 	}
 	if f := pol.Followup; f != nil {
 		out.Followup = &followupJSON{After: shortDuration(f.After), Max: f.Max, Text: p.g.FollowupText()}
+		for _, s := range f.Steps {
+			out.Followup.Steps = append(out.Followup.Steps, stepJSON{After: shortDuration(s.After), Channel: s.Channel, Text: s.Text})
+		}
 	}
 	if e := pol.Escalate; e != nil {
 		out.Escalate = &escalateJSON{After: shortDuration(e.After), Crews: nonNil(e.Crews), To: nonNil(e.To), Text: e.Text}

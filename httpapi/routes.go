@@ -40,6 +40,9 @@ var routeTable = []route{
 	{http.MethodPost, "/webhooks/telnyx", public, (*api).webhookTelnyx},
 	{http.MethodPost, "/webhooks/twilio", public, (*api).webhookTwilio},
 
+	{http.MethodGet, "/a/{token}", public, (*api).answerLinkPage},
+	{http.MethodPost, "/a/{token}", public, (*api).answerLinkPost},
+
 	{http.MethodPost, "/v1/groups", needSend, (*api).createGroup},
 	{http.MethodPost, "/v1/groups/preview", needSend, (*api).previewGroup},
 	{http.MethodGet, "/v1/groups", needRead, (*api).listGroups},

@@ -58,6 +58,10 @@ type Config struct {
 	// behind a proxy (Twilio signs the URL it posted to). Default: the
 	// listen address.
 	PublicURL string
+	// SMTPURL (CREWCAST_SMTP_URL) and EmailFrom (CREWCAST_EMAIL_FROM)
+	// send the email steps of follow-up ladders (mailer.go); empty: none.
+	SMTPURL   string
+	EmailFrom string
 
 	TelnyxAPIKey             string
 	TelnyxPublicKey          string // base64, 32 bytes
@@ -339,7 +343,12 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if cfg.Retention.HashKey, pastKeys, err = s.hashKey(ctx); err != nil {
 		return err
 	}
+	mailer, answerKey, err := s.mailer(ctx, public)
+	if err != nil {
+		return err
+	}
 	s.tr, err = tracker.New(tracker.Config{
+		Mailer:   mailer,
 		Webhooks: s.hooks,
 		Store:    s.st, Provider: prov, Logger: cfg.Logger, Clock: cfg.Clock,
 		Metrics: s.reg.Service(), RuntimeMetrics: s.reg.Runtime(),
@@ -386,6 +395,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		AllowUnregistered: cfg.AllowUnregistered,
 		SenderHealth:      newSenderHealth(providers),
 		SendersChanged:    s.sendersChanged,
+		AnswerKey:         answerKey,
 	})
 	if err != nil {
 		return err

@@ -19,7 +19,10 @@ type Contact struct {
 	ID     string
 	Number string // E.164, unique
 	Name   string
-	Tags   []string // sorted, unique
+	// Email is the address an email step of a follow-up ladder writes to
+	// ("" = none; docs/design.md §17). Like the number, it is never logged.
+	Email string
+	Tags  []string // sorted, unique
 	// Timezone is an IANA zone name ("" = unknown).
 	Timezone string
 	// Fields are free key/value pairs, used by templates as {{fields.key}}.
@@ -30,7 +33,8 @@ type Contact struct {
 
 // ContactQuery filters ListContacts. Results are ordered by (name, id).
 type ContactQuery struct {
-	// Q matches a substring of the name (case-insensitive) or the number.
+	// Q matches a substring of the name or the email (case-insensitive) or
+	// the number.
 	Q string
 	// Tag keeps contacts carrying this tag.
 	Tag string
@@ -72,6 +76,9 @@ type Template struct {
 	Text string
 	// Responses is the JSON array of response options as the API took it.
 	Responses json.RawMessage
+	// Followup is the saved follow-up (either form, or a ladder of steps:
+	// docs/design.md §17) as the API took it; nil for none.
+	Followup  json.RawMessage
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

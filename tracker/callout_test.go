@@ -347,7 +347,9 @@ func TestCalloutAutoRepliesWaitOutQuietHours(t *testing.T) {
 		e.reply(n[0], "1", "r0")
 		e.reply(n[1], "1", "r1")
 		e.settle()
-		auto := func() int { return countText(confirmedText)(e.prov.sent()) + countText(group.DefaultFilledText)(e.prov.sent()) }
+		auto := func() int {
+			return countText(confirmedText)(e.prov.sent()) + countText(group.DefaultFilledText)(e.prov.sent())
+		}
 		if critical {
 			if got := auto(); got != 2 {
 				t.Fatalf("critical: %d auto-replies during quiet hours, want 2 at once", got)

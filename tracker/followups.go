@@ -88,6 +88,9 @@ func (t *Tracker) planPolicy(ctx context.Context, created *group.Created, req gr
 	if err := planCallout(created, req); err != nil { // callout.go
 		return err
 	}
+	if err := t.checkLadder(created.Policy); err != nil {
+		return err
+	}
 	if p := created.Policy; p != nil && p.Escalate != nil && len(p.Escalate.Crews) > 0 && t.cfg.ResolveCrews != nil {
 		nums, err := t.cfg.ResolveCrews(ctx, p.Escalate.Crews)
 		if err != nil {
@@ -280,6 +283,10 @@ func (a *groupActor) kickPolicy(c *actor.Context[groupMsg], now time.Time) bool 
 				for _, s := range cl.Sends {
 					num, text := g.Recipients[s.Index].Number, g.FollowupTextFor(g.Recipients[s.Index])
 					a.eff.Claim = append(a.eff.Claim, num)
+					if job, ok := a.channelJob(c, s); ok { // a ladder's email step (ladder.go)
+						a.pol = append(a.pol, job)
+						continue
+					}
 					// Replies to the follow-up come to this group.
 					a.addRoute(convKey(g.From, num), e.cfg.ConversationTTL)
 					a.pol = append(a.pol, sendJob{groupID: a.key, send: s.Send(),

@@ -255,6 +255,10 @@ func (t *Tracker) Sweep(ctx context.Context) error {
 // ParkedTTL ago.
 func (t *Tracker) routeEntry(ctx context.Context, ref store.InboxRef, events []crewcast.Event, receivedAt time.Time) error {
 	ev := events[0]
+	if id, ok := emailAnswerGroup(ev); ok { // an answer by email link (ladder.go)
+		t.deliver(id, routed{ref: ref, events: events})
+		return nil
+	}
 	if ev.Kind == crewcast.KindInbound {
 		var keys []string
 		if len(ev.CC) > 0 {

@@ -17,6 +17,9 @@ type sendJob struct {
 	send    group.Send
 	req     crewcast.SendRequest
 	mms     bool
+	// via, when set, makes the call instead of the provider (a ladder's
+	// email step, ladder.go); the guard applies all the same.
+	via func(context.Context) (crewcast.SendResult, error)
 }
 
 // sendResult is a provider's answer to a sendJob.
@@ -192,7 +195,9 @@ func (p *pool) call(j sendJob) sendResult {
 		}
 		defer release()
 	}
-	if j.mms {
+	if j.via != nil {
+		res, err = j.via(ctx)
+	} else if j.mms {
 		res, err = p.provider.SendGroupMMS(ctx, j.req)
 	} else {
 		res, err = p.provider.Send(ctx, j.req)

@@ -40,6 +40,9 @@ import (
 type Config struct {
 	// Store keeps everything durable. Required.
 	Store store.Store
+	// Mailer sends the email steps of follow-up ladders (ladder.go);
+	// nil: groups with an email step are refused.
+	Mailer Mailer
 	// Provider sends messages and parses nothing here (webhooks are parsed
 	// by the HTTP layer). Required.
 	Provider crewcast.Provider

@@ -26,6 +26,7 @@ type contactView struct {
 	ID       string            `json:"id"`
 	Number   string            `json:"number"`
 	Name     string            `json:"name"`
+	Email    string            `json:"email"`
 	Tags     []string          `json:"tags"`
 	Timezone string            `json:"timezone"`
 	Fields   map[string]string `json:"fields"`
@@ -61,10 +62,11 @@ func runContactsImport(ctx context.Context, args []string, stdout, stderr io.Wri
 	setUsage(fs, `Usage: crewcast contacts import FILE.csv [flags]
 
 Imports contacts from a CSV file whose header names the columns: number
-(required), name, tags (split by ;), timezone (IANA, such as America/Chicago)
-and any other column as a free field for templates. A known number is
-updated. Bad lines are listed; the good ones are imported (none with
---atomic). "-" reads standard input.
+(required), name, email (the address an email follow-up step writes to),
+tags (split by ;), timezone (IANA, such as America/Chicago) and any other
+column as a free field for templates. A known number is updated. Bad lines
+are listed; the good ones are imported (none with --atomic). "-" reads
+standard input.
 
 Exit status: 0 when every line was good, 1 otherwise.
 
@@ -154,7 +156,7 @@ func asAPIError(err error, out **apiError) bool {
 func runContactsList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("contacts list", stderr)
 	cf := bindClientFlags(fs)
-	q := fs.String("q", "", "search names and numbers")
+	q := fs.String("q", "", "search names, numbers and emails")
 	tag := fs.String("tag", "", "only contacts with this tag")
 	crew := fs.String("crew", "", "only members of this crew (name or id)")
 	setUsage(fs, "Usage: crewcast contacts list [--q TEXT] [--tag TAG] [--crew NAME]\n\nLists contacts by name.\n\nFlags:\n")
@@ -172,7 +174,7 @@ func runContactsList(ctx context.Context, args []string, stdout, stderr io.Write
 		}
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tNUMBER\tTAGS\tTIMEZONE\tID")
+	fmt.Fprintln(tw, "NAME\tNUMBER\tEMAIL\tTAGS\tTIMEZONE\tID")
 	n := 0
 	for {
 		var page struct {
@@ -183,7 +185,8 @@ func runContactsList(ctx context.Context, args []string, stdout, stderr io.Write
 			return explain(err)
 		}
 		for _, ct := range page.Contacts {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", dash(oneLine(ct.Name, 40)), ct.Number, dash(strings.Join(ct.Tags, ";")), dash(ct.Timezone), ct.ID)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(oneLine(ct.Name, 40)), ct.Number, dash(oneLine(ct.Email, 60)),
+				dash(strings.Join(ct.Tags, ";")), dash(ct.Timezone), ct.ID)
 			n++
 		}
 		if page.NextCursor == "" {

@@ -32,6 +32,7 @@ type serverFlags struct {
 	telnyxIdem                                      bool
 	twilioSID, twilioToken, twilioBase              string
 	adminKey                                        string
+	smtpURL, emailFrom                              string
 	sendRate                                        float64
 	sendRates                                       string
 	segmentPrice                                    string
@@ -84,6 +85,7 @@ var serverFlagDocs = []flagSection{
 		{"opt-out-reply", "CREWCAST_OPT_OUT_REPLY"}, {"help-reply", "CREWCAST_HELP_REPLY"},
 		{"allow-unregistered", "CREWCAST_ALLOW_UNREGISTERED"},
 	}},
+	{"Email (follow-up ladders)", []envBinding{{"smtp-url", "CREWCAST_SMTP_URL"}, {"email-from", "CREWCAST_EMAIL_FROM"}}},
 	{"Retention", []envBinding{
 		{"redact-after", "CREWCAST_REDACT_AFTER"}, {"hash-after", "CREWCAST_HASH_AFTER"},
 		{"delete-after", "CREWCAST_DELETE_AFTER"}, {"hash-key", "CREWCAST_HASH_KEY"},
@@ -100,6 +102,8 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "listen address (host:port; port 0 picks a free one)")
 	fs.StringVar(&f.db, "db", defaultDB, "SQLite path or postgres:// URL")
 	fs.StringVar(&f.provider, "provider", "demo", "demo, telnyx or twilio (demo sends nothing real)")
+	fs.StringVar(&f.smtpURL, "smtp-url", "", "SMTP server for the email steps of follow-up ladders: smtp://user:pass@host:587 (STARTTLS when offered) or smtps://…:465; empty: no email steps")
+	fs.StringVar(&f.emailFrom, "email-from", "", "the From address of email steps (crewcast@example.org)")
 	fs.StringVar(&f.publicURL, "public-url", "", "the origin providers post webhooks to (https://crew.example.com); default: the listen address")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.telnyxKey, "telnyx-api-key", "", "Telnyx API key")
@@ -173,7 +177,7 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 		TrustedProxies: proxies,
 		SendRates:      rates,
 		SegmentPrice:   f.segmentPrice,
-		Addr:           f.addr, DB: f.db, Provider: f.provider, PublicURL: f.publicURL,
+		Addr:           f.addr, DB: f.db, Provider: f.provider, PublicURL: f.publicURL, SMTPURL: f.smtpURL, EmailFrom: f.emailFrom,
 		TelnyxAPIKey: f.telnyxKey, TelnyxPublicKey: f.telnyxPub, TelnyxAPIBase: f.telnyxBase,
 		TelnyxMessagingProfileID: f.telnyxProfile, TelnyxIdempotencyKeys: f.telnyxIdem,
 		TwilioAccountSID: f.twilioSID, TwilioAuthToken: f.twilioToken, TwilioAPIBase: f.twilioBase,

@@ -22,6 +22,7 @@ func init() {
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("sim", stderr)
 	addr := fs.String("addr", "127.0.0.1:9090", "listen address (env CREWCAST_SIM_ADDR)")
+	smtpAddr := fs.String("smtp-addr", "", "also run an SMTP server here that keeps every mail (listed at /sim/mail); empty: none")
 	telnyxAddr := fs.String("telnyx-addr", "", `also serve the Telnyx API alone here, so that a "refuse" outage refuses connections for real`)
 	twilioAddr := fs.String("twilio-addr", "", `also serve the Twilio API alone here, so that a "refuse" outage refuses connections for real`)
 	telnyxURL := fs.String("telnyx-webhook-url", "", "Telnyx messaging profile webhook URL (a send's webhook_url wins)")
@@ -151,8 +152,19 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return errors.Join(err, s.Stop(context.Background()))
 	}
+	smtpURL := ""
+	if *smtpAddr != "" {
+		got, err := s.StartSMTP(*smtpAddr)
+		if err != nil {
+			return errors.Join(fmt.Errorf("--smtp-addr: %w", err), s.Stop(context.Background()))
+		}
+		smtpURL = "smtp://" + got
+	}
 	k := s.Keys()
 	fmt.Fprintf(stdout, "crewcast sim listening on %s (ledger: %s/sim/ledger, faults: %s/sim/faults)\n", url, url, url)
+	if smtpURL != "" {
+		fmt.Fprintf(stdout, "CREWCAST_SMTP_URL=%s\n", smtpURL)
+	}
 	fmt.Fprintf(stdout, "CREWCAST_TELNYX_API_BASE=%s\nCREWCAST_TELNYX_API_KEY=%s\nCREWCAST_TELNYX_PUBLIC_KEY=%s\n", tnxBase, k.TelnyxAPIKey, k.TelnyxPublicKey)
 	fmt.Fprintf(stdout, "CREWCAST_TWILIO_API_BASE=%s\nCREWCAST_TWILIO_ACCOUNT_SID=%s\nCREWCAST_TWILIO_AUTH_TOKEN=%s\n", twBase, k.TwilioAccountSID, k.TwilioAuthToken)
 	if *token == "" {

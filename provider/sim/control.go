@@ -37,6 +37,9 @@ func (s *Sim) routes() *http.ServeMux {
 	control("GET /sim/ledger/duplicates", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"duplicates": s.Duplicates()})
 	})
+	control("GET /sim/mail", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"mail": s.receivedMail()})
+	})
 	control("POST /sim/inbound", s.handleInbound)
 	control("GET /sim/faults", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Faults())

@@ -61,6 +61,7 @@ type Sim struct {
 	optOuts    map[string]bool       // see optOutKey
 	lastSender map[string]string     // our number → provider that last sent from it
 	threads    map[string]*message   // provider|our number|their number → latest message
+	mailbox    *MailBox              // the SMTP server (mail.go), nil until StartSMTP
 	stopped    bool
 	quit       chan struct{} // closed when Stop begins
 	srv        *http.Server
@@ -210,10 +211,15 @@ func (s *Sim) Stop(ctx context.Context) error {
 		s.mu.Lock()
 		s.stopped = true
 		close(s.quit)
-		srv, done := s.srv, s.serveDone
+		srv, done, box := s.srv, s.serveDone, s.mailbox
 		s.mu.Unlock()
 		s.stopProviders()
 		var errs []error
+		if box != nil {
+			if err := box.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("smtp: %w", err))
+			}
+		}
 		if srv != nil {
 			if err := srv.Shutdown(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("shutdown: %w", err))
@@ -280,6 +286,9 @@ func (s *Sim) Reset() {
 	s.ledger = nil
 	s.idem = map[string]idemRecord{}
 	s.optOuts = map[string]bool{}
+	if s.mailbox != nil {
+		s.mailbox.Reset()
+	}
 }
 
 // Faults returns the current knobs, with the default lists filled in.

@@ -16,7 +16,7 @@ import (
 
 // ---- contacts ----
 
-const contactCols = `id, number, name, tags, timezone, fields, created_at, updated_at`
+const contactCols = `id, number, name, tags, timezone, fields, created_at, updated_at, email`
 
 // isUnique reports whether err is a uniqueness violation, in either
 // engine's words (SQLite's message, PostgreSQL's SQLSTATE 23505).
@@ -40,7 +40,7 @@ func scanContact(r Row) (store.Contact, error) {
 	var c store.Contact
 	var tags, fields string
 	var created, updated int64
-	if err := r.Scan(&c.ID, &c.Number, &c.Name, &tags, &c.Timezone, &fields, &created, &updated); err != nil {
+	if err := r.Scan(&c.ID, &c.Number, &c.Name, &tags, &c.Timezone, &fields, &created, &updated, &c.Email); err != nil {
 		return store.Contact{}, err
 	}
 	if err := json.Unmarshal([]byte(tags), &c.Tags); err != nil {
@@ -84,7 +84,7 @@ func (d DB) contactArgs(c store.Contact) ([]any, error) {
 	}
 	now := d.c.Now()
 	return []any{c.ID, c.Number, c.Name, string(tags), c.Timezone, string(fields),
-		store.Nanos(OrNow(c.CreatedAt, now)), store.Nanos(OrNow(c.UpdatedAt, now))}, nil
+		store.Nanos(OrNow(c.CreatedAt, now)), store.Nanos(OrNow(c.UpdatedAt, now)), c.Email}, nil
 }
 
 // writeTags replaces the tag index rows of one contact.
@@ -108,7 +108,7 @@ func (d DB) CreateContact(ctx context.Context, c store.Contact, audit ...store.A
 		return d.errorf("create contact: %w", err)
 	}
 	return d.writeRow(ctx, rowWrite{what: "create contact",
-		stmt: `INSERT INTO contacts (` + contactCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, args: args,
+		stmt: `INSERT INTO contacts (` + contactCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, args: args,
 		then: func(tx Querier) error { return writeTags(ctx, tx, c.ID, c.Tags) }}, audit)
 }
 
@@ -129,8 +129,8 @@ func (d DB) UpdateContact(ctx context.Context, c store.Contact, audit ...store.A
 		return d.errorf("update contact: %w", err)
 	}
 	return d.writeRow(ctx, rowWrite{what: "update contact", kind: "contact", id: c.ID,
-		stmt: `UPDATE contacts SET number = ?, name = ?, tags = ?, timezone = ?, fields = ?, updated_at = ? WHERE id = ?`,
-		args: []any{args[1], args[2], args[3], args[4], args[5], args[7], c.ID},
+		stmt: `UPDATE contacts SET number = ?, name = ?, tags = ?, timezone = ?, fields = ?, updated_at = ?, email = ? WHERE id = ?`,
+		args: []any{args[1], args[2], args[3], args[4], args[5], args[7], args[8], c.ID},
 		then: func(tx Querier) error { return writeTags(ctx, tx, c.ID, c.Tags) }}, audit)
 }
 
@@ -154,8 +154,8 @@ func (d DB) ListContacts(ctx context.Context, q store.ContactQuery) ([]store.Con
 	var args []any
 	if q.Q != "" {
 		p := likePattern(strings.ToLower(q.Q))
-		conds = append(conds, `(LOWER(name) LIKE ? ESCAPE '\' OR number LIKE ? ESCAPE '\')`)
-		args = append(args, p, p)
+		conds = append(conds, `(LOWER(name) LIKE ? ESCAPE '\' OR number LIKE ? ESCAPE '\' OR LOWER(email) LIKE ? ESCAPE '\')`)
+		args = append(args, p, p, p)
 	}
 	if q.Tag != "" {
 		conds = append(conds, `id IN (SELECT contact_id FROM contact_tags WHERE tag = ?)`)
@@ -251,12 +251,12 @@ func sameContact(a, b store.Contact) bool {
 	if bf == nil {
 		bf = map[string]string{}
 	}
-	return a.Name == b.Name && a.Timezone == b.Timezone && slices.Equal(NormalTags(a.Tags), NormalTags(b.Tags)) &&
+	return a.Name == b.Name && a.Email == b.Email && a.Timezone == b.Timezone && slices.Equal(NormalTags(a.Tags), NormalTags(b.Tags)) &&
 		maps.Equal(af, bf)
 }
 
 // importChunk is how many contacts one multi-row statement writes: far
-// below SQLite's bound-parameter limit (8 columns each).
+// below SQLite's bound-parameter limit (9 columns each).
 const importChunk = 200
 
 // ImportContacts upserts contacts by number and appends the import's
@@ -324,7 +324,7 @@ func (d DB) upsertContacts(ctx context.Context, tx Querier, cs []store.Contact) 
 		n := min(importChunk, len(cs))
 		part := cs[:n]
 		cs = cs[n:]
-		args := make([]any, 0, 8*n)
+		args := make([]any, 0, 9*n)
 		ids := make([]any, 0, n)
 		var tagArgs []any
 		for _, c := range part {
@@ -339,9 +339,10 @@ func (d DB) upsertContacts(ctx context.Context, tx Querier, cs []store.Contact) 
 			}
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO contacts (`+contactCols+`) VALUES `+
-			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?),", n), ",")+
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?),", n), ",")+
 			` ON CONFLICT (number) DO UPDATE SET name = excluded.name, tags = excluded.tags,
-			timezone = excluded.timezone, fields = excluded.fields, updated_at = excluded.updated_at`, args...); err != nil {
+			timezone = excluded.timezone, fields = excluded.fields, updated_at = excluded.updated_at,
+			email = excluded.email`, args...); err != nil {
 			return conflict(err)
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM contact_tags WHERE contact_id IN (`+
@@ -389,7 +390,7 @@ func (d DB) createCrewContacts(ctx context.Context, tx Querier, c *store.Crew) e
 	}
 	for rest := c.NewContacts; len(rest) > 0; {
 		n := min(importChunk, len(rest))
-		args := make([]any, 0, 8*n)
+		args := make([]any, 0, 9*n)
 		for _, nc := range rest[:n] {
 			a, err := d.contactArgs(nc)
 			if err != nil {
@@ -398,7 +399,7 @@ func (d DB) createCrewContacts(ctx context.Context, tx Querier, c *store.Crew) e
 			args = append(args, a...)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO contacts (`+contactCols+`) VALUES `+
-			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?),", n), ",")+
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?),", n), ",")+
 			` ON CONFLICT (number) DO NOTHING`, args...); err != nil {
 			return conflict(err)
 		}
@@ -652,7 +653,7 @@ const crewSplit = 4096
 // updated_at as the same statement saw it; size is a capacity hint.
 func (d DB) crewContacts(ctx context.Context, crewID string, size int, cond string, condArgs ...any) ([]store.Contact, int64, error) {
 	args := append([]any{crewID}, condArgs...)
-	rows, err := d.c.Read.Query(ctx, `SELECT c.id, c.number, c.name, c.timezone, c.fields, c.created_at, c.updated_at, k.updated_at
+	rows, err := d.c.Read.Query(ctx, `SELECT c.id, c.number, c.name, c.timezone, c.fields, c.created_at, c.updated_at, c.email, k.updated_at
 		FROM crews k JOIN crew_members m ON m.crew_id = k.id JOIN contacts c ON c.id = m.contact_id
 		WHERE k.id = ? `+cond+` ORDER BY m.position, m.contact_id`, args...)
 	if err != nil {
@@ -665,7 +666,7 @@ func (d DB) crewContacts(ctx context.Context, crewID string, size int, cond stri
 		var c store.Contact
 		var fields string
 		var created, updated int64
-		if err := rows.Scan(&c.ID, &c.Number, &c.Name, &c.Timezone, &fields, &created, &updated, &crewUpdated); err != nil {
+		if err := rows.Scan(&c.ID, &c.Number, &c.Name, &c.Timezone, &fields, &created, &updated, &c.Email, &crewUpdated); err != nil {
 			return nil, 0, err
 		}
 		if fields != "{}" { // most contacts have none: skip the decoder
@@ -696,16 +697,19 @@ func (d DB) FindCrew(ctx context.Context, ref string) (store.Crew, error) {
 
 // ---- templates ----
 
-const templateCols = `id, name, text, responses, created_at, updated_at`
+const templateCols = `id, name, text, responses, created_at, updated_at, followup`
 
 func scanTemplate(r Row) (store.Template, error) {
 	var t store.Template
-	var responses string
+	var responses, followup string
 	var created, updated int64
-	if err := r.Scan(&t.ID, &t.Name, &t.Text, &responses, &created, &updated); err != nil {
+	if err := r.Scan(&t.ID, &t.Name, &t.Text, &responses, &created, &updated, &followup); err != nil {
 		return store.Template{}, err
 	}
 	t.Responses = json.RawMessage(responses)
+	if followup != "" {
+		t.Followup = json.RawMessage(followup)
+	}
 	t.CreatedAt, t.UpdatedAt = store.FromNanos(created), store.FromNanos(updated)
 	return t, nil
 }
@@ -722,8 +726,9 @@ func responsesText(r json.RawMessage) string {
 func (d DB) CreateTemplate(ctx context.Context, t store.Template, audit ...store.AuditEntry) error {
 	now := d.c.Now()
 	return d.writeRow(ctx, rowWrite{what: "create template", now: now,
-		stmt: `INSERT INTO templates (` + templateCols + `) VALUES (?, ?, ?, ?, ?, ?)`,
-		args: []any{t.ID, t.Name, t.Text, responsesText(t.Responses), store.Nanos(OrNow(t.CreatedAt, now)), store.Nanos(OrNow(t.UpdatedAt, now))}}, audit)
+		stmt: `INSERT INTO templates (` + templateCols + `) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		args: []any{t.ID, t.Name, t.Text, responsesText(t.Responses), store.Nanos(OrNow(t.CreatedAt, now)), store.Nanos(OrNow(t.UpdatedAt, now)),
+			string(t.Followup)}}, audit)
 }
 
 // GetTemplate returns the template with id or actor.ErrNotFound.
@@ -744,13 +749,13 @@ func (d DB) TemplateByName(ctx context.Context, name string) (store.Template, er
 	return t, nil
 }
 
-// UpdateTemplate replaces name, text and responses of template t.ID and
+// UpdateTemplate replaces name, text, responses and follow-up of template t.ID and
 // appends its audit entries.
 func (d DB) UpdateTemplate(ctx context.Context, t store.Template, audit ...store.AuditEntry) error {
 	now := d.c.Now()
 	return d.writeRow(ctx, rowWrite{what: "update template", kind: "template", id: t.ID, now: now,
-		stmt: `UPDATE templates SET name = ?, text = ?, responses = ?, updated_at = ? WHERE id = ?`,
-		args: []any{t.Name, t.Text, responsesText(t.Responses), store.Nanos(OrNow(t.UpdatedAt, now)), t.ID}}, audit)
+		stmt: `UPDATE templates SET name = ?, text = ?, responses = ?, updated_at = ?, followup = ? WHERE id = ?`,
+		args: []any{t.Name, t.Text, responsesText(t.Responses), store.Nanos(OrNow(t.UpdatedAt, now)), string(t.Followup), t.ID}}, audit)
 }
 
 // DeleteTemplate removes the template and appends its audit entries.

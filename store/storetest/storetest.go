@@ -148,9 +148,11 @@ func Run(t *testing.T, o Options) {
 		{"WebhookClaimsConcurrent", testWebhookClaimsConcurrent},
 		{"Contacts", testContacts},
 		{"ImportContacts", testImportContacts},
+		{"ContactEmail", testContactEmail},
 		{"Consent", testConsent},
 		{"LargeCrewContacts", testLargeCrewContacts},
 		{"Templates", testTemplates},
+		{"TemplateFollowup", testTemplateFollowup},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -90,13 +90,14 @@ export function render(main, ctx) {
   let editing = null; // the contact being edited, or null when adding
   let timer = null;
 
-  const search = h("input", { id: "contact-search", type: "search", autocomplete: "off", placeholder: "Name or number" });
+  const search = h("input", { id: "contact-search", type: "search", autocomplete: "off", placeholder: "Name, number or email" });
   const tbody = h("tbody", { id: "contacts-body" });
   const count = h("p", { class: "muted", id: "contacts-count" });
 
   const inputs = {
     number: h("input", { id: "c-number", type: "tel", autocomplete: "off", "aria-describedby": "c-number-error" }),
     name: h("input", { id: "c-name", type: "text", autocomplete: "off", "aria-describedby": "c-name-error" }),
+    email: h("input", { id: "c-email", type: "email", autocomplete: "off", placeholder: "ada@example.org", "aria-describedby": "c-email-help c-email-error" }),
     tags: h("input", { id: "c-tags", type: "text", autocomplete: "off", "aria-describedby": "c-tags-help c-tags-error" }),
     timezone: h("input", { id: "c-timezone", type: "text", autocomplete: "off", placeholder: "America/Chicago", "aria-describedby": "c-timezone-help c-timezone-error" }),
     fields: h("textarea", { id: "c-fields", rows: 3, spellcheck: "false", "aria-describedby": "c-fields-help c-fields-error" }),
@@ -111,6 +112,7 @@ export function render(main, ctx) {
     formTitle,
     field("c-number", "Phone number", inputs.number),
     field("c-name", "Name", inputs.name),
+    field("c-email", "Email", inputs.email, "Where an email step of a follow-up writes, or empty."),
     field("c-tags", "Tags", inputs.tags, "Separated by ; or commas, such as night; north."),
     field("c-timezone", "Time zone", inputs.timezone, "An IANA zone such as America/Chicago, or empty."),
     field("c-fields", "Fields", inputs.fields, "One name=value per line; templates use them as {{fields.name}}."),
@@ -130,7 +132,7 @@ export function render(main, ctx) {
     h(
       "p",
       { class: "help", id: "import-help" },
-      "First line: number,name,tags,timezone and any field names; consent (opted_in or opted_out) and consent_source are optional. Tags are split by ;. A number already saved is updated. An import never opts a suppressed number back in.",
+      "First line: number,name,email,tags,timezone and any field names; consent (opted_in or opted_out) and consent_source are optional. Tags are split by ;. A number already saved is updated. An import never opts a suppressed number back in.",
     ),
     h("div", { class: "field" }, h("label", { for: "import-file" }, "CSV file"), csvFile),
     h("div", { class: "field" }, h("label", { for: "import-csv" }, "Or paste the CSV"), csvText),
@@ -160,7 +162,7 @@ export function render(main, ctx) {
           h(
             "tr",
             null,
-            ["Name", "Number", "Tags", "Time zone", "Fields", "Consent"].map((c) => h("th", { scope: "col" }, c)),
+            ["Name", "Number", "Email", "Tags", "Time zone", "Fields", "Consent"].map((c) => h("th", { scope: "col" }, c)),
             h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Actions")),
           ),
         ),
@@ -192,6 +194,7 @@ export function render(main, ctx) {
     clearErrors();
     inputs.number.value = c ? c.number : "";
     inputs.name.value = c ? c.name : "";
+    inputs.email.value = c ? c.email || "" : "";
     inputs.tags.value = c ? (c.tags || []).join("; ") : "";
     inputs.timezone.value = c ? c.timezone : "";
     inputs.fields.value = c ? Object.entries(c.fields || {}).map(([k, v]) => `${k}=${v}`).join("\n") : "";
@@ -217,6 +220,7 @@ export function render(main, ctx) {
                 { class: "contact", dataset: { number: c.number, id: c.id } },
                 h("td", { class: "contact-name" }, c.name || "—"),
                 h("td", { class: "mono" }, c.number),
+                h("td", { class: "contact-email" }, c.email || "—"),
                 h("td", null, (c.tags || []).join("; ") || "—"),
                 h("td", null, c.timezone || "—"),
                 h("td", null, Object.entries(c.fields || {}).map(([k, v]) => `${k}=${v}`).join(", ") || "—"),
@@ -233,7 +237,7 @@ export function render(main, ctx) {
                 ),
               ),
             )
-          : h("tr", { class: "empty-row" }, h("td", { colspan: 7 }, q ? "No contact matches." : "No contacts yet.")),
+          : h("tr", { class: "empty-row" }, h("td", { colspan: 8 }, q ? "No contact matches." : "No contacts yet.")),
       );
     } catch (e) {
       if (alive) count.textContent = `Could not load contacts: ${e.message}`;
@@ -265,6 +269,7 @@ export function render(main, ctx) {
     const body = {
       number: inputs.number.value.trim(),
       name: inputs.name.value,
+      email: inputs.email.value.trim(),
       tags: splitTags(inputs.tags.value),
       timezone: inputs.timezone.value.trim(),
       fields: parseFields(inputs.fields.value),

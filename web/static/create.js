@@ -289,6 +289,7 @@ export function render(main, ctx) {
         if (!t) return;
         textInput.value = t.text;
         responsesInput.value = (t.responses || []).map((o) => `${o.key}=${o.label}`).join("\n");
+        opts.setFollowup(t.followup);
         hints();
       };
       templateSelect.addEventListener("change", useTemplate);
@@ -512,6 +513,10 @@ export function render(main, ctx) {
     }
     if (missing.length) {
       inputs[missing[0][0]].focus();
+      return;
+    }
+    if (opts.ladderError()) {
+      opts.showLadderError(opts.ladderError());
       return;
     }
     sent = parsed;

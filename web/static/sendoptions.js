@@ -4,6 +4,7 @@
 // the preview's line saying what will happen when.
 import { h, replace } from "./dom.js";
 import { fmtSchedule, fmtHeld, localZone, plural } from "./format.js";
+import { parseLadder, ladderText, ladderWhen } from "./ladder.js";
 
 /** parseDuration reads a Go-style duration ("90s", "10m", "1h30m") as ms; null if it is not one. */
 export function parseDuration(s) {
@@ -43,6 +44,7 @@ function optionInputs() {
     followupAfter: input("followup-after", "followup-help followup-error", { placeholder: "10m" }),
     followupMax: input("followup-max", "followup-help followup-error", { type: "number", min: 1, max: 10, value: "1" }),
     followupText: input("followup-text", "followup-help followup-error"),
+    followupSteps: h("textarea", { id: "followup-steps", rows: 3, spellcheck: "false", placeholder: "5m sms\n10m voice\n20m email", "aria-describedby": "followup-steps-help followup-error" }),
     escalateAfter: input("escalate-after", "escalate-help escalate-error", { placeholder: "30m" }),
     escalateTo: h("textarea", { id: "escalate-to", rows: 2, spellcheck: "false", "aria-describedby": "escalate-to-help escalate-error" }),
     escalateText: input("escalate-text", "escalate-help escalate-error"),
@@ -77,6 +79,7 @@ function optionsNode(el, errors) {
       help("followup-help", "Optional. Remind whoever has not answered after a while (10m, 1h), at most Max times."),
       pair(field("followup-after", "After", null, el.followupAfter), field("followup-max", "Max", null, el.followupMax)),
       field("followup-text", "Reminder text", null, el.followupText),
+      field("followup-steps", "Or a ladder of steps", "One step a line: AFTER CHANNEL [TEXT], such as 10m voice. AFTER counts from the first send; an answer on any channel stops the rest. Leave After and Max empty.", el.followupSteps),
       errors.followup,
     ),
     set(
@@ -107,10 +110,12 @@ function optionsNode(el, errors) {
 function applyOptions(el, body) {
   if (lines(el.tags.value).length) body.tags = lines(el.tags.value);
   if (el.quorumResponse.value.trim() || el.quorumCount.value) body.quorum = { response: el.quorumResponse.value.trim(), count: Number(el.quorumCount.value) };
+  const ladder = parseLadder(el.followupSteps.value);
   if (el.followupAfter.value.trim()) {
     body.followup = { after: el.followupAfter.value.trim(), max: Number(el.followupMax.value) || 1 };
-    if (el.followupText.value.trim()) body.followup.text = el.followupText.value.trim();
   }
+  if (ladder.steps && ladder.steps.length) body.followup = { ...(body.followup || {}), steps: ladder.steps };
+  if (body.followup && el.followupText.value.trim()) body.followup.text = el.followupText.value.trim();
   const crews = [...el.escalateCrews.querySelectorAll("input:checked")].map((i) => i.value);
   if (el.escalateAfter.value.trim() || crews.length || el.escalateTo.value.trim()) {
     body.escalate = { after: el.escalateAfter.value.trim() };
@@ -136,7 +141,9 @@ export function whenLine(n, body) {
     const ms = parseDuration(after);
     return ms === null ? `after ${after}` : `at ${fmtHeld(new Date(start.getTime() + ms).toISOString())}`;
   };
-  if (body.followup) {
+  if (body.followup && body.followup.steps) {
+    parts.push(`follow-up ${ladderWhen(body.followup.steps, at)} to whoever has not answered`);
+  } else if (body.followup) {
     const f = body.followup;
     parts.push(`reminder ${at(f.after)} to whoever has not answered${f.max > 1 ? `, then every ${f.after} (${plural(f.max, "reminder")} at most)` : ""}`);
   }
@@ -164,6 +171,21 @@ export function sendOptions() {
       );
     },
     apply: (body) => applyOptions(el, body),
+    /** ladderError is the New message form's own check of the ladder lines ("" when they read). */
+    ladderError: () => parseLadder(el.followupSteps.value).error || "",
+    /** showLadderError shows that check's message on the follow-up. */
+    showLadderError(msg) {
+      errors.followup.textContent = msg;
+      el.followupSteps.setAttribute("aria-invalid", "true");
+      el.followupSteps.focus();
+    },
+    /** setFollowup fills the follow-up fields from a template's (or clears them). */
+    setFollowup(f) {
+      el.followupAfter.value = (f && f.after) || "";
+      el.followupMax.value = String((f && f.max) || 1);
+      el.followupText.value = (f && f.text) || "";
+      el.followupSteps.value = ladderText(f && f.steps);
+    },
     /** fieldErrors shows the server's errors on these options; returns the others. */
     fieldErrors(fields) {
       const rest = [];
@@ -185,6 +207,7 @@ export function sendOptions() {
       for (const [k, box] of Object.entries(errors)) {
         box.textContent = "";
         focusOf[k].removeAttribute("aria-invalid");
+        el.followupSteps.removeAttribute("aria-invalid");
       }
     },
     when: whenLine,

@@ -5,6 +5,7 @@ import { request } from "./api.js";
 import { h, replace } from "./dom.js";
 import { parseResponses } from "./create.js";
 import { ask } from "./ui.js";
+import { parseLadder, ladderText } from "./ladder.js";
 
 const enc = encodeURIComponent;
 
@@ -17,11 +18,12 @@ export function optionsLine(responses) {
 // onCancel its "Cancel edit".
 function templateForm(onSave, onCancel) {
   const err = (name) => h("div", { class: "field-error", id: `template-${name}-error` });
-  const errors = { name: err("name"), text: err("text"), responses: err("responses") };
+  const errors = { name: err("name"), text: err("text"), responses: err("responses"), followup: err("followup") };
   const inputs = {
     name: h("input", { id: "template-name", type: "text", autocomplete: "off", "aria-describedby": "template-name-error" }),
     text: h("textarea", { id: "template-text", rows: 4, "aria-describedby": "template-text-help template-text-error" }),
     responses: h("textarea", { id: "template-responses", rows: 3, spellcheck: "false", "aria-describedby": "template-responses-help template-responses-error" }),
+    followup: h("textarea", { id: "template-followup", rows: 3, spellcheck: "false", placeholder: "5m sms\n10m voice\n20m email", "aria-describedby": "template-followup-help template-followup-error" }),
   };
   const title = h("h2", { id: "template-form-title" }, "New template");
   const status = h("p", { class: "form-status", id: "template-status", role: "status" });
@@ -47,6 +49,14 @@ function templateForm(onSave, onCancel) {
       h("p", { class: "help", id: "template-responses-help" }, "Optional. One KEY=Label per line, such as 1=Coming."),
       inputs.responses,
       errors.responses,
+    ),
+    h(
+      "div",
+      { class: "field" },
+      h("label", { for: "template-followup" }, "Follow-up ladder"),
+      h("p", { class: "help", id: "template-followup-help" }, "Optional. One step a line: AFTER CHANNEL [TEXT], such as 10m voice; AFTER counts from the first send."),
+      inputs.followup,
+      errors.followup,
     ),
     status,
     h("div", { class: "form-actions" }, cancel, save),
@@ -83,6 +93,7 @@ function templateTable(ts, canSend, on) {
 // fieldOf is the form field a server error names, or null.
 function fieldOf(name) {
   if (name.startsWith("responses")) return "responses";
+  if (name.startsWith("followup")) return "followup";
   return name === "name" || name === "text" ? name : null;
 }
 
@@ -115,7 +126,7 @@ export function render(main, ctx) {
     title.textContent = "New template";
     save.textContent = "Save template";
     cancel.hidden = true;
-    inputs.name.value = inputs.text.value = inputs.responses.value = "";
+    inputs.name.value = inputs.text.value = inputs.responses.value = inputs.followup.value = "";
     clearErrors();
   }
 
@@ -127,6 +138,7 @@ export function render(main, ctx) {
     inputs.name.value = t.name;
     inputs.text.value = t.text;
     inputs.responses.value = (t.responses || []).map((o) => `${o.key}=${o.label}`).join("\n");
+    inputs.followup.value = ladderText(t.followup && t.followup.steps);
     clearErrors();
     status.textContent = "";
     inputs.name.focus();
@@ -156,6 +168,12 @@ export function render(main, ctx) {
     const body = { name: inputs.name.value.trim(), text: inputs.text.value, responses: parseResponses(inputs.responses.value) };
     const missing = !body.name ? ["name", "Give the template a name."] : !body.text.trim() ? ["text", "Write the message."] : null;
     if (missing) return showError(missing[0], missing[1]);
+    const ladder = parseLadder(inputs.followup.value);
+    if (ladder.error) return showError("followup", ladder.error);
+    // The ladder is written only when it changed: a follow-up in the old
+    // form saved through the API stays unless the ladder replaces it.
+    const before = editing ? ladderText(editing.followup && editing.followup.steps) : "";
+    if (ladderText(ladder.steps) !== before) body.followup = ladder.steps.length ? { steps: ladder.steps } : null;
     save.disabled = true;
     try {
       const t = editing ? await request("PATCH", `/v1/templates/${enc(editing.id)}`, body) : await request("POST", "/v1/templates", body);
