@@ -25,15 +25,16 @@ const (
 	auditSenderDeleted = "sender.deleted"
 )
 
-// SenderHealth tells the senders routes how each sender is doing. nil:
-// every sender is reported healthy with nothing sent.
+// SenderHealth tells the senders routes how each sender's provider is
+// doing. nil: every sender is reported healthy.
 type SenderHealth interface {
 	// Healthy reports whether numbers of provider may be sent from now
 	// (configured, its circuit not open).
 	Healthy(provider string) bool
-	// SentLastHour counts the messages sent from number in the last hour.
-	SentLastHour(number string) int
 }
+
+// sentWindow is the window of sent_last_hour.
+const sentWindow = time.Hour
 
 type registrationJSON struct {
 	Kind       string `json:"kind"`
@@ -53,14 +54,32 @@ type senderJSON struct {
 	UpdatedAt    time.Time        `json:"updated_at"`
 }
 
-func (a *api) senderOf(s store.Sender) senderJSON {
+// senderOf renders s; sent holds the sends of the last hour by number
+// (sentLastHour).
+func (a *api) senderOf(s store.Sender, sent map[string]int) senderJSON {
 	out := senderJSON{Number: s.Number, Provider: s.Provider, Pool: s.Pool, MPS: s.MPS,
 		Registration: registrationJSON{Kind: s.Registration.Kind, CampaignID: s.Registration.CampaignID, Status: s.Registration.Status},
-		Healthy:      true, CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC()}
+		Healthy:      true, SentLastHour: sent[s.Number], CreatedAt: s.CreatedAt.UTC(), UpdatedAt: s.UpdatedAt.UTC()}
 	if h := a.cfg.SenderHealth; h != nil {
-		out.Healthy, out.SentLastHour = h.Healthy(s.Provider), h.SentLastHour(s.Number)
+		out.Healthy = h.Healthy(s.Provider)
 	}
 	return out
+}
+
+// sentLastHour counts the sends claimed in the last hour by the from
+// number of their group (one query for every sender listed).
+func (a *api) sentLastHour(ctx context.Context) (map[string]int, error) {
+	return a.store.SentSince(ctx, a.now().Add(-sentWindow))
+}
+
+// writeSender answers with one sender and its sends of the last hour.
+func (a *api) writeSender(w http.ResponseWriter, r *http.Request, status int, s store.Sender) error {
+	sent, err := a.sentLastHour(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, status, a.senderOf(s, sent))
+	return nil
 }
 
 // senderBody is the body of POST and PATCH; absent fields are nil (PATCH
@@ -160,8 +179,7 @@ func (a *api) createSender(w http.ResponseWriter, r *http.Request) error {
 	}
 	a.sendersChanged(r)
 	w.Header().Set("Location", "/v1/senders/"+s.Number)
-	writeJSON(w, http.StatusCreated, a.senderOf(s))
-	return nil
+	return a.writeSender(w, r, http.StatusCreated, s)
 }
 
 func (a *api) getSenderRow(r *http.Request) (store.Sender, error) {
@@ -177,11 +195,15 @@ func (a *api) listSenders(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	sent, err := a.sentLastHour(r.Context())
+	if err != nil {
+		return err
+	}
 	out := struct {
 		Senders []senderJSON `json:"senders"`
 	}{Senders: make([]senderJSON, len(ss))}
 	for i, s := range ss {
-		out.Senders[i] = a.senderOf(s)
+		out.Senders[i] = a.senderOf(s, sent)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -192,8 +214,7 @@ func (a *api) getSender(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, a.senderOf(s))
-	return nil
+	return a.writeSender(w, r, http.StatusOK, s)
 }
 
 func (a *api) patchSender(w http.ResponseWriter, r *http.Request) error {
@@ -213,8 +234,7 @@ func (a *api) patchSender(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if s == before { // a request that changes nothing writes (and logs) nothing
-		writeJSON(w, http.StatusOK, a.senderOf(s))
-		return nil
+		return a.writeSender(w, r, http.StatusOK, s)
 	}
 	s.UpdatedAt = a.now().UTC()
 	if err := a.store.UpdateSender(r.Context(), s, a.auditEntry(r, auditSenderUpdated, store.AuditNumber(s.Number))); err != nil {
@@ -224,8 +244,7 @@ func (a *api) patchSender(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a.sendersChanged(r)
-	writeJSON(w, http.StatusOK, a.senderOf(s))
-	return nil
+	return a.writeSender(w, r, http.StatusOK, s)
 }
 
 func (a *api) deleteSender(w http.ResponseWriter, r *http.Request) error {

@@ -2,22 +2,46 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/store"
 )
 
 type fakeSenderHealth struct{ down string }
 
 func (f fakeSenderHealth) Healthy(provider string) bool { return provider != f.down }
-func (f fakeSenderHealth) SentLastHour(number string) int {
-	if number == "+15550100001" {
-		return 7
+
+// seedSends commits a group from +15550100001 with 7 recipients claimed in
+// the last hour (one unconfirmed), 2 claimed before it and 1 never claimed.
+func seedSends(t *testing.T, e *env) {
+	now := e.clock.Now()
+	row := store.GroupRow{ID: "g-sends", Status: crewcast.GroupSending, From: "+15550100001", Mode: crewcast.ModeIndividual,
+		CreatedAt: now, UpdatedAt: now, Counts: map[string]int{}, Seq: 1}
+	var ds []store.DeliveryRow
+	for i := range 10 {
+		at := now.Add(-time.Duration(i*9) * time.Minute) // 0, 9, … 54 min ago, then 63 and 72
+		d := store.DeliveryRow{GroupID: row.ID, Number: fmt.Sprintf("+1555020%04d", i), Status: crewcast.StatusSent,
+			ClaimedAt: at, SentAt: at, UpdatedAt: now}
+		switch i {
+		case 0:
+			d.Status, d.SentAt = crewcast.StatusUnconfirmed, time.Time{}
+		case 9:
+			d.Status, d.ClaimedAt, d.SentAt = crewcast.StatusPending, time.Time{}, time.Time{}
+		}
+		ds = append(ds, d)
 	}
-	return 0
+	unit := actor.Unit{Key: row.ID, Events: []actor.Event{{Seq: 1, Type: "seed", Data: []byte("{}"), Time: now}},
+		Effects: []any{store.Effects{Group: &row, Deliveries: ds}}}
+	if res, err := e.st.Commit(context.Background(), []actor.Unit{unit}); err != nil || res[0] != nil {
+		t.Fatalf("seed sends: %v %v", err, res)
+	}
 }
 
 // TestSendersAPI: admins add, list, change and remove senders; the list
@@ -30,6 +54,7 @@ func TestSendersAPI(t *testing.T) {
 		c.SendersChanged = func(context.Context) { changed.Add(1) }
 	})
 	admin := e.keys["admin"]
+	seedSends(t, e)
 	for _, k := range []string{"send", "read"} {
 		if resp, _ := e.do("GET", "/v1/senders", "", e.keys[k], nil); resp.StatusCode != http.StatusForbidden {
 			t.Fatalf("%s key lists senders: %d", k, resp.StatusCode)

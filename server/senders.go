@@ -6,13 +6,10 @@ import "context"
 
 // senderHealth answers GET /v1/senders' healthy from the providers this
 // server is configured with: a sender whose provider has no credentials
-// here cannot send. Per-provider circuits and per-number volume are not
-// kept yet: sent_last_hour is reported as 0.
+// here cannot send. sent_last_hour is counted by httpapi from the store.
 type senderHealth struct{ configured map[string]bool }
 
 func (h senderHealth) Healthy(provider string) bool { return h.configured[provider] }
-
-func (h senderHealth) SentLastHour(string) int { return 0 }
 
 // newSenderHealth lists the providers whose webhook verifiers (and so
 // credentials) are configured.

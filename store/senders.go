@@ -83,4 +83,9 @@ type Senders interface {
 	UpdateSender(ctx context.Context, s Sender, audit ...AuditEntry) error
 	// DeleteSender removes the sender (actor.ErrNotFound if there is none).
 	DeleteSender(ctx context.Context, number string, audit ...AuditEntry) error
+	// SentSince counts, by the from number of their group, the recipients
+	// whose send was claimed at or after since: attempted sends, an
+	// unconfirmed one included (it may have gone out). Numbers with none
+	// are absent.
+	SentSince(ctx context.Context, since time.Time) (map[string]int, error)
 }

@@ -94,6 +94,8 @@ func TestBoardFitsPhone(t *testing.T) {
 	createVia(t, base+"/v1/webhook-endpoints", key, map[string]any{"url": "https://hooks.example.com/crewcast/deliveries", "events": []string{"*"}, "description": "ops"})
 	createVia(t, base+"/v1/templates", key, map[string]any{"name": "Crew call, site B, the long version", "text": "Hi {{first_name}}, crew call at site B, 7:00 tomorrow.",
 		"responses": []map[string]any{{"key": "1", "label": "Coming", "ack": "yes"}}})
+	addSender(t, base, key, map[string]any{"number": "+15550100000", "provider": "telnyx", "pool": "dispatch, the night shift on site B",
+		"registration": map[string]any{"kind": "toll_free", "campaign_id": "TF-verification-0001", "status": "approved"}})
 
 	b := openTab(t)
 	b.signIn(base+"/", key)
@@ -106,6 +108,7 @@ func TestBoardFitsPhone(t *testing.T) {
 		{"#/users", `!!document.querySelector("main h1") && !document.body.textContent.includes("Loading")`},
 		{"#/keys", `document.querySelectorAll("#key-rows tr[data-key-id]").length >= 2`},
 		{"#/audit", `document.querySelectorAll("#audit-rows tr[data-action]").length > 0`},
+		{"#/senders", `document.querySelectorAll("#sender-rows tr[data-number]").length === 1`},
 		{"#/settings", `!document.querySelector("#retention-line").textContent.startsWith("Loading")`},
 		{"#/webhooks", `document.body.textContent.includes("hooks.example.com")`},
 		{"#/templates", `document.querySelectorAll("#templates-body tr").length > 0`},
@@ -142,4 +145,4 @@ func TestBoardFitsPhone(t *testing.T) {
 }
 
 // shotPages are the pages TestBoardFitsPhone photographs at 360 px.
-var shotPages = map[string]string{"#/audit": "audit", "#/settings": "settings", "#/keys": "keys", "#/contacts": "contacts"}
+var shotPages = map[string]string{"#/audit": "audit", "#/senders": "senders", "#/settings": "settings", "#/keys": "keys", "#/contacts": "contacts"}

@@ -21,7 +21,29 @@ func TestInboxByMessageIDUsesItsIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	rows, err := s.r.Query(`EXPLAIN QUERY PLAN `+sqlq.SelectInboxByMessageID, "telnyx", "m-1")
+	plan := queryPlan(t, s, sqlq.SelectInboxByMessageID, "telnyx", "m-1")
+	if p := plan; !strings.Contains(p, "USING INDEX inbox_message") {
+		t.Fatalf("InboxByMessageID plan %q does not use inbox_message", p)
+	}
+}
+
+// TestSentSinceUsesItsIndex: the senders list counts each number's sends of
+// the last hour; the count reads only the deliveries claimed since (the
+// deliveries_claimed index), not every delivery ever kept.
+func TestSentSinceUsesItsIndex(t *testing.T) {
+	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if p := queryPlan(t, s, sqlq.SelectSentSince, int64(1)); !strings.Contains(p, "USING COVERING INDEX deliveries_claimed") {
+		t.Fatalf("SentSince plan %q does not use deliveries_claimed", p)
+	}
+}
+
+func queryPlan(t *testing.T, s *Store, query string, args ...any) string {
+	t.Helper()
+	rows, err := s.r.Query(`EXPLAIN QUERY PLAN `+query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +57,5 @@ func TestInboxByMessageIDUsesItsIndex(t *testing.T) {
 		}
 		plan = append(plan, detail)
 	}
-	if p := strings.Join(plan, "; "); !strings.Contains(p, "USING INDEX inbox_message") {
-		t.Fatalf("InboxByMessageID plan %q does not use inbox_message", p)
-	}
+	return strings.Join(plan, "; ")
 }

@@ -3,6 +3,7 @@ package sqlq
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/store"
@@ -108,4 +109,31 @@ func (d DB) DeleteSender(ctx context.Context, number string, audit ...store.Audi
 		return d.errorf("delete sender: %w", err)
 	}
 	return nil
+}
+
+// SelectSentSince counts the sends claimed at or after ? by the from number
+// of their group. The deliveries_claimed index (claimed_at, group_id) keeps
+// the read to the rows claimed since, each joined to its group by key.
+const SelectSentSince = `SELECT g.from_number, COUNT(*) FROM deliveries d JOIN groups g ON g.id = d.group_id
+	WHERE d.claimed_at >= ? AND d.claimed_at <> 0 GROUP BY g.from_number`
+
+// SentSince counts claimed sends by their group's from number.
+func (d DB) SentSince(ctx context.Context, since time.Time) (map[string]int, error) {
+	type count struct {
+		from string
+		n    int
+	}
+	rows, err := queryAll(ctx, d.c.Read, func(r Rows) (count, error) {
+		var c count
+		err := r.Scan(&c.from, &c.n)
+		return c, err
+	}, SelectSentSince, store.Nanos(since))
+	if err != nil {
+		return nil, d.errorf("sent since: %w", err)
+	}
+	out := make(map[string]int, len(rows))
+	for _, c := range rows {
+		out[c.from] = c.n
+	}
+	return out, nil
 }

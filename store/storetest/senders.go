@@ -3,10 +3,12 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/store"
 )
@@ -105,4 +107,46 @@ func testSendersAuditWithChange(t *testing.T, o Options) {
 		t.Fatalf("delete twice: %v", err)
 	}
 	r.check()
+}
+
+// testSentSince: the sends of the last hour are counted by the from number
+// of their group: a claim at the bound counts, one just before it and an
+// unclaimed recipient do not, an unconfirmed claim does, and a number
+// with none is absent.
+func testSentSince(t *testing.T, o Options) {
+	s, _, _ := open(t, o)
+	ctx := context.Background()
+	since := t0.Add(-time.Hour)
+	claimedAt := map[string]time.Time{
+		"+15550300001": t0.Add(-30 * time.Minute), "+15550300002": since, "+15550300003": since.Add(-time.Nanosecond),
+		"+15550300004": {}, "+15550300005": t0,
+	}
+	for i, from := range []string{"+15550100001", "+15550100001", "+15550100002", "+15550100003"} {
+		id := fmt.Sprintf("g-sent-%d", i)
+		g := &store.GroupRow{ID: id, Status: crewcast.GroupSending, From: from, Mode: crewcast.ModeIndividual,
+			CreatedAt: t0, UpdatedAt: t0, Counts: map[string]int{}, Seq: 1}
+		var ds []store.DeliveryRow
+		for number, at := range claimedAt {
+			d := store.DeliveryRow{GroupID: id, Number: number, Status: crewcast.StatusSent, ClaimedAt: at, SentAt: at, UpdatedAt: t0}
+			switch {
+			case at.IsZero():
+				d.Status = crewcast.StatusPending
+			case number == "+15550300005":
+				d.Status, d.SentAt = crewcast.StatusUnconfirmed, time.Time{}
+			}
+			if i == 3 && !at.IsZero() && !at.Before(since) {
+				d.ClaimedAt, d.SentAt = since.Add(-time.Minute), since.Add(-time.Minute) // every send of this group is older
+			}
+			ds = append(ds, d)
+		}
+		commitOK(t, s, actor.Unit{Key: id, Events: events("c", 1), Effects: []any{store.Effects{Group: g, Deliveries: ds}}})
+	}
+	got, err := s.SentSince(ctx, since)
+	want := map[string]int{"+15550100001": 6, "+15550100002": 3}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("SentSince = %v, %v; want %v", got, err, want)
+	}
+	if got, err := s.SentSince(ctx, t0.Add(time.Second)); err != nil || len(got) != 0 {
+		t.Fatalf("SentSince(after every claim) = %v, %v; want none", got, err)
+	}
 }

@@ -135,6 +135,7 @@ func Run(t *testing.T, o Options) {
 		{"Sessions", testSessions},
 		{"Senders", testSenders},
 		{"SendersAuditWithChange", testSendersAuditWithChange},
+		{"SentSince", testSentSince},
 		{"Audit", testAudit},
 		{"AuditAppendOnly", testAuditAppendOnly},
 		{"AuditWithChange", testAuditWithChange},

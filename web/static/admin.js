@@ -1,4 +1,4 @@
-// Shared pieces of the admin pages (users, API keys, audit): their API
+// Shared pieces of the admin pages (users, API keys, audit, senders): their API
 // calls and an accessible form field. Kept apart from api.js so the other
 // pages' client stays as it was.
 import { request } from "./api.js";
@@ -17,6 +17,9 @@ export const adminApi = {
   listKeys: () => request("GET", "/v1/keys"),
   createKey: (name, scopes) => request("POST", "/v1/keys", { name, scopes }),
   revokeKey: (id) => request("DELETE", `/v1/keys/${enc(id)}`),
+  listSenders: () => request("GET", "/v1/senders"),
+  createSender: (body) => request("POST", "/v1/senders", body),
+  deleteSender: (number) => request("DELETE", `/v1/senders/${enc(number)}`),
   audit: (q) => request("GET", `/v1/audit?${auditQuery(q)}`),
   auditCSVURL: (q) => `/v1/audit?${auditQuery(q)}&format=csv`,
 };

@@ -2,7 +2,7 @@
 // Routes: #/signin, #/groups, #/groups/{id}, #/new (?template=<id>),
 // #/contacts, #/crews, #/templates, #/replies, #/opt-outs, #/people/{number},
 // #/account, and
-// for admins #/users, #/keys, #/audit, #/settings, #/webhooks.
+// for admins #/users, #/keys, #/audit, #/senders, #/settings, #/webhooks.
 import { api, setUnauthorizedHandler } from "./api.js";
 import { h, replace } from "./dom.js";
 import { toast } from "./ui.js";
@@ -14,6 +14,7 @@ import * as create from "./create.js";
 import * as users from "./users.js";
 import * as keys from "./keys.js";
 import * as audit from "./audit.js";
+import * as senders from "./senders.js";
 import { isAdmin } from "./admin.js";
 import * as settings from "./settings.js";
 import * as webhooks from "./webhooks.js";
@@ -44,7 +45,7 @@ export function route(hash) {
   if (path === "/replies") return { name: "replies" };
   if (path === "/opt-outs") return { name: "opt-outs" };
   if ((m = /^\/people\/([^/]+)$/.exec(path))) return { name: "person", number: decodeURIComponent(m[1]) };
-  if (path === "/users" || path === "/keys" || path === "/audit") return { name: path.slice(1) };
+  if (path === "/users" || path === "/keys" || path === "/audit" || path === "/senders") return { name: path.slice(1) };
   if (path === "/settings") return { name: "settings" };
   if (path === "/webhooks") return { name: "webhooks" };
   if (path === "/contacts") return { name: "contacts" };
@@ -102,7 +103,7 @@ function render() {
   }
   drawNav();
   const ctx = { session, canSend: canSend(session), navigate, signedIn, signedOut };
-  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", users: "Users", keys: "API keys", audit: "Audit trail", settings: "Settings", webhooks: "Webhook endpoints", contacts: "Contacts", crews: "Crews", templates: "Templates", replies: "Replies", "opt-outs": "Opt-outs", person: "History", account: "Account" };
+  const titles = { signin: "Sign in", groups: "Groups", new: "New message", group: "Group", users: "Users", keys: "API keys", audit: "Audit trail", senders: "Senders", settings: "Settings", webhooks: "Webhook endpoints", contacts: "Contacts", crews: "Crews", templates: "Templates", replies: "Replies", "opt-outs": "Opt-outs", person: "History", account: "Account" };
   document.title = `${titles[r.name]} — crewcast`;
   main.replaceChildren();
   switch (r.name) {
@@ -123,6 +124,9 @@ function render() {
       break;
     case "audit":
       cleanup = audit.render(main, ctx);
+      break;
+    case "senders":
+      cleanup = senders.render(main, ctx);
       break;
     case "settings":
       cleanup = settings.render(main, ctx);
