@@ -1,7 +1,7 @@
 # crewcast — make targets. `make test` is what CI (.ci/run) runs.
 GO ?= go
 
-.PHONY: demo test unit fuzz bench chaos build vet lint openapi-lint cluster
+.PHONY: demo test unit fuzz bench bench-instructions chaos build vet lint openapi-lint cluster
 
 demo:
 	$(GO) run ./cmd/crewcast demo
@@ -55,6 +55,15 @@ bench:
 	# Several nodes (issue 15): cluster_failover_p99 and cluster_handoff_p99
 	# come from the chaos scenario T8 (real processes, SIGSTOP / SIGTERM).
 	CREWCAST_CHAOS_CLUSTER_ITERATIONS=10 $(GO) run ./test/chaos -only T8
+
+# Instructions executed per ingested webhook, per fan-out recipient and
+# per end-to-end event, counted by valgrind's callgrind (bench/instructions.go):
+# fixed inputs, GOMAXPROCS=1, each workload twice (the totals must agree
+# within 1%), so the figure does not move with the machine's load as
+# wall-clock figures do. Not part of `make test` or `make bench`; about
+# 6 minutes.
+bench-instructions:
+	$(GO) run ./bench -run instructions
 
 # Reliability harness (docs/reliability.md): kill -9, duplicate webhooks,
 # corrupt snapshots, disk full, PostgreSQL backend loss, soak. This is the

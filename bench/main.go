@@ -68,6 +68,16 @@ type config struct {
 	webhookRate     float64
 	webhookLagCount int
 
+	instrRuns          int
+	instrTolerance     float64
+	instrProcs         int
+	instrIngestN       int
+	instrIngestClients int
+	instrFanoutN       int
+	instrE2EN          int
+	instrWorker        string // internal: run one instructions workload under callgrind
+	instrN             int
+
 	// worker runs one scale step in a child process ("seed" or "run").
 	worker string
 	db     string
@@ -110,6 +120,15 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.webhookN, "webhook-n", 20000, "outbound webhooks queued for the delivery-rate run")
 	fs.Float64Var(&c.webhookRate, "webhook-rate", 1000, "commits per second, one outbound webhook each, in the lag run")
 	fs.IntVar(&c.webhookLagCount, "webhook-lag-count", 5000, "commits in the outbound webhook lag run")
+	fs.IntVar(&c.instrRuns, "instr-runs", 2, "instructions: runs of each workload (their totals must agree within -instr-tolerance)")
+	fs.Float64Var(&c.instrTolerance, "instr-tolerance", 0.01, "instructions: largest allowed (max − min) ÷ min of a workload's totals")
+	fs.IntVar(&c.instrProcs, "instr-procs", 1, "instructions: GOMAXPROCS of the measured process")
+	fs.IntVar(&c.instrIngestN, "instr-ingest-n", 400, "instructions: webhooks of the ingest workload")
+	fs.IntVar(&c.instrIngestClients, "instr-ingest-clients", 8, "instructions: concurrent clients of the ingest workload")
+	fs.IntVar(&c.instrFanoutN, "instr-fanout-n", 200, "instructions: recipients of the fan-out workload")
+	fs.IntVar(&c.instrE2EN, "instr-e2e-n", 100, "instructions: events of the end-to-end workload")
+	fs.StringVar(&c.instrWorker, "instr-worker", "", "internal: run one instructions workload (ingest|fanout|e2e) in this process")
+	fs.IntVar(&c.instrN, "instr-n", 0, "internal: the instructions workload's size")
 	fs.StringVar(&c.worker, "worker", "", "internal: run one scale step (seed|run) in this process")
 	fs.StringVar(&c.db, "db", "", "internal: the scale step's database")
 	fs.IntVar(&c.n, "n", 0, "internal: the scale step's group count")
@@ -117,7 +136,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, err
 	}
 	var err error
-	c.run, err = harness.Scenarios(*runList, "scenario", []string{"ingest", "e2e", "fanout", "scale", "webhookout", "crews", "cluster"})
+	c.run, err = harness.Scenarios(*runList, "scenario", []string{"ingest", "e2e", "fanout", "scale", "webhookout", "crews", "cluster", "instructions"})
 	return c, err
 }
 
@@ -153,6 +172,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		defer os.RemoveAll(dir)
 		c.tmp = dir
 	}
+	if c.instrWorker != "" {
+		return instrWorker(ctx, c)
+	}
 	if c.profile != "" {
 		if err := os.MkdirAll(c.profile, 0o755); err != nil {
 			return err
@@ -161,6 +183,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	steps := map[string]func(context.Context, config, harness.Reporter) error{
 		"ingest": benchIngest, "e2e": benchE2E, "fanout": benchFanout, "scale": benchScale,
 		"webhookout": benchWebhookOut, "crews": benchCrews, "cluster": benchCluster,
+		"instructions": benchInstructions,
 	}
 	return rep.RunEach(c.run, func(s string) error { return steps[s](ctx, c, rep) })
 }
