@@ -68,6 +68,7 @@ type config struct {
 	webhookRate     float64
 	webhookLagCount int
 
+	instrOnly          []string
 	instrRuns          int
 	instrTolerance     float64
 	instrProcs         int
@@ -120,12 +121,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.webhookN, "webhook-n", 20000, "outbound webhooks queued for the delivery-rate run")
 	fs.Float64Var(&c.webhookRate, "webhook-rate", 1000, "commits per second, one outbound webhook each, in the lag run")
 	fs.IntVar(&c.webhookLagCount, "webhook-lag-count", 5000, "commits in the outbound webhook lag run")
+	instrOnly := fs.String("instr-workloads", "ingest,e2e,fanout", "instructions: the workloads to count, comma-separated")
 	fs.IntVar(&c.instrRuns, "instr-runs", 2, "instructions: runs of each workload (their totals must agree within -instr-tolerance)")
 	fs.Float64Var(&c.instrTolerance, "instr-tolerance", 0.01, "instructions: largest allowed (max − min) ÷ min of a workload's totals")
 	fs.IntVar(&c.instrProcs, "instr-procs", 1, "instructions: GOMAXPROCS of the measured process")
-	fs.IntVar(&c.instrIngestN, "instr-ingest-n", 400, "instructions: webhooks of the ingest workload")
+	fs.IntVar(&c.instrIngestN, "instr-ingest-n", 300, "instructions: webhooks of the ingest workload")
 	fs.IntVar(&c.instrIngestClients, "instr-ingest-clients", 8, "instructions: concurrent clients of the ingest workload")
-	fs.IntVar(&c.instrFanoutN, "instr-fanout-n", 200, "instructions: recipients of the fan-out workload")
+	fs.IntVar(&c.instrFanoutN, "instr-fanout-n", 100, "instructions: recipients of the fan-out workload")
 	fs.IntVar(&c.instrE2EN, "instr-e2e-n", 100, "instructions: events of the end-to-end workload")
 	fs.StringVar(&c.instrWorker, "instr-worker", "", "internal: run one instructions workload (ingest|fanout|e2e) in this process")
 	fs.IntVar(&c.instrN, "instr-n", 0, "internal: the instructions workload's size")
@@ -136,6 +138,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, err
 	}
 	var err error
+	if c.instrOnly, err = harness.Scenarios(*instrOnly, "instructions workload", []string{"ingest", "e2e", "fanout"}); err != nil {
+		return c, err
+	}
 	c.run, err = harness.Scenarios(*runList, "scenario", []string{"ingest", "e2e", "fanout", "scale", "webhookout", "crews", "cluster", "instructions"})
 	return c, err
 }
