@@ -192,7 +192,14 @@ func instrStart(ctx context.Context, c config, signer *harness.Signer) (*harness
 	if signer == nil {
 		o.DemoFaults = sim.Faults{}
 	}
-	return harness.Start(ctx, o)
+	cc, err := harness.Start(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	// Under Valgrind on a busy machine a request can outlast the
+	// harness client's 30 s (a 100-recipient group's POST did).
+	cc.Client.Timeout = 0
+	return cc, nil
 }
 
 // instrIngest: signed "delivered" webhooks, one per recipient of four
@@ -221,6 +228,7 @@ func instrIngest(ctx context.Context, c config, clients int) error {
 	sub := cc.Server.Tracker().Hub().Subscribe("")
 	defer sub.Close()
 	client := harness.NewClient(clients)
+	client.Timeout = 0 // see instrStart
 	defer client.CloseIdleConnections()
 	post := func(hooks []harness.Webhook) error {
 		if err := postAll(ctx, client, cc.WebhookURL(), hooks, clients); err != nil {
@@ -326,14 +334,13 @@ func instrE2E(ctx context.Context, c config) error {
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// No client timeout on the stream: under Valgrind the run outlasts
-	// harness.NewClient's 30 s.
-	stream, err := harness.OpenStream(sctx, &http.Client{}, cc.URL+"/v1/groups/"+groupID+"/stream?after="+strconv.FormatUint(row.Seq, 10))
+	stream, err := harness.OpenStream(sctx, cc.Client, cc.URL+"/v1/groups/"+groupID+"/stream?after="+strconv.FormatUint(row.Seq, 10))
 	if err != nil {
 		return err
 	}
 	defer stream.Close()
 	client := harness.NewClient(1)
+	client.Timeout = 0 // see instrStart
 	defer client.CloseIdleConnections()
 	one := func(i int) error {
 		if err := harness.PostWebhook(ctx, client, cc.WebhookURL(), hooks[i]); err != nil {
