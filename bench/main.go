@@ -123,7 +123,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.webhookLagCount, "webhook-lag-count", 5000, "commits in the outbound webhook lag run")
 	instrOnly := fs.String("instr-workloads", "ingest,e2e,fanout", "instructions: the workloads to count, comma-separated")
 	fs.IntVar(&c.instrRuns, "instr-runs", 3, "instructions: runs of each workload (the two smallest totals must agree within -instr-tolerance)")
-	fs.Float64Var(&c.instrTolerance, "instr-tolerance", 0.01, "instructions: largest allowed (second smallest − smallest) ÷ smallest of a workload's totals")
+	fs.Float64Var(&c.instrTolerance, "instr-tolerance", 0.05, "instructions: largest allowed (second smallest − smallest) ÷ smallest of a workload's totals")
 	fs.IntVar(&c.instrProcs, "instr-procs", 1, "instructions: GOMAXPROCS of the measured process")
 	fs.IntVar(&c.instrIngestN, "instr-ingest-n", 300, "instructions: webhooks of the ingest workload")
 	fs.IntVar(&c.instrIngestClients, "instr-ingest-clients", 8, "instructions: concurrent clients of the ingest workload")
