@@ -1,7 +1,7 @@
 # crewcast — make targets. `make test` is what CI (.ci/run) runs.
 GO ?= go
 
-.PHONY: demo test unit fuzz bench chaos build vet lint openapi-lint cluster ha
+.PHONY: demo test unit fuzz bench bench-instructions chaos build vet lint openapi-lint cluster ha
 
 demo:
 	$(GO) run ./cmd/crewcast demo
@@ -69,6 +69,17 @@ bench:
 	# Several nodes (issue 15): cluster_failover_p99 and cluster_handoff_p99
 	# come from the chaos scenario T8 (real processes, SIGSTOP / SIGTERM).
 	CREWCAST_CHAOS_CLUSTER_ITERATIONS=10 $(GO) run ./test/chaos -only T8
+
+# Instructions executed per ingested webhook, per fan-out recipient and
+# per end-to-end event, counted by valgrind's callgrind (bench/instructions.go):
+# fixed inputs, GOMAXPROCS=1, each workload three times (the figure is the
+# smallest total; the run fails when the next smallest is more than 5%
+# above it; measured repeatability 0.3-4%, docs/performance.md), so the
+# figure moves far less with the machine's load than wall-clock figures
+# do. Not part of `make test` or `make bench`; about 10 minutes on an idle
+# machine.
+bench-instructions:
+	$(GO) run ./bench -run instructions
 
 # Reliability harness (docs/reliability.md): kill -9, duplicate webhooks,
 # corrupt snapshots, disk full, PostgreSQL backend loss, soak. This is the

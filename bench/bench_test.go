@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"math"
 	"os"
 	"reflect"
 	"regexp"
@@ -311,6 +312,42 @@ func TestTallyFanoutRefusesCountsThatDoNotAgree(t *testing.T) {
 	} {
 		if got, err := tallyFanout(tc.rows, tc.ledger, tc.n); err == nil {
 			t.Errorf("%s: tally %+v, want an error", name, got)
+		}
+	}
+}
+
+// Each instructions workload runs to its end natively at a tiny size (the
+// callgrind requests are no-ops outside Valgrind), so `make
+// bench-instructions` does not find a broken workload only under
+// Valgrind.
+func TestInstructionWorkloadsRun(t *testing.T) {
+	for _, w := range instrWorkloads {
+		t.Run(w.name, func(t *testing.T) {
+			var out, log bytes.Buffer
+			err := run([]string{"-tmp", t.TempDir(), "-instr-worker", w.name, "-instr-n", "6"}, &out, &log)
+			if err != nil {
+				t.Fatalf("run: %v\n%s", err, log.String())
+			}
+		})
+	}
+}
+
+func TestInstrSpread(t *testing.T) {
+	for _, tc := range []struct {
+		totals []uint64
+		lo     uint64
+		spread float64
+	}{
+		{[]uint64{100, 101}, 100, 0.01},
+		{[]uint64{101, 100}, 100, 0.01},
+		// A run the wall clock inflated does not count against the floor.
+		{[]uint64{130, 100, 102}, 100, 0.02},
+		{[]uint64{7}, 7, 0},
+		{nil, 0, 0},
+	} {
+		lo, spread := instrSpread(tc.totals)
+		if lo != tc.lo || math.Abs(spread-tc.spread) > 1e-12 {
+			t.Errorf("instrSpread(%v) = %d, %v; want %d, %v", tc.totals, lo, spread, tc.lo, tc.spread)
 		}
 	}
 }

@@ -70,6 +70,17 @@ type config struct {
 	webhookRate     float64
 	webhookLagCount int
 
+	instrOnly          []string
+	instrRuns          int
+	instrTolerance     float64
+	instrProcs         int
+	instrIngestN       int
+	instrIngestClients int
+	instrFanoutN       int
+	instrE2EN          int
+	instrWorker        string // internal: run one instructions workload under callgrind
+	instrN             int
+
 	// worker runs one scale step in a child process ("seed" or "run").
 	worker string
 	db     string
@@ -87,7 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	runList := fs.String("run", "ingest,e2e,fanout,scale,webhookout,crews,cluster", "scenarios to run, comma-separated (cluster needs PostgreSQL: CREWCAST_TEST_POSTGRES)")
+	runList := fs.String("run", "ingest,e2e,fanout,scale,webhookout,crews,callout,cluster", "scenarios to run, comma-separated (cluster needs PostgreSQL: CREWCAST_TEST_POSTGRES)")
 	fs.StringVar(&c.profile, "profile", "", "write CPU profiles of the measured windows to this directory")
 	fs.BoolVar(&c.pgCost, "pgcost", false, "cluster: report write transactions, WAL and PostgreSQL backend CPU per webhook of each side (the server must run on this machine)")
 	fs.StringVar(&c.tmp, "tmp", "", "directory for databases (default: a new temporary directory)")
@@ -115,6 +126,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.webhookN, "webhook-n", 20000, "outbound webhooks queued for the delivery-rate run")
 	fs.Float64Var(&c.webhookRate, "webhook-rate", 1000, "commits per second, one outbound webhook each, in the lag run")
 	fs.IntVar(&c.webhookLagCount, "webhook-lag-count", 5000, "commits in the outbound webhook lag run")
+	instrOnly := fs.String("instr-workloads", "ingest,e2e,fanout", "instructions: the workloads to count, comma-separated")
+	fs.IntVar(&c.instrRuns, "instr-runs", 3, "instructions: runs of each workload (the two smallest totals must agree within -instr-tolerance)")
+	fs.Float64Var(&c.instrTolerance, "instr-tolerance", 0.05, "instructions: largest allowed (second smallest − smallest) ÷ smallest of a workload's totals")
+	fs.IntVar(&c.instrProcs, "instr-procs", 1, "instructions: GOMAXPROCS of the measured process")
+	fs.IntVar(&c.instrIngestN, "instr-ingest-n", 300, "instructions: webhooks of the ingest workload")
+	fs.IntVar(&c.instrIngestClients, "instr-ingest-clients", 8, "instructions: concurrent clients of the ingest workload")
+	fs.IntVar(&c.instrFanoutN, "instr-fanout-n", 100, "instructions: recipients of the fan-out workload")
+	fs.IntVar(&c.instrE2EN, "instr-e2e-n", 100, "instructions: events of the end-to-end workload")
+	fs.StringVar(&c.instrWorker, "instr-worker", "", "internal: run one instructions workload (ingest|fanout|e2e) in this process")
+	fs.IntVar(&c.instrN, "instr-n", 0, "internal: the instructions workload's size")
 	fs.StringVar(&c.worker, "worker", "", "internal: run one scale step (seed|run) in this process")
 	fs.StringVar(&c.db, "db", "", "internal: the scale step's database")
 	fs.IntVar(&c.n, "n", 0, "internal: the scale step's group count")
@@ -122,7 +143,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, err
 	}
 	var err error
-	c.run, err = harness.Scenarios(*runList, "scenario", []string{"ingest", "e2e", "fanout", "scale", "webhookout", "crews", "callout", "cluster"})
+	if c.instrOnly, err = harness.Scenarios(*instrOnly, "instructions workload", []string{"ingest", "e2e", "fanout"}); err != nil {
+		return c, err
+	}
+	c.run, err = harness.Scenarios(*runList, "scenario", []string{"ingest", "e2e", "fanout", "scale", "webhookout", "crews", "callout", "cluster", "instructions"})
 	return c, err
 }
 
@@ -158,6 +182,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		defer os.RemoveAll(dir)
 		c.tmp = dir
 	}
+	if c.instrWorker != "" {
+		return instrWorker(ctx, c)
+	}
 	if c.profile != "" {
 		if err := os.MkdirAll(c.profile, 0o755); err != nil {
 			return err
@@ -166,6 +193,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	steps := map[string]func(context.Context, config, harness.Reporter) error{
 		"ingest": benchIngest, "e2e": benchE2E, "fanout": benchFanout, "scale": benchScale,
 		"webhookout": benchWebhookOut, "crews": benchCrews, "callout": benchCallout, "cluster": benchCluster,
+		"instructions": benchInstructions,
 	}
 	return rep.RunEach(c.run, func(s string) error { return steps[s](ctx, c, rep) })
 }

@@ -405,58 +405,27 @@ func (c *routeCache) put(key, value string) {
 	c.m[key] = value
 }
 
-// webhookLinger is how long a routed webhook waits for others to the same
-// group before the group is told: providers post each receipt on its own,
-// and a commit per receipt costs a write transaction — about 16 database
-// pages of WAL (journal, deliveries and their indexes, inbox
-// acknowledgement) — where one commit for the receipts of a few
-// milliseconds costs barely more. See docs/performance.md (write
-// amplification).
-const webhookLinger = 10 * time.Millisecond
-
-// lingerSet holds the groups with a webhook waiting out webhookLinger.
-type lingerSet struct {
-	mu sync.Mutex
-	m  map[string]struct{}
-}
-
-// add reports whether id was not lingering yet (the caller starts the wait).
-func (l *lingerSet) add(id string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ok := l.m[id]; ok {
-		return false
-	}
-	if l.m == nil {
-		l.m = make(map[string]struct{})
-	}
-	l.m[id] = struct{}{}
-	return true
-}
-
-func (l *lingerSet) done(id string) {
-	l.mu.Lock()
-	delete(l.m, id)
-	l.mu.Unlock()
-}
-
+// deliver hands routed webhook r to group id's actor. The actor is told
+// at once unless it was told already and has not taken its work yet, in
+// which case r goes with that work: a webhook never waits for company.
+// Receipts to one group still share a commit when there is something to
+// share: while the actor commits (an fsync), what arrives queues up, and
+// its next turn takes all of it into one commit (and the store's writer
+// puts concurrent commits and inbox inserts into one transaction). An
+// earlier design waited a fixed 10 ms for more receipts before telling
+// the actor; that halved the WAL written per receipt at the soak's pace
+// but added the wait to every webhook → event stream latency, even on an
+// idle group (docs/performance.md, "Adaptive batching").
 func (t *Tracker) deliver(id string, r routed) {
 	if !t.ownsKey(id) {
 		t.forwardEntry(id, r) // held by another node: it applies the entry (cluster.go)
 		return
 	}
 	queued, signaled := t.work.route(id, r)
-	if !queued {
-		return // on its way to a group already
+	if !queued || signaled {
+		return // on its way already, or the actor was told and takes r too
 	}
-	if signaled || !t.linger.add(id) {
-		return // the group was told already; it takes this entry too
-	}
-	// A real-time wait: it batches writes, it does not model time.
-	time.AfterFunc(webhookLinger, func() {
-		t.linger.done(id)
-		t.work.wake(id)
-	})
+	t.work.wake(id)
 }
 
 // adoptParked routes again the parked webhooks of message ids a commit just

@@ -243,7 +243,6 @@ type Tracker struct {
 	mu      sync.Mutex
 	parked  map[string]struct{} // provider message ids with parked events (this process)
 	routes  routeCache
-	linger  lingerSet  // groups whose routed webhooks wait to be committed together
 	sweepMu sync.Mutex // one Sweep pass at a time (the sweeper's and tests')
 	idle    chan struct{}
 

@@ -160,7 +160,7 @@ func (q *workQueue) wake(id string) { q.post(id, func(*groupWork) {}) }
 // route queues webhook r for group id and marks it routing, unless it is
 // on its way to a group already (queued false). signaled reports that the
 // actor was told already and will take r with the rest; otherwise the
-// caller wakes it (after webhookLinger, route.go).
+// caller wakes it (deliver, route.go).
 func (q *workQueue) route(id string, r routed) (queued, signaled bool) {
 	k := inboxKey{r.ref.Provider, r.ref.EventID}
 	q.mu.Lock()

@@ -40,6 +40,8 @@ type Options struct {
 	IdleTimeout time.Duration
 	// Cluster makes it one of several nodes on PostgreSQL (zero: one node).
 	Cluster server.ClusterConfig
+	// SweepInterval is the inbox sweep's period (0: crewcast's default).
+	SweepInterval time.Duration
 }
 
 // Crewcast is a crewcast running in this process.
@@ -62,6 +64,7 @@ func Start(ctx context.Context, o Options) (*Crewcast, error) {
 		// The retention job is not what is measured.
 		RetentionInterval: -1,
 		Cluster:           o.Cluster,
+		SweepInterval:     o.SweepInterval,
 	}
 	c := &Crewcast{Client: NewClient(64)}
 	if o.Signer != nil {

@@ -1,0 +1,6 @@
+package callgrind
+
+//go:noescape
+func request(args *[6]uintptr) uintptr
+
+const supported = true
