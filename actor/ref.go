@@ -150,10 +150,3 @@ func Ask[M, R any](ctx context.Context, r *Ref[M], build func(Reply[R]) M) (R, e
 		}
 	}
 }
-
-func (r *Ref[M]) system() *System {
-	if r.k != nil {
-		return r.k.sys
-	}
-	return r.p.sys
-}

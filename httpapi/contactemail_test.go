@@ -48,8 +48,8 @@ func TestContactEmail(t *testing.T) {
 		t.Fatalf("import without email = %d %s", resp.StatusCode, b)
 	}
 	resp, b = e.do("GET", "/v1/contacts/"+ada.ID, "", "read", nil)
-	if c := decode[contactJSON](t, b); c.Name != "Ada K" || c.Email != "ada@new.example" {
-		t.Fatalf("after imports = %+v", c)
+	if c := decode[contactJSON](t, b); resp.StatusCode != http.StatusOK || c.Name != "Ada K" || c.Email != "ada@new.example" {
+		t.Fatalf("after imports = %d %+v", resp.StatusCode, c)
 	}
 	resp, b = e.do("PATCH", "/v1/contacts/"+ada.ID, `{"email":""}`, "send", nil)
 	if c := decode[contactJSON](t, b); resp.StatusCode != http.StatusOK || c.Email != "" {
