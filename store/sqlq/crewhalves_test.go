@@ -54,7 +54,7 @@ func (q *crewReads) Query(_ context.Context, query string, _ ...any) (Rows, erro
 	q.mu.Unlock()
 	var rows [][]any
 	for _, id := range r.ids {
-		rows = append(rows, []any{id, "+15550100000", "", "", "{}", int64(1), int64(1), r.updated})
+		rows = append(rows, []any{id, "+15550100000", "", "", "{}", int64(1), int64(1), "", r.updated})
 	}
 	return &scriptRows{rows: rows, at: -1}, nil
 }
