@@ -224,23 +224,8 @@ func TestCalloutAutoReplyCrashIsUncertainNeverResent(t *testing.T) {
 	e.reply(n[0], "1", "r0")
 	e.waitSends("confirmed_text in flight", func(s []crewcast.SendRequest) bool { return countText(confirmedText)(s) == 1 })
 
-	st2 := openStore(t, e.path, e.clk.Now)
-	defer st2.Close()
 	prov2 := &fakeProvider{}
-	tr2, err := New(Config{Store: st2, Provider: prov2, Clock: e.clk, SweepInterval: time.Hour, CalloutSettle: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr2.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := tr2.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
+	st2, _ := e.secondProcess(Config{Provider: prov2, CalloutSettle: -1})
 	e.clk.Advance(inFlightWake) // the in-flight wake-up falls due
 	deadline := time.Now().Add(10 * time.Second)
 	for {

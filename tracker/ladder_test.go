@@ -155,23 +155,8 @@ func TestLadderEmailCrashNeverResent(t *testing.T) {
 	e.clk.Advance(time.Minute)
 	<-m.began // the mail is being handed over when the process dies
 
-	st2 := openStore(t, e.path, e.clk.Now)
-	defer st2.Close()
 	prov2, m2 := &fakeProvider{}, &fakeMailer{}
-	tr2, err := New(Config{Store: st2, Provider: prov2, Clock: e.clk, SweepInterval: time.Hour, Mailer: m2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr2.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := tr2.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
+	st2, _ := e.secondProcess(Config{Provider: prov2, Mailer: m2})
 	e.clk.Advance(time.Minute) // the in-flight wake-up falls due
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(journalOf(t, st2, id), `"result":"uncertain"`) {

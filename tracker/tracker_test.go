@@ -805,3 +805,29 @@ func TestStaleCheckReminderCommitsNothing(t *testing.T) {
 		t.Errorf("%d commits after a stale reminder fired again, want 1 (its rows rewritten)", got)
 	}
 }
+
+// secondProcess starts a second tracker on the env's database (the first
+// one left as it is, stuck mid-call or not), as a restart after a crash
+// does: cfg with its Store, Clock and SweepInterval set here. It is
+// stopped, then its store closed, when the test ends.
+func (e *env) secondProcess(cfg Config) (store.Store, *Tracker) {
+	e.t.Helper()
+	st := openStore(e.t, e.path, e.clk.Now)
+	e.t.Cleanup(func() { _ = st.Close() })
+	cfg.Store, cfg.Clock, cfg.SweepInterval = st, e.clk, time.Hour
+	tr, err := New(cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := tr.Start(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := tr.Stop(ctx); err != nil {
+			e.t.Error(err)
+		}
+	})
+	return st, tr
+}
