@@ -20,6 +20,19 @@ type sendJob struct {
 	// via, when set, makes the call instead of the provider (a ladder's
 	// email step, ladder.go); the guard applies all the same.
 	via func(context.Context) (crewcast.SendResult, error)
+	// answer, when set, hears the provider's answer instead of the pool's
+	// onSend (the group's actor): a send no group claimed, such as the
+	// confirmation of an unmatched STOP (unmatched_confirm.go).
+	answer func(sendResult)
+}
+
+// answered hands r to whoever claimed j.
+func (p *pool) answered(j sendJob, r sendResult) {
+	if j.answer != nil {
+		j.answer(r)
+		return
+	}
+	p.onSend(j.groupID, r)
 }
 
 // sendResult is a provider's answer to a sendJob.
@@ -124,7 +137,7 @@ func (p *pool) submit(jobs []sendJob) {
 	if p.closed {
 		p.mu.Unlock()
 		for _, j := range jobs {
-			p.onSend(j.groupID, sendResult{send: j.send, err: errNotSentShutdown, at: p.now()})
+			p.answered(j, sendResult{send: j.send, err: errNotSentShutdown, at: p.now()})
 		}
 		return
 	}
@@ -167,7 +180,7 @@ func (p *pool) work() {
 			if p.onDrain != nil {
 				p.onDrain(left)
 			}
-			p.onSend(j.groupID, p.call(j))
+			p.answered(j, p.call(j))
 			p.finished()
 			continue
 		}
@@ -219,7 +232,7 @@ func (p *pool) close() {
 	p.mu.Unlock()
 	p.cond.Broadcast()
 	for _, j := range queued {
-		p.onSend(j.groupID, sendResult{send: j.send, err: errNotSentShutdown, at: p.now()})
+		p.answered(j, sendResult{send: j.send, err: errNotSentShutdown, at: p.now()})
 	}
 	p.wg.Wait()
 }

@@ -301,23 +301,12 @@ func New(cfg Config) (*Tracker, error) {
 	t.pacer = newPacer(cfg.SendRate, cfg.SendBurst, cfg.SendRates)
 	t.work = newWorkQueue(func(id string) bool { return t.groups.Tell(id, msgWork{}) }, t.after, t.actorsDown.Load,
 		t.ownsKey, t.notifyIdle)
-	t.pool = newPool(cfg.Provider, cfg.SendWorkers, cfg.SendTimeout, cfg.Clock.Now, t.postResult, t.work.postLookup)
+	t.pool = newPool(cfg.Provider, cfg.SendWorkers, cfg.SendTimeout, cfg.Clock.Now, t.work.postResult, t.work.postLookup)
 	t.pool.guard = t.guardSend
 	t.pool.ctx, t.cancelCalls = context.WithCancel(context.Background())
 	t.room = newSendRoom(cfg.MaxBacklog/2, t.pool.backlog, t.kick)
 	t.pool.onDrain = t.room.drained
 	return t, nil
-}
-
-// postResult hands a provider's answer to whoever claimed the send: the
-// unmatched journal for the confirmation of an unmatched keyword reply
-// (unmatched_confirm.go), else the group.
-func (t *Tracker) postResult(id string, r sendResult) {
-	if id == unmatchedKey {
-		t.unmatched.settleConfirm(r)
-		return
-	}
-	t.work.postResult(id, r)
 }
 
 // Hub is where committed changes are published.

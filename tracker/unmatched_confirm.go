@@ -75,7 +75,7 @@ func (u *unmatchedJournal) confirmClaims(events []crewcast.Event, kws []group.Cl
 			return nil, nil, err
 		}
 		claims = append(claims, actor.Event{Type: typeUnmatchedConfirmClaimed, Data: data, Time: u.deps.clock.Now()})
-		jobs = append(jobs, sendJob{groupID: unmatchedKey, send: group.Send{ID: id},
+		jobs = append(jobs, sendJob{groupID: unmatchedKey, send: group.Send{ID: id}, answer: u.settleConfirm,
 			req: crewcast.SendRequest{From: ev.To, To: []string{ev.From}, Text: text,
 				IdempotencyKey: group.ClaimKey(unmatchedKey, id)}})
 	}
