@@ -24,10 +24,11 @@ func runSenders(ctx context.Context, args []string, stdout, stderr io.Writer) er
   crewcast senders list
   crewcast senders remove NUMBER
 
-A sender is a number crewcast may send from: its provider decides where its
-messages go, its pool lets a group send from several numbers ("pool" instead
-of "from"), --mps paces it (default by registration: long code 1, toll-free
-3, short code 30 messages a second). A 10DLC or toll-free sender whose
+A sender is a number crewcast may send from. --mps paces it (default by
+registration: long code 1, toll-free 3, short code 30 messages a second).
+Its provider and pool are recorded, but this server does not yet route by
+them: every message goes through the configured --provider, and a group
+sends from its "from" number (pools and failover are planned). A 10DLC or toll-free sender whose
 registration status is not approved is refused at create and preview unless
 the server runs with --allow-unregistered.
 
