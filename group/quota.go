@@ -236,7 +236,9 @@ func (g *Group) applyQuotaEvent(e Event) error {
 		}
 	case AutoReplyClaimed:
 		for _, s := range v.Sends {
-			g.each([]int{s.Index}, func(r *Recipient) { r.AutoSendID, r.AutoRetryAt = s.ID, time.Time{} })
+			g.each([]int{s.Index}, func(r *Recipient) {
+				r.AutoSendID, r.AutoClaimedAt, r.AutoRetryAt = s.ID, v.At, time.Time{}
+			})
 		}
 	case AutoReplyOutcomes:
 		for _, o := range v.Outcomes {
@@ -266,7 +268,7 @@ func (g *Group) applyAutoReplyOutcome(at time.Time, i int, o Outcome) {
 		return // an old send's answer: recorded, changes nothing
 	}
 	g.markDirty(i)
-	r.AutoSendID = ""
+	r.AutoSendID, r.AutoClaimedAt = "", time.Time{}
 	done := ""
 	switch o.Result {
 	case ResultAccepted:

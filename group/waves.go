@@ -61,8 +61,10 @@ type QuotaState struct {
 	Standby    bool      `json:"standby,omitempty"`
 	SelectedAt time.Time `json:"selected_at,omitzero"`
 	StandbyAt  time.Time `json:"standby_at,omitzero"`
-	// AutoSendID is the auto-reply whose provider call is in flight.
-	AutoSendID string `json:"auto_send_id,omitempty"`
+	// AutoSendID is the auto-reply whose provider call is in flight,
+	// claimed at AutoClaimedAt.
+	AutoSendID    string    `json:"auto_send_id,omitempty"`
+	AutoClaimedAt time.Time `json:"auto_claimed_at,omitzero"`
 	// ConfirmDone and FilledDone say what became of each auto-reply
 	// ("" = not sent yet); AutoRetryAt delays one certainly not sent.
 	ConfirmDone string    `json:"confirm_done,omitempty"`

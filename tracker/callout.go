@@ -76,10 +76,11 @@ func (a *groupActor) settleSoon(c *actor.Context[groupMsg], now time.Time) {
 	}
 }
 
-// calloutReminders are the callout's reminders wanted at now; inFlight is
-// the auto-reply check already set (kept while an auto-reply is in flight,
-// so that each commit does not move it).
-func calloutReminders(g *group.Group, now time.Time, settle time.Duration, have map[string]time.Time) map[string]time.Time {
+// calloutReminders are the callout's reminders wanted at now. An
+// auto-reply in flight wants its group awake inFlightWake after its claim
+// (a fixed time, as a follow-up's: a process that finds the call still
+// running leaves it where it is, so a restarted one wakes at it too).
+func calloutReminders(g *group.Group, now time.Time, settle time.Duration) map[string]time.Time {
 	out := map[string]time.Time{reminderWave: {}, reminderSettle: {}, reminderAutoReply: {}}
 	if !isCallout(g) {
 		return out
@@ -93,14 +94,13 @@ func calloutReminders(g *group.Group, now time.Time, settle time.Duration, have 
 		if r.AutoSendID == "" {
 			continue
 		}
-		check := now.Add(inFlightWake) // see inFlightWake
-		if at, ok := have[reminderAutoReply]; ok && at.After(now) {
-			check = at
+		check := r.AutoClaimedAt.Add(inFlightWake) // see inFlightWake
+		if r.AutoClaimedAt.IsZero() {
+			check = now.Add(inFlightWake) // state from before AutoClaimedAt
 		}
 		if a := out[reminderAutoReply]; a.IsZero() || check.Before(a) {
 			out[reminderAutoReply] = check
 		}
-		break
 	}
 	return out
 }
@@ -111,7 +111,7 @@ func (a *groupActor) calloutReminderOps(now time.Time) []actor.ReminderOp {
 		return nil
 	}
 	var ops []actor.ReminderOp
-	for name, due := range calloutReminders(a.g, now, a.env.cfg.CalloutSettle, a.rem) {
+	for name, due := range calloutReminders(a.g, now, a.env.cfg.CalloutSettle) {
 		ops = append(ops, a.reminderOps(name, due)...)
 	}
 	return ops
@@ -122,7 +122,7 @@ func (a *groupActor) initCalloutTracking(now time.Time) {
 	if !isCallout(a.g) {
 		return
 	}
-	for name, due := range calloutReminders(a.g, now, a.env.cfg.CalloutSettle, nil) {
+	for name, due := range calloutReminders(a.g, now, a.env.cfg.CalloutSettle) {
 		if !due.IsZero() {
 			a.rem[name] = due
 		}
@@ -142,7 +142,7 @@ func (a *groupActor) calloutReminder(c *actor.Context[groupMsg], r actor.Reminde
 		return true
 	}
 	now := a.env.cfg.Clock.Now()
-	due := calloutReminders(a.g, now, a.env.cfg.CalloutSettle, a.rem)[r.Name]
+	due := calloutReminders(a.g, now, a.env.cfg.CalloutSettle)[r.Name]
 	if due.IsZero() {
 		delete(a.rem, r.Name)
 		a.dropReminder(c, r.Name)

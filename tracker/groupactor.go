@@ -377,10 +377,12 @@ func (a *groupActor) Receive(c *actor.Context[groupMsg], m groupMsg) {
 		a.emit(ev)
 		a.audit(m.who, ev)
 		err = a.flush(c)
-		m.reply.Send(err)
 		if err == nil {
+			// Told before the reply: what the caller does next (a
+			// barrier, a read) queues behind the work the command made due.
 			a.kickSoon(c)
 		}
+		m.reply.Send(err)
 	case msgWork:
 		a.doWork(c)
 	case msgKick:
