@@ -18,8 +18,8 @@ import (
 // TestBoardCallout drives a callout that fills (docs/design.md §15, issue
 // 29 item 4) on the real server in demo mode from headless Chromium,
 // signed in as a dispatcher: the board says "N of M filled", the wave
-// each person was texted in, who is selected or on standby and when the
-// next wave goes; the dispatcher starts the next wave now, releases a
+// each person was texted in or waits for, who is selected or on standby
+// and when the next wave goes; the dispatcher starts the next wave now, releases a
 // selected person (the earliest standby takes the place) and selects one
 // by hand, and the board follows each change without a reload. The audit
 // log names the dispatcher for each hand on the callout, on the API and on
@@ -92,8 +92,12 @@ func TestBoardCallout(t *testing.T) {
 		if got := webtest.Eval[string](t, ctx, `document.querySelector(`+webtest.JS(rowOf(i))+`).dataset.status`); got != "pending" {
 			t.Errorf("%s before their wave: status %q, want pending", people[i].name, got)
 		}
-		if webtest.Eval[bool](t, ctx, has(i, `[data-flag="wave"]`)) {
-			t.Errorf("%s shows a wave before being texted: %q", people[i].name, chips(i))
+		want := "Pending|Waits for wave 2"
+		if i == 6 {
+			want = "Pending|Waits for wave 3"
+		}
+		if got := chips(i); got != want {
+			t.Errorf("%s before their wave: chips %q, want %q", people[i].name, got, want)
 		}
 	}
 	at1 := nextAt()
@@ -107,6 +111,7 @@ func TestBoardCallout(t *testing.T) {
 		t.Error("no Start next wave now button while a wave is due")
 	}
 	b.axeClean(t, "callout, wave 1 sent")
+	webtest.SaveScreenshot(t, ctx, "board-callout-wave1.png", webtest.DesktopWidth, webtest.DesktopHeight)
 
 	// Ana says yes: selected. Ben declines.
 	answer(0, "1")
@@ -127,8 +132,8 @@ func TestBoardCallout(t *testing.T) {
 	for i := 3; i < 6; i++ {
 		wait(people[i].name+" in wave 2", fmt.Sprintf(`[...document.querySelectorAll(%s)].some((c) => c.textContent === "Wave 2")`, webtest.JS(rowOf(i)+" .chips .chip")))
 	}
-	if webtest.Eval[bool](t, ctx, has(6, `[data-flag="wave"]`)) {
-		t.Errorf("Gus was texted in wave 2: %q", chips(6))
+	if got := chips(6); got != "Pending|Waits for wave 3" {
+		t.Errorf("Gus after wave 2: chips %q", got)
 	}
 	if at2 := nextAt(); at2 == "" || at2 == at1 {
 		t.Errorf("next wave time after wave 2 = %q (was %q)", at2, at1)
@@ -141,6 +146,9 @@ func TestBoardCallout(t *testing.T) {
 	wait("2 of 2 filled", `document.querySelector("#quorum strong").textContent === "2 of 2 filled" && document.querySelector("#quorum").classList.contains("is-met")`)
 	wait("Gus not needed", `document.querySelector(`+webtest.JS(rowOf(6))+`).dataset.status === "not_needed"`)
 	wait("no next wave", `!document.querySelector("#next-wave") && !document.querySelector("#quorum time")`)
+	if got := chips(6); got != "Not needed" {
+		t.Errorf("Gus after the fill: chips %q", got)
+	}
 	if got := text("#quorum"); !strings.Contains(got, "1 person not needed") {
 		t.Errorf("quorum line %q does not count the person not needed", got)
 	}
@@ -148,7 +156,17 @@ func TestBoardCallout(t *testing.T) {
 	answer(4, "1")
 	wait("Eli on standby", has(4, `[data-flag="standby"]`))
 	wait("1 on standby said", `document.querySelector("#quorum").textContent.includes("1 on standby")`)
+	// A standby person can be selected or released by hand; a selected
+	// one released; someone who did not say yes neither.
+	for i, want := range map[int]string{0: "Release", 1: "", 2: "", 3: "Release", 4: "Select|Release", 5: "", 6: ""} {
+		got := webtest.Eval[string](t, ctx, fmt.Sprintf(`[...document.querySelectorAll(%s)].map((b) => b.firstChild.textContent).join("|")`,
+			webtest.JS(rowOf(i)+" button.select, "+rowOf(i)+" button.release")))
+		if got != want {
+			t.Errorf("%s: buttons %q, want %q", people[i].name, got, want)
+		}
+	}
 	b.axeClean(t, "callout, filled with one on standby")
+	webtest.SaveScreenshot(t, ctx, "board-callout-filled.png", webtest.DesktopWidth, webtest.DesktopHeight)
 
 	// Release Ana: Eli, the earliest standby, takes her place.
 	do("release Ana", chromedp.Click(chromedp.CSS(rowOf(0)+" button.release")))
@@ -225,6 +243,4 @@ func TestBoardCallout(t *testing.T) {
 	if dups := srv.Sim().Duplicates(); len(dups) != 0 {
 		t.Fatalf("duplicate sends: %+v", dups)
 	}
-	_, shot := webtest.SaveScreenshot(t, ctx, "board-callout.png", webtest.DesktopWidth, webtest.DesktopHeight)
-	t.Logf("screenshot: %s", shot)
 }
