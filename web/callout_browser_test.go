@@ -172,12 +172,11 @@ func TestBoardCallout(t *testing.T) {
 	do("release Ana", chromedp.Click(chromedp.CSS(rowOf(0)+" button.release")))
 	wait("Eli selected", has(4, `[data-flag="selected"]`)+` && !`+has(4, `[data-flag="standby"]`))
 	wait("Ana released", `!`+has(0, `[data-flag="selected"]`)+` && `+has(0, `button.select`))
-	if got := text("#quorum strong"); got != "2 of 2 filled" {
-		t.Errorf("after the release: %q", got)
-	}
-	if webtest.Eval[bool](t, ctx, `document.querySelector("#quorum").textContent.includes("standby")`) {
-		t.Errorf("standby still said after Eli took the place: %q", text("#quorum"))
-	}
+	// The counts follow (a view may show the flags a moment before its
+	// counts: they are two reads on the server; the next change event
+	// brings both).
+	wait("still 2 of 2 filled, nobody on standby", `document.querySelector("#quorum strong").textContent === "2 of 2 filled" && `+
+		`!document.querySelector("#quorum").textContent.includes("standby")`)
 	// Select Ana again by hand (beyond the count: the dispatcher's call).
 	do("select Ana", chromedp.Click(chromedp.CSS(rowOf(0)+" button.select")))
 	wait("Ana selected again", has(0, `[data-flag="selected"]`)+` && `+has(0, `button.release`))
