@@ -112,6 +112,13 @@ func TestBoardCallout(t *testing.T) {
 	}
 	b.axeClean(t, "callout, wave 1 sent")
 	webtest.SaveScreenshot(t, ctx, "board-callout-wave1.png", webtest.DesktopWidth, webtest.DesktopHeight)
+	// On a phone the callout's line, chips and buttons fit the screen.
+	webtest.SetViewport(t, ctx, 360, webtest.PhoneHeight)
+	if bad := webtest.Eval[[]string](t, ctx, overflowJS); len(bad) > 0 {
+		t.Errorf("the callout at 360 px sticks out of the screen:\n  %s", strings.Join(bad, "\n  "))
+	}
+	webtest.SaveScreenshot(t, ctx, "phone-360-callout.png", 360, webtest.PhoneHeight)
+	webtest.SetViewport(t, ctx, webtest.DesktopWidth, webtest.DesktopHeight)
 
 	// Ana says yes: selected. Ben declines.
 	answer(0, "1")
