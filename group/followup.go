@@ -534,6 +534,8 @@ func (g *Group) applyPolicyEvent(e Event) error {
 		return g.applyQuotaEvent(e)
 	case ConfirmClaimed, ConfirmOutcomes:
 		return g.applyConfirm(e)
+	case CodesAssigned:
+		return g.applyCodes(v)
 	case Nudged:
 		g.NudgedAt = v.At
 		for i, r := range g.Recipients {

@@ -1,10 +1,14 @@
 package group
 
 import (
+	"fmt"
 	"sort"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/crewcast/crewcast"
 )
 
 // Reply codes (docs/design.md §15): a person with several open groups from
@@ -214,4 +218,70 @@ func WithoutHint(text string, opts []Option) string {
 		return ""
 	}
 	return strings.TrimSuffix(text, "\n"+h)
+}
+
+// TypeCodesAssigned is the journal type of CodesAssigned.
+const TypeCodesAssigned = "recipient.code"
+
+// AssignedCode is the letter one recipient has for this group, and
+// whether their text shows it (another of their groups from the same
+// number was open when it was sent).
+type AssignedCode struct {
+	Index int    `json:"i"`
+	Code  string `json:"code"`
+	Shown bool   `json:"shown,omitempty"`
+}
+
+// CodesAssigned gives recipients their reply codes. It is journaled with
+// the claim of the sends whose hint shows them, so that a retried send
+// shows the same code and a restart reads the same. A recipient's code,
+// once given, never changes; Shown only turns on.
+type CodesAssigned struct {
+	At    time.Time      `json:"at"`
+	Codes []AssignedCode `json:"codes"`
+}
+
+func (CodesAssigned) Type() string { return TypeCodesAssigned }
+
+func (g *Group) applyCodes(v CodesAssigned) error {
+	idx := make([]int, len(v.Codes))
+	for k, c := range v.Codes {
+		idx[k] = c.Index
+	}
+	if err := g.checkIndices(v.Type(), idx); err != nil {
+		return err
+	}
+	for _, c := range v.Codes {
+		r := g.Recipients[c.Index]
+		if r.Code != "" && r.Code != c.Code {
+			return fmt.Errorf("apply %s: recipient %d has code %s, not %s", v.Type(), c.Index, r.Code, c.Code)
+		}
+		r.Code = c.Code
+		r.CodeShown = r.CodeShown || c.Shown
+		g.markDirty(c.Index)
+	}
+	return nil
+}
+
+// ShownCode is the code recipient i's texts show, "" when none.
+func (g *Group) ShownCode(i int) string {
+	if i < 0 || i >= len(g.Recipients) || !g.Recipients[i].CodeShown {
+		return ""
+	}
+	return g.Recipients[i].Code
+}
+
+// RequestOpen reports whether a group still asks a person for an answer:
+// it has response options, is not canceled, its quorum (if any) is not
+// met, and it texted them less than window ago (since). Only open groups
+// make a bare answer ambiguous; a coded answer reaches its group open or
+// not. docs/design.md §15 says why.
+func RequestOpen(status crewcast.GroupStatus, a Answers, since, now time.Time, window time.Duration) bool {
+	if len(a.Responses) == 0 || status == crewcast.GroupCanceled {
+		return false
+	}
+	if a.Quorum != nil && !a.Quorum.MetAt.IsZero() {
+		return false
+	}
+	return now.Sub(since) < window
 }

@@ -1,8 +1,10 @@
 package group
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/crewcast/crewcast"
@@ -151,5 +153,58 @@ func TestAmbiguousListing(t *testing.T) {
 	}
 	if strings.Contains(msg, "spare radios") || !utf8.ValidString(msg) {
 		t.Errorf("long text not cut to an excerpt:\n%s", msg)
+	}
+}
+
+// A recipient's code is journaled, shown in their text's hint, parsed in
+// their answers, never changed once given, and replays.
+func TestCodesAssignedShowParseReplay(t *testing.T) {
+	c, errs := Plan("g1", Request{From: sender, To: numbers(2), Text: "North gate 7am", Responses: codeOpts}, Settings{}, nil, t0)
+	if errs != nil {
+		t.Fatalf("plan: %v", errs)
+	}
+	h := &harness{t: t, g: &Group{}}
+	h.apply(c)
+	plain := h.g.TextFor(0)
+	if plain != "North gate 7am\n"+Hint(codeOpts) {
+		t.Fatalf("text before codes: %q", plain)
+	}
+	h.apply(CodesAssigned{At: t0, Codes: []AssignedCode{{Index: 0, Code: "B", Shown: true}, {Index: 1, Code: "A"}}})
+	if got := h.g.TextFor(0); got != "North gate 7am\nReply 1B Coming, 2B Can't make it" {
+		t.Fatalf("coded text: %q", got)
+	}
+	if got := h.g.TextFor(1); got != plain {
+		t.Fatalf("a code not shown changed the text: %q", got)
+	}
+	if err := h.g.Apply(CodesAssigned{At: t0, Codes: []AssignedCode{{Index: 0, Code: "C"}}}); err == nil {
+		t.Fatal("a code changed")
+	}
+	h.claim(t0, 0)
+	for i, tc := range []struct{ text, want string }{{"2B", "2"}, {"b 1", "1"}, {"1", "1"}, {"1C", ""}} {
+		rep, ok := h.g.Reply(crewcast.Event{Kind: crewcast.KindInbound, EventID: fmt.Sprint("in", i), From: numbers(1)[0], Text: tc.text}, t0)
+		if !ok || rep.Response != tc.want {
+			t.Errorf("reply %q: response %q, want %q", tc.text, rep.Response, tc.want)
+		}
+	}
+	h.replay()
+}
+
+func TestRequestOpen(t *testing.T) {
+	a := Answers{Responses: codeOpts}
+	if !RequestOpen(crewcast.GroupComplete, a, t0, t0.Add(time.Hour), 24*time.Hour) {
+		t.Error("a delivered group asking for answers is open")
+	}
+	if RequestOpen(crewcast.GroupCanceled, a, t0, t0, 24*time.Hour) {
+		t.Error("canceled is not open")
+	}
+	if RequestOpen(crewcast.GroupSending, a, t0, t0.Add(25*time.Hour), 24*time.Hour) {
+		t.Error("past the window is not open")
+	}
+	if RequestOpen(crewcast.GroupSending, Answers{}, t0, t0, 24*time.Hour) {
+		t.Error("no options: not open")
+	}
+	met := Answers{Responses: codeOpts, Quorum: &QuorumState{Quorum: Quorum{Response: "1", Count: 1}, MetAt: t0}}
+	if RequestOpen(crewcast.GroupSending, met, t0, t0, 24*time.Hour) {
+		t.Error("a met quorum is not open")
 	}
 }
