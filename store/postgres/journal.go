@@ -48,8 +48,8 @@ const (
 	// concurrent suppression committed would otherwise let the claim
 	// commit after it. The value is arbitrary ("crewsupp").
 	suppressionLock int64 = 0x6372657773757070
-	sqlInsReplies         = `INSERT INTO replies (provider, event_id, group_id, number, to_number, text, media, received_at, possible_opt_out)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[])
+	sqlInsReplies         = `INSERT INTO replies (provider, event_id, group_id, number, to_number, text, media, received_at, possible_opt_out, ambiguous)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::bigint[])
 		ON CONFLICT (provider, event_id, number) DO NOTHING`
 	sqlInsIdem = `INSERT INTO idempotency_keys (key, request_hash, group_id, created_at) VALUES ($1, $2, $3, $4)`
 )
@@ -802,7 +802,7 @@ func queueReplies(b *pgx.Batch, rs []store.Reply, now time.Time) error {
 	for c := range cols {
 		cols[c] = make([]string, n)
 	}
-	recv, possible := make([]int64, n), make([]int64, n)
+	recv, possible, ambiguous := make([]int64, n), make([]int64, n), make([]int64, n)
 	for j, r := range rs {
 		media, err := json.Marshal(sqlq.NonNilStrings(r.Media))
 		if err != nil {
@@ -812,8 +812,9 @@ func queueReplies(b *pgx.Batch, rs []store.Reply, now time.Time) error {
 		cols[4][j], cols[5][j], cols[6][j] = r.To, r.Text, string(media)
 		recv[j] = store.Nanos(sqlq.OrNow(r.ReceivedAt, now))
 		possible[j] = sqlq.Flag(r.PossibleOptOut)
+		ambiguous[j] = sqlq.Flag(r.Ambiguous)
 	}
-	b.Queue(sqlInsReplies, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], recv, possible)
+	b.Queue(sqlInsReplies, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], recv, possible, ambiguous)
 	return nil
 }
 

@@ -43,8 +43,8 @@ const (
 	// sqlUnsuppress is a START: it lifts only what STOP or a provider
 	// opt-out created.
 	sqlUnsuppress = `DELETE FROM suppressions WHERE number = ? AND ` + sqlq.LiftedByStart
-	sqlInsReply   = `INSERT INTO replies (provider, event_id, group_id, number, to_number, text, media, received_at, possible_opt_out)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider, event_id, number) DO NOTHING`
+	sqlInsReply   = `INSERT INTO replies (provider, event_id, group_id, number, to_number, text, media, received_at, possible_opt_out, ambiguous)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider, event_id, number) DO NOTHING`
 	sqlInsInbox = `INSERT INTO inbox (provider, event_id, message_id, payload, received_at, target, processed_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider, event_id) DO NOTHING`
 )
@@ -477,7 +477,7 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, epo
 				return nil, wrap("reply media", err)
 			}
 			if _, err := ts.exec(s.st.insReply, r.Provider, r.EventID, r.GroupID, r.Number, r.To, r.Text,
-				string(media), store.Nanos(sqlq.OrNow(r.ReceivedAt, now)), sqlq.Flag(r.PossibleOptOut)); err != nil {
+				string(media), store.Nanos(sqlq.OrNow(r.ReceivedAt, now)), sqlq.Flag(r.PossibleOptOut), sqlq.Flag(r.Ambiguous)); err != nil {
 				return nil, wrap("reply", err)
 			}
 		}

@@ -298,7 +298,7 @@ func summarize(ctx context.Context, tx Querier, q store.DeliveryQuery) (store.Su
 	return sum, nil
 }
 
-const replyCols = `id, provider, event_id, group_id, number, to_number, text, media, received_at, possible_opt_out`
+const replyCols = `id, provider, event_id, group_id, number, to_number, text, media, received_at, possible_opt_out, ambiguous`
 
 // replyRow is a reply with its row id, the cursor's tie-breaker.
 type replyRow struct {
@@ -310,12 +310,12 @@ type replyRow struct {
 func scanReply(rows Rows) (replyRow, error) {
 	var rr replyRow
 	r := &rr.reply
-	var recv, possible int64
+	var recv, possible, ambiguous int64
 	var media string
-	if err := rows.Scan(&rr.id, &r.Provider, &r.EventID, &r.GroupID, &r.Number, &r.To, &r.Text, &media, &recv, &possible); err != nil {
+	if err := rows.Scan(&rr.id, &r.Provider, &r.EventID, &r.GroupID, &r.Number, &r.To, &r.Text, &media, &recv, &possible, &ambiguous); err != nil {
 		return replyRow{}, err
 	}
-	r.PossibleOptOut = possible != 0
+	r.PossibleOptOut, r.Ambiguous = possible != 0, ambiguous != 0
 	if err := json.Unmarshal([]byte(media), &r.Media); err != nil {
 		return replyRow{}, fmt.Errorf("media: %w", err)
 	}
@@ -337,6 +337,9 @@ func (d DB) ListReplies(ctx context.Context, q store.ReplyQuery) ([]store.Reply,
 	case q.GroupID != "":
 		conds = append(conds, "group_id = ?")
 		args = append(args, q.GroupID)
+	}
+	if q.Ambiguous {
+		conds = append(conds, "ambiguous <> 0")
 	}
 	if q.Number != "" {
 		conds = append(conds, "number = ?")
