@@ -276,6 +276,9 @@ type DeliveryRow struct {
 	// Response is the key of the response option the recipient chose last
 	// ("" = none; docs/design.md §11).
 	Response string
+	// Code is the recipient's reply code when their texts show one
+	// (docs/design.md §15), "" otherwise.
+	Code string
 }
 
 // Reply is an inbound message: matched to a group, or kept unmatched

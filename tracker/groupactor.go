@@ -1054,7 +1054,7 @@ func deliveryRow(g *group.Group, r *group.Recipient) store.DeliveryRow {
 	return store.DeliveryRow{GroupID: g.ID, Number: r.Number, Name: r.Name, Status: r.Status, Attempts: r.Attempts,
 		ProviderMessageID: r.MessageID, ErrorCode: r.ErrorCode, ErrorClass: r.ErrorClass,
 		ClaimedAt: r.ClaimedAt, SentAt: r.SentAt, DeliveredAt: r.DeliveredAt, FailedAt: r.FailedAt, RepliedAt: r.RepliedAt,
-		Ack: r.Ack, LastReply: r.LastReply, UpdatedAt: g.UpdatedAt, Response: r.Response}
+		Ack: r.Ack, LastReply: r.LastReply, UpdatedAt: g.UpdatedAt, Response: r.Response, Code: g.ShownCode(r.Index)}
 }
 
 // ---- route keys ----

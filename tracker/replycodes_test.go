@@ -69,6 +69,12 @@ func TestReplyCodesRouteCodedAnswers(t *testing.T) {
 	if ga.Recipient(bob).Code != "A" || ga.ShownCode(0) != "" || gb.ShownCode(0) != "B" {
 		t.Fatalf("codes: a %+v, b %+v", ga.Recipient(bob), gb.Recipient(bob))
 	}
+	for id, want := range map[string]string{a: "", b: "B"} { // the recipient JSON's "code"
+		rows, _, err := e.st.ListDeliveries(context.Background(), store.DeliveryQuery{GroupID: id, Number: bob})
+		if err != nil || len(rows) != 1 || rows[0].Code != want {
+			t.Fatalf("delivery row of bob in %s: %+v %v; want code %q", id, rows, err, want)
+		}
+	}
 	for i, tc := range []struct{ text, group, want string }{
 		{"2B", b, "2"}, {"1 A", a, "1"}, {"b1", b, "1"}, {"A 2", a, "2"}, {"yes b", b, "1"},
 	} {

@@ -26,7 +26,7 @@ const (
 	sqlDelReminder  = `DELETE FROM reminders WHERE key = $1 AND name = $2`
 	sqlUpDeliveries = sqlq.InsertDeliveries + `
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[],
-			$8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::text[], $15::text[], $16::bigint[], $17::text[])` +
+			$8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::text[], $15::text[], $16::bigint[], $17::text[], $18::text[])` +
 		sqlq.OnDeliveryConflict
 	// Acknowledging keeps the first processing time, so a replayed ack
 	// does not move the entry's purge horizon, and drops the payload
@@ -820,7 +820,7 @@ func queueReplies(b *pgx.Batch, rs []store.Reply, now time.Time) error {
 
 func queueDeliveries(b *pgx.Batch, ds []store.DeliveryRow) {
 	n := len(ds)
-	txt := make([][]string, 10)
+	txt := make([][]string, 11)
 	for c := range txt {
 		txt[c] = make([]string, n)
 	}
@@ -831,13 +831,13 @@ func queueDeliveries(b *pgx.Batch, ds []store.DeliveryRow) {
 	for j, d := range ds {
 		txt[0][j], txt[1][j], txt[2][j], txt[3][j] = d.GroupID, d.Number, d.Name, string(d.Status)
 		txt[4][j], txt[5][j], txt[6][j] = d.ProviderMessageID, d.ErrorCode, string(d.ErrorClass)
-		txt[7][j], txt[8][j], txt[9][j] = string(d.Ack), d.LastReply, d.Response
+		txt[7][j], txt[8][j], txt[9][j], txt[10][j] = string(d.Ack), d.LastReply, d.Response, d.Code
 		num[0][j] = int64(d.Attempts)
 		num[1][j], num[2][j], num[3][j] = store.Nanos(d.ClaimedAt), store.Nanos(d.SentAt), store.Nanos(d.DeliveredAt)
 		num[4][j], num[5][j], num[6][j] = store.Nanos(d.FailedAt), store.Nanos(d.RepliedAt), store.Nanos(d.UpdatedAt)
 	}
 	b.Queue(sqlUpDeliveries, txt[0], txt[1], txt[2], txt[3], num[0], txt[4], txt[5], txt[6],
-		num[1], num[2], num[3], num[4], num[5], txt[7], txt[8], num[6], txt[9])
+		num[1], num[2], num[3], num[4], num[5], txt[7], txt[8], num[6], txt[9], txt[10])
 }
 
 // ---- reminders ----

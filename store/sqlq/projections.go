@@ -114,7 +114,7 @@ func groupFilters(q store.GroupQuery, conds []string, args []any) ([]string, []a
 }
 
 const deliveryCols = `group_id, number, name, status, attempts, provider_message_id, error_code, error_class,
-	claimed_at, sent_at, delivered_at, failed_at, replied_at, ack, last_reply, updated_at, response`
+	claimed_at, sent_at, delivered_at, failed_at, replied_at, ack, last_reply, updated_at, response, code`
 
 // scanDelivery reads a row of deliveryCols.
 func scanDelivery(r Rows) (store.DeliveryRow, error) {
@@ -122,7 +122,7 @@ func scanDelivery(r Rows) (store.DeliveryRow, error) {
 	var status, class, ack string
 	var claimed, sent, delivered, failed, replied, updated int64
 	if err := r.Scan(&d.GroupID, &d.Number, &d.Name, &status, &d.Attempts, &d.ProviderMessageID, &d.ErrorCode,
-		&class, &claimed, &sent, &delivered, &failed, &replied, &ack, &d.LastReply, &updated, &d.Response); err != nil {
+		&class, &claimed, &sent, &delivered, &failed, &replied, &ack, &d.LastReply, &updated, &d.Response, &d.Code); err != nil {
 		return store.DeliveryRow{}, err
 	}
 	d.Status, d.ErrorClass, d.Ack = crewcast.Status(status), crewcast.ErrorClass(class), crewcast.Ack(ack)

@@ -180,7 +180,7 @@ func fullDelivery(groupID, number string, i int) store.DeliveryRow {
 		ProviderMessageID: "pm-" + number, ErrorCode: "", ErrorClass: crewcast.ClassNone,
 		ClaimedAt: t0.Add(time.Second), SentAt: t0.Add(2 * time.Second), DeliveredAt: t0.Add(5 * time.Second),
 		FailedAt: time.Time{}, RepliedAt: t0.Add(time.Minute), Ack: crewcast.AckYes, LastReply: "yes " + number, Response: "1",
-		UpdatedAt: t0.Add(time.Duration(i) * time.Second),
+		Code: string(rune('A' + i%3)), UpdatedAt: t0.Add(time.Duration(i) * time.Second),
 	}
 }
 
