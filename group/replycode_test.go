@@ -208,3 +208,17 @@ func TestRequestOpen(t *testing.T) {
 		t.Error("a met quorum is not open")
 	}
 }
+
+// A follow-up that repeats the text repeats its coded hint.
+func TestFollowupRepeatsTheCodedHint(t *testing.T) {
+	c, errs := Plan("g1", Request{From: sender, To: numbers(1), Text: "North gate 7am", Responses: codeOpts}, Settings{}, nil, t0)
+	if errs != nil {
+		t.Fatalf("plan: %v", errs)
+	}
+	h := &harness{t: t, g: &Group{}}
+	h.apply(c)
+	h.apply(CodesAssigned{At: t0, Codes: []AssignedCode{{Index: 0, Code: "B", Shown: true}}})
+	if got := h.g.FollowupTextFor(h.g.Recipients[0]); !strings.HasSuffix(got, "North gate 7am\nReply 1B Coming, 2B Can't make it") {
+		t.Fatalf("follow-up text %q", got)
+	}
+}
