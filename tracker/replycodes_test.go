@@ -224,3 +224,31 @@ func TestReplyCodesListingCrashIsUnconfirmedNeverResent(t *testing.T) {
 		t.Fatalf("ambiguous replies after the crash: %+v %v", rows, err)
 	}
 }
+
+// TestRetentionHashDeletesTheCodeMap: the code map's key names the
+// person's number, so retention's hash stage deletes it with the
+// conversation route (here the window outlives the hash age, so the row
+// would still be live).
+func TestRetentionHashDeletesTheCodeMap(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.ReplyCodeWindow = 1000 * 24 * time.Hour })
+	ctx := context.Background()
+	bob := nums(1)[0]
+	id := e.createAsking("North gate 7am", []string{bob}, nil)
+	_, rows := e.waitGroup(id, "sent", allStatus(crewcast.StatusSent))
+	if _, err := e.tr.Ingest(ctx, []crewcast.Event{statusEvent("evt-code", rows[0], crewcast.StatusDelivered)}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitGroup(id, "complete", func(g store.GroupRow, _ []store.DeliveryRow) bool { return g.Status == crewcast.GroupComplete })
+	if _, err := e.st.GetRoute(ctx, codeKey(from, bob)); err != nil {
+		t.Fatalf("no code map after the claim: %v", err)
+	}
+	e.clk.Advance(91 * 24 * time.Hour)
+	for range 2 { // redact, then hash
+		if _, err := e.tr.RunRetention(ctx, RetentionPolicy{HashKey: []byte("k")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.st.GetRoute(ctx, codeKey(from, bob)); err == nil {
+		t.Fatal("the code map naming the number survived hashing")
+	}
+}
