@@ -188,7 +188,7 @@ func AmbiguousListing(reqs []OpenRequest) string {
 	b.WriteString("You have several open requests; which one is your answer for?")
 	example := ""
 	for _, r := range rs {
-		txt := strings.TrimSpace(WithoutHint(r.Text, r.Options))
+		txt := strings.TrimSpace(withoutVariables(WithoutHint(r.Text, r.Options)))
 		txt = strings.Join(strings.Fields(txt), " ")
 		if utf8.RuneCountInString(txt) > listingExcerpt {
 			rr := []rune(txt)
@@ -205,6 +205,26 @@ func AmbiguousListing(reqs []OpenRequest) string {
 	if example != "" {
 		b.WriteString("\nReply with the letter, e.g. " + example + ".")
 	}
+	return b.String()
+}
+
+// withoutVariables replaces a template's {{…}} variables with "…": the
+// listing has the group's text, not each person's rendering of it.
+func withoutVariables(text string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(text, "{{")
+		if i < 0 {
+			break
+		}
+		j := strings.Index(text[i:], "}}")
+		if j < 0 {
+			break
+		}
+		b.WriteString(text[:i] + "…")
+		text = text[i+j+2:]
+	}
+	b.WriteString(text)
 	return b.String()
 }
 

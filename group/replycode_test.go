@@ -142,8 +142,9 @@ func TestAmbiguousListing(t *testing.T) {
 	msg := AmbiguousListing([]OpenRequest{
 		{Code: "B", Text: "South gate 9am, bring the long ladder and the spare radios please\n" + Hint(codeOpts), Options: codeOpts},
 		{Code: "A", Text: "North gate 7am\n" + Hint(codeOpts), Options: codeOpts},
+		{Code: "C", Text: "Hi {{first_name}}, east gate {{fields.time | default \"8am\"}}?", Options: codeOpts},
 	})
-	for _, want := range []string{"A: North gate 7am — Reply 1A Coming, 2A Can't make it", "B: South gate 9am", "Reply 1B Coming", "e.g. 1A"} {
+	for _, want := range []string{"A: North gate 7am — Reply 1A Coming, 2A Can't make it", "B: South gate 9am", "Reply 1B Coming", "e.g. 1A", "C: Hi …, east gate …? — Reply 1C"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("listing lacks %q:\n%s", want, msg)
 		}

@@ -252,3 +252,24 @@ func TestRetentionHashDeletesTheCodeMap(t *testing.T) {
 		t.Fatal("the code map naming the number survived hashing")
 	}
 }
+
+// TestReplyCodesListingHonoursSuppression: the listing is a message like
+// any other: to a number suppressed since, it is not sent (not_sent).
+func TestReplyCodesListingHonoursSuppression(t *testing.T) {
+	e := newEnv(t, nil)
+	bob := nums(1)[0]
+	e.createAsking("North gate 7am", []string{bob}, nil)
+	e.createAsking("South gate 9am", []string{bob}, nil)
+	if err := e.st.AddSuppression(context.Background(), store.Suppression{Number: bob, Reason: "manual", CreatedAt: e.clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	e.reply(bob, "1", "bare-suppressed")
+	for _, o := range e.awaitUnmatchedOutcomes(1) {
+		if o.Status != "not_sent" {
+			t.Fatalf("listing to a suppressed number: %+v", o)
+		}
+	}
+	if n := countText(listingStart)(e.prov.sent()); n != 0 {
+		t.Fatalf("%d listings sent to a suppressed number", n)
+	}
+}

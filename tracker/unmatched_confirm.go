@@ -109,7 +109,12 @@ func (u *unmatchedJournal) settleConfirm(r sendResult) {
 		o.Status, o.MessageID = "failed", ""
 		o.Detail = r.err.Error()
 		var se *crewcast.SendError
-		if errors.As(r.err, &se) {
+		var sup *group.SuppressedAtSend
+		if errors.As(r.err, &sup) {
+			// A listing (replycodes.go) to a number suppressed since its
+			// ambiguous reply: checked before the call, never made.
+			o.Status = "not_sent"
+		} else if errors.As(r.err, &se) {
 			switch se.Class {
 			case crewcast.ClassNotSent:
 				o.Status = "not_sent"
