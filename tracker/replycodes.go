@@ -322,18 +322,24 @@ func (t *Tracker) routeByCode(ctx context.Context, ev crewcast.Event) (codeRoute
 	}
 	var open []group.OpenRequest
 	var openIDs []string
+	answers := false // the text answers at least one open request
 	for _, l := range m.letters() {
 		cg, ok := groups[m[l].Group]
 		if ok && cg.open(m[l], now, window) {
 			open = append(open, group.OpenRequest{Code: l, Text: cg.row.Text, Options: cg.answers.Responses})
 			openIDs = append(openIDs, m[l].Group)
+			answers = answers || group.ParseResponse(cg.answers.Responses, ev.Text) != ""
 		}
 	}
-	switch len(open) {
-	case 0:
+	switch {
+	case len(open) == 0:
 		return codeRoute{}, nil
-	case 1:
+	case len(open) == 1:
 		return codeRoute{group: openIDs[0]}, nil
+	case !answers:
+		// Not an answer at all ("running late"): a reply like any, to the
+		// conversation's group, as without codes.
+		return codeRoute{}, nil
 	}
 	return codeRoute{ambiguous: true, listing: group.AmbiguousListing(open)}, nil
 }

@@ -136,6 +136,17 @@ func TestReplyCodesBareAnswerIsAmbiguous(t *testing.T) {
 	if n := countText(listingStart)(e.prov.sent()); n != 1 {
 		t.Fatalf("%d listings, want 1", n)
 	}
+	// What answers nothing ("running late") is a reply like any, to the
+	// conversation's latest group: no listing.
+	e.reply(bob, "running late", "chatter-1")
+	e.settle()
+	if n := countText(listingStart)(e.prov.sent()); n != 1 || len(e.ambiguousReplies(bob)) != 1 {
+		t.Fatalf("chatter was ambiguous: %d listings", n)
+	}
+	gb := e.loadGroup(b)
+	if r := gb.Recipient(bob); r.LastReply != "running late" || r.Response != "" {
+		t.Fatalf("chatter in b: %+v", r)
+	}
 	// The listing's codes work.
 	e.reply(bob, "1A", "coded-1")
 	e.settle()
