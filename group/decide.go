@@ -279,6 +279,12 @@ func (g *Group) Reply(ev crewcast.Event, now time.Time) (Replied, bool) {
 		// With response options, an answer is an option, and its ack is
 		// the option's: "1" means whatever option 1 says.
 		resp = ParseResponse(g.Responses, ev.Text)
+		if resp == "" && r.Code != "" {
+			// "1A", "A 1": an answer with this group's code (replycode.go).
+			if _, k, ok := ParseCode(ev.Text, []CodedGroup{{Code: r.Code, Options: g.Responses}}); ok {
+				resp = k
+			}
+		}
 		for _, o := range g.Responses {
 			if o.Key == resp {
 				ack = o.Ack

@@ -381,6 +381,14 @@ func (g *Group) FollowupsDue(now time.Time) bool {
 // FollowupTextFor is the text of r's follow-ups: the policy's, else
 // "Reminder: " + r's own rendered text (templates), else the group's.
 func (g *Group) FollowupTextFor(r *Recipient) string {
+	t := g.followupTextFor(r)
+	if r != nil && r.CodeShown && r.Code != "" {
+		return WithCodedHint(t, g.Responses, r.Code) // the hint as they were sent it (replycode.go)
+	}
+	return t
+}
+
+func (g *Group) followupTextFor(r *Recipient) string {
 	if f := g.followup(); f != nil && r != nil && len(f.Steps) > 0 && g.StepOf(r).Text != "" {
 		return g.StepOf(r).Text
 	}
@@ -534,6 +542,8 @@ func (g *Group) applyPolicyEvent(e Event) error {
 		return g.applyQuotaEvent(e)
 	case ConfirmClaimed, ConfirmOutcomes:
 		return g.applyConfirm(e)
+	case CodesAssigned:
+		return g.applyCodes(v)
 	case Nudged:
 		g.NudgedAt = v.At
 		for i, r := range g.Recipients {

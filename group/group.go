@@ -141,6 +141,10 @@ type Recipient struct {
 	// Response is the key of the response option of the latest reply that
 	// chose one ("" = none yet).
 	Response string `json:"response,omitempty"`
+	// Code is this recipient's reply code for the group (replycode.go),
+	// CodeShown whether their texts show it.
+	Code      string `json:"code,omitempty"`
+	CodeShown bool   `json:"code_shown,omitempty"`
 
 	// Follow-ups, quiet hours and time zone (followup.go, quiet.go).
 	FollowupState
@@ -199,10 +203,14 @@ type Group struct {
 // TextFor returns the text recipient i is sent: their own rendered text,
 // or the group's.
 func (g *Group) TextFor(i int) string {
+	text := g.Text
 	if i >= 0 && i < len(g.Recipients) && g.Recipients[i].Text != "" {
-		return g.Recipients[i].Text
+		text = g.Recipients[i].Text
 	}
-	return g.Text
+	if code := g.ShownCode(i); code != "" {
+		return WithCodedHint(text, g.Responses, code) // "Reply 1A Coming, …"
+	}
+	return text
 }
 
 // Index returns the recipient with the given number, or nil.

@@ -336,6 +336,8 @@ func newQuotaEvent(typ string) Event {
 		return &AutoReplyClaimed{}
 	case TypeAutoReplyOutcomes:
 		return &AutoReplyOutcomes{}
+	case TypeCodesAssigned:
+		return &CodesAssigned{}
 	}
 	return nil
 }
@@ -357,6 +359,8 @@ func derefQuotaEvent(e Event) Event {
 	case *AutoReplyClaimed:
 		return *v
 	case *AutoReplyOutcomes:
+		return *v
+	case *CodesAssigned:
 		return *v
 	}
 	return e

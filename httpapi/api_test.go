@@ -512,6 +512,7 @@ func seedReports(e *env) map[string]string {
 		{Provider: "telnyx", EventID: "in-1", GroupID: g1, Number: "+15550100001", To: "+15550100000", Text: "=cmd|' /C calc'!A0", ReceivedAt: e.clock.Now()},
 		{Provider: "telnyx", EventID: "in-2", Number: "+15550100009", To: "+15550100000", Text: "who is this?", ReceivedAt: e.clock.Now()},
 		{Provider: "telnyx", EventID: "in-3", Number: "+15550100008", To: "+15550100000", Text: "I can't stop by today", ReceivedAt: e.clock.Now(), PossibleOptOut: true},
+		{Provider: "telnyx", EventID: "in-4", Number: "+15550100007", To: "+15550100000", Text: "1", ReceivedAt: e.clock.Now(), Ambiguous: true},
 	}}}}
 	if res, err := e.st.Commit(ctx, []actor.Unit{unit}); err != nil || res[0] != nil {
 		e.t.Fatalf("seed replies: %v %v", err, res)
@@ -649,6 +650,11 @@ func TestReports(t *testing.T) {
 			has: []string{`"in-1"`, `"possible_opt_out":false`}, hasNot: []string{`"in-2"`}},
 		{name: "replies flag possible opt-outs", method: "GET", path: "/v1/replies?number=%2B15550100008", key: "read", status: 200,
 			has: []string{`"in-3"`, `"possible_opt_out":true`}},
+		{name: "replies ambiguous", method: "GET", path: "/v1/replies?ambiguous=1", key: "read", status: 200,
+			has: []string{`"in-4"`, `"ambiguous":true`, `"group_id":""`}, hasNot: []string{`"in-1"`, `"in-2"`, `"in-3"`}},
+		{name: "replies not ambiguous", method: "GET", path: "/v1/replies?number=%2B15550100009", key: "read", status: 200,
+			has: []string{`"in-2"`, `"ambiguous":false`}},
+		{name: "replies bad ambiguous flag", method: "GET", path: "/v1/replies?ambiguous=maybe", key: "read", status: 400, fields: []string{"ambiguous"}},
 		{name: "replies bad flag", method: "GET", path: "/v1/replies?unmatched=perhaps", key: "read", status: 400, fields: []string{"unmatched"}},
 	})
 	runScenarios(t, []scenario{

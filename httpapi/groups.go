@@ -78,6 +78,9 @@ type recipientJSON struct {
 	ContactID string `json:"contact_id"`
 	Text      string `json:"text"`
 	Response  string `json:"response"`
+	// Code is the recipient's reply code for this group when their texts
+	// show one (docs/design.md §15); absent otherwise.
+	Code string `json:"code,omitempty"`
 	// ResolvedBy is who confirmed the recipient delivered by hand (a
 	// user's or key's name; "" when the name is not known); nil when no
 	// one did.
@@ -119,7 +122,7 @@ func recipientOf(d store.DeliveryRow) recipientJSON {
 		ErrorDetail: errcode.Detail(d.ErrorCode, d.ErrorClass), ErrorURL: errcode.URL(d.ErrorCode),
 		ClaimedAt: tsOrNil(d.ClaimedAt), SentAt: tsOrNil(d.SentAt), DeliveredAt: tsOrNil(d.DeliveredAt),
 		FailedAt: tsOrNil(d.FailedAt), RepliedAt: tsOrNil(d.RepliedAt), ReplyText: d.LastReply, Ack: string(d.Ack),
-		UpdatedAt: tsOrNil(d.UpdatedAt), Response: d.Response,
+		UpdatedAt: tsOrNil(d.UpdatedAt), Response: d.Response, Code: d.Code,
 	}
 }
 
@@ -442,6 +445,9 @@ func (a *api) groupView(ctx context.Context, id string, withRecipients bool) (gr
 			if roster[k].Text != "" {
 				rj.Text = roster[k].Text
 			}
+		}
+		if d.Code != "" { // the hint they were sent names their code
+			rj.Text = group.WithCodedHint(rj.Text, g.Responses, d.Code)
 		}
 		rj.recipientPolicyJSON = pol.recipient(d.Number)
 		rj.recipientCalloutJSON = pol.recipientCallout(d.Number)

@@ -429,6 +429,9 @@ type replyJSON struct {
 	ReceivedAt *time.Time `json:"received_at"`
 	// PossibleOptOut: a stop word among other words, for a person to decide.
 	PossibleOptOut bool `json:"possible_opt_out"`
+	// Ambiguous: a bare answer while several of the person's groups were
+	// open (docs/design.md §15); applied to none.
+	Ambiguous bool `json:"ambiguous"`
 }
 
 type replyListJSON struct {
@@ -441,11 +444,15 @@ func (a *api) listReplies(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	ambiguous, err := queryBool(r, "ambiguous")
+	if err != nil {
+		return err
+	}
 	limit, err := queryLimit(r, 1000)
 	if err != nil {
 		return err
 	}
-	q := store.ReplyQuery{Unmatched: unmatched, GroupID: r.URL.Query().Get("group_id"),
+	q := store.ReplyQuery{Unmatched: unmatched, Ambiguous: ambiguous, GroupID: r.URL.Query().Get("group_id"),
 		Cursor: r.URL.Query().Get("cursor"), Limit: limit}
 	if s := r.URL.Query().Get("number"); s != "" {
 		if q.Number, err = normalizeNumber("number", s); err != nil {
@@ -463,7 +470,7 @@ func (a *api) listReplies(w http.ResponseWriter, r *http.Request) error {
 			media = []string{}
 		}
 		out.Replies[i] = replyJSON{Provider: rp.Provider, EventID: rp.EventID, GroupID: rp.GroupID, Number: rp.Number,
-			To: rp.To, Text: rp.Text, Media: media, ReceivedAt: tsOrNil(rp.ReceivedAt), PossibleOptOut: rp.PossibleOptOut}
+			To: rp.To, Text: rp.Text, Media: media, ReceivedAt: tsOrNil(rp.ReceivedAt), PossibleOptOut: rp.PossibleOptOut, Ambiguous: rp.Ambiguous}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -276,6 +276,9 @@ type DeliveryRow struct {
 	// Response is the key of the response option the recipient chose last
 	// ("" = none; docs/design.md §11).
 	Response string
+	// Code is the recipient's reply code when their texts show one
+	// (docs/design.md §15), "" otherwise.
+	Code string
 }
 
 // Reply is an inbound message: matched to a group, or kept unmatched
@@ -292,6 +295,9 @@ type Reply struct {
 	// PossibleOptOut flags a reply with a stop word among other words
 	// ("I can't stop by today") for a person to decide; not an opt-out.
 	PossibleOptOut bool
+	// Ambiguous: a bare answer while the person had several open groups
+	// from this number (docs/design.md §15): applied to none, GroupID "".
+	Ambiguous bool
 }
 
 // GroupQuery filters ListGroups. Results are newest first.
@@ -330,6 +336,7 @@ type ReplyQuery struct {
 	GroupID   string
 	Number    string
 	Unmatched bool // only replies that matched no group
+	Ambiguous bool // only ambiguous replies (bare answers to several open groups)
 	Cursor    string
 	Limit     int
 }

@@ -503,9 +503,19 @@ func (a *groupActor) kick(c *actor.Context[groupMsg]) {
 		return
 	}
 	cl.Sends = cl.Sends[:granted]
+	release, ok := a.assignCodes(c.Context(), cl, now) // reply codes (replycodes.go)
+	if !ok {
+		if len(a.pending) > 0 {
+			_ = a.flush(c) // recipients found suppressed
+		}
+		c.Schedule(time.Second, msgKick{}) // the code maps could not be read
+		return
+	}
 	a.emit(cl)
 	a.eff.Claim = a.claimedNumbers(cl)
-	if err := a.flush(c); err != nil {
+	err := a.flush(c)
+	release()
+	if err != nil {
 		return
 	}
 	if a.g.HasClaimable(now) {
@@ -1044,7 +1054,7 @@ func deliveryRow(g *group.Group, r *group.Recipient) store.DeliveryRow {
 	return store.DeliveryRow{GroupID: g.ID, Number: r.Number, Name: r.Name, Status: r.Status, Attempts: r.Attempts,
 		ProviderMessageID: r.MessageID, ErrorCode: r.ErrorCode, ErrorClass: r.ErrorClass,
 		ClaimedAt: r.ClaimedAt, SentAt: r.SentAt, DeliveredAt: r.DeliveredAt, FailedAt: r.FailedAt, RepliedAt: r.RepliedAt,
-		Ack: r.Ack, LastReply: r.LastReply, UpdatedAt: g.UpdatedAt, Response: r.Response}
+		Ack: r.Ack, LastReply: r.LastReply, UpdatedAt: g.UpdatedAt, Response: r.Response, Code: g.ShownCode(r.Index)}
 }
 
 // ---- route keys ----

@@ -33,6 +33,7 @@ type groupEnv struct {
 	routing   routeNotes        // what a commit tells routing (*Tracker, route.go)
 	reminders reminderWaker     // the durable reminders' poller (*actor.Kind)
 	closing   func() bool       // the tracker is stopping: claim nothing more
+	codes     *codeLocks        // reply-code assignment per conversation (replycodes.go)
 }
 
 // groupConfig is the part of Config a group actor reads.
@@ -44,6 +45,7 @@ type groupConfig struct {
 	Provider        string // the provider's name, in route keys and metrics
 	Webhooks        Outbox // nil: no outbound webhooks
 	ConversationTTL time.Duration
+	ReplyCodeWindow time.Duration
 	MaxBacklog      int
 	ClaimBatch      int
 	SnapshotEvery   int
@@ -136,11 +138,11 @@ func (t *Tracker) newGroupEnv() *groupEnv {
 			Webhooks: t.cfg.Webhooks, ConversationTTL: t.cfg.ConversationTTL, MaxBacklog: t.cfg.MaxBacklog,
 			ClaimBatch: t.cfg.ClaimBatch, SnapshotEvery: t.cfg.SnapshotEvery, CommitTimeout: t.cfg.CommitTimeout,
 			OptOutReply: t.cfg.OptOutReply, HelpReply: t.cfg.HelpReply, Mailer: t.cfg.Mailer,
-			CalloutSettle: max(t.cfg.CalloutSettle, 0)},
+			CalloutSettle: max(t.cfg.CalloutSettle, 0), ReplyCodeWindow: t.cfg.ReplyCodeWindow},
 		st: t.st, committer: t.committer,
 		work: t.work, sends: t.pool, pacer: t.pacer, room: t.room, hub: t.hub,
 		gate: &t.gate, stops: &t.fstop, checks: t, owner: t, routing: trackerRoutes{t},
-		closing: t.closing.Load,
+		closing: t.closing.Load, codes: &t.codeLocks,
 	}
 }
 

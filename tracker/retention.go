@@ -296,6 +296,11 @@ func (a *groupActor) retain(c *actor.Context[groupMsg], m msgRetention) retentio
 			if err := a.env.st.DeleteRoute(ctx, convKey(a.g.From, r.Number)); err != nil {
 				return retentionResult{err: err}
 			}
+			if len(a.g.Responses) > 0 { // its reply-code map names the number too (replycodes.go)
+				if err := a.env.st.DeleteRoute(ctx, codeKey(a.g.From, r.Number)); err != nil {
+					return retentionResult{err: err}
+				}
+			}
 		}
 		if a.g.Mode == "group_mms" {
 			if err := a.env.st.DeleteRoute(ctx, threadKey(a.g.From, numbersOf(a.g.Recipients))); err != nil {

@@ -271,6 +271,18 @@ func (t *Tracker) routeEntry(ctx context.Context, ref store.InboxRef, events []c
 			keys = append(keys, threadKey(ev.To, others))
 		}
 		keys = append(keys, convKey(ev.To, ev.From))
+		if cr, err := t.routeByCode(ctx, ev); err != nil { // reply codes (replycodes.go)
+			return err
+		} else if cr.group != "" {
+			t.deliver(cr.group, routed{ref: ref, events: events})
+			return nil
+		} else if cr.ambiguous {
+			if !t.ownsKey(unmatchedKey) {
+				t.wakeOwner(store.ShardOf(unmatchedKey))
+				return nil
+			}
+			return t.unmatched.recordAmbiguous(ctx, ref, events, cr.listing)
+		}
 		id, err := t.lookupRoute(ctx, keys...)
 		if err != nil {
 			return err

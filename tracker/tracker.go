@@ -100,6 +100,10 @@ type Config struct {
 	// ConversationTTL is how long a reply from a recipient routes to the
 	// group last sent to them. Default 30 days.
 	ConversationTTL time.Duration
+	// ReplyCodeWindow is how long after a group with response options
+	// last texted a person it counts as one of their open requests, for
+	// reply codes (replycodes.go). Default 24h.
+	ReplyCodeWindow time.Duration
 	// SweepInterval is how often unprocessed inbox entries are routed again
 	// (after a crash, a routing failure, or while parked). Default 15s.
 	SweepInterval time.Duration
@@ -194,6 +198,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ConversationTTL <= 0 {
 		c.ConversationTTL = 30 * 24 * time.Hour
 	}
+	if c.ReplyCodeWindow <= 0 {
+		c.ReplyCodeWindow = DefaultReplyCodeWindow
+	}
 	if c.SweepInterval <= 0 {
 		c.SweepInterval = 15 * time.Second
 	}
@@ -214,7 +221,9 @@ func (c Config) withDefaults() (Config, error) {
 
 // Tracker runs group messages. Create it with New, then Start; Stop ends it.
 type Tracker struct {
-	cfg       Config
+	cfg Config
+	// codeLocks orders reply-code assignment per conversation (replycodes.go).
+	codeLocks codeLocks
 	st        store.Store
 	log       *slog.Logger
 	sys       *actor.System

@@ -91,6 +91,9 @@ type unmatchedReply struct {
 	Provider string `json:"provider"`
 	EventID  string `json:"event_id"`
 	Keyword  string `json:"keyword,omitempty"`
+	// Ambiguous: a bare answer while several of the person's groups were
+	// open (replycodes.go); applied to none.
+	Ambiguous bool `json:"ambiguous,omitempty"`
 }
 
 // unmatchedSnapshot is the snapshot's state: the journal has none beyond
@@ -155,6 +158,19 @@ func (u *unmatchedJournal) readHead(ctx context.Context) error {
 // commit, writes their replies rows, STOP/START suppressions and outbox
 // rows and acknowledges the entry.
 func (u *unmatchedJournal) record(ctx context.Context, ref store.InboxRef, events []crewcast.Event) error {
+	return u.recordWith(ctx, ref, events, "")
+}
+
+// recordAmbiguous records an ambiguous reply (docs/design.md §15): a bare
+// answer applied to no group, kept as a reply with ambiguous set, and, in
+// the same commit, the claim of the one message listing the person's open
+// requests (listing), sent after the commit like a STOP's confirmation.
+func (u *unmatchedJournal) recordAmbiguous(ctx context.Context, ref store.InboxRef, events []crewcast.Event, listing string) error {
+	return u.recordWith(ctx, ref, events, listing)
+}
+
+// recordWith is record, for an ambiguous reply when listing is set.
+func (u *unmatchedJournal) recordWith(ctx context.Context, ref store.InboxRef, events []crewcast.Event, listing string) error {
 	d := &u.deps
 	now := d.clock.Now()
 	if err := u.lock(ctx); err != nil {
@@ -172,7 +188,7 @@ func (u *unmatchedJournal) record(ctx context.Context, ref store.InboxRef, event
 	kws := make([]group.Classification, len(events))
 	for i, ev := range events {
 		kws[i] = group.ClassifyReply(ev.Text)
-		data, err := json.Marshal(unmatchedReply{Provider: ev.Provider, EventID: ev.EventID, Keyword: kws[i].Keyword})
+		data, err := json.Marshal(unmatchedReply{Provider: ev.Provider, EventID: ev.EventID, Keyword: kws[i].Keyword, Ambiguous: listing != ""})
 		if err != nil {
 			return err
 		}
@@ -183,13 +199,20 @@ func (u *unmatchedJournal) record(ctx context.Context, ref store.InboxRef, event
 	if err != nil {
 		return err
 	}
+	if listing != "" && len(events) > 0 {
+		c, job, err := u.listingClaim(events[0], listing)
+		if err != nil {
+			return err
+		}
+		claims, confirms = append(claims, c), append(confirms, job)
+	}
 	unit.Events = append(unit.Events, claims...)
 	// The outbox rows carry each event's sequence as journaled.
 	unit = u.j.Stamp(unit)
 	var eff store.Effects
 	for i, ev := range events {
 		eff.Replies = append(eff.Replies, store.Reply{Provider: ev.Provider, EventID: ev.EventID, Number: ev.From, To: ev.To, Text: ev.Text,
-			Media: ev.Media, ReceivedAt: now, PossibleOptOut: kws[i].PossibleOptOut})
+			Media: ev.Media, ReceivedAt: now, PossibleOptOut: kws[i].PossibleOptOut, Ambiguous: listing != ""})
 		if d.webhooks != nil && d.webhooks.Enabled() {
 			// Committed with the reply it reports (docs/design.md §13).
 			eff.Outbox = append(eff.Outbox, webhookout.Unmatched(unmatchedKey, unit.Events[i].Seq,

@@ -82,6 +82,24 @@ func (u *unmatchedJournal) confirmClaims(events []crewcast.Event, kws []group.Cl
 	return claims, jobs, nil
 }
 
+// keywordAmbiguous is the claim's keyword for the listing that answers
+// an ambiguous reply (replycodes.go).
+const keywordAmbiguous = "ambiguous"
+
+// listingClaim is the claim event and the send job of the one message
+// listing a person's open requests after their ambiguous reply ev.
+func (u *unmatchedJournal) listingClaim(ev crewcast.Event, text string) (actor.Event, sendJob, error) {
+	id := listingSendID(ev)
+	data, err := json.Marshal(unmatchedConfirm{SendID: id, Keyword: keywordAmbiguous, Provider: ev.Provider, EventID: ev.EventID})
+	if err != nil {
+		return actor.Event{}, sendJob{}, err
+	}
+	return actor.Event{Type: typeUnmatchedConfirmClaimed, Data: data, Time: u.deps.clock.Now()},
+		sendJob{groupID: unmatchedKey, send: group.Send{ID: id}, answer: u.settleConfirm,
+			req: crewcast.SendRequest{From: ev.To, To: []string{ev.From}, Text: text,
+				IdempotencyKey: group.ClaimKey(unmatchedKey, id)}}, nil
+}
+
 // settleConfirm journals the provider's answer to a confirmation send. A
 // failure to journal it is logged: the claim then stays without an
 // outcome, which reads as unconfirmed, and nothing is sent again.
@@ -91,7 +109,12 @@ func (u *unmatchedJournal) settleConfirm(r sendResult) {
 		o.Status, o.MessageID = "failed", ""
 		o.Detail = r.err.Error()
 		var se *crewcast.SendError
-		if errors.As(r.err, &se) {
+		var sup *group.SuppressedAtSend
+		if errors.As(r.err, &sup) {
+			// A listing (replycodes.go) to a number suppressed since its
+			// ambiguous reply: checked before the call, never made.
+			o.Status = "not_sent"
+		} else if errors.As(r.err, &se) {
 			switch se.Class {
 			case crewcast.ClassNotSent:
 				o.Status = "not_sent"

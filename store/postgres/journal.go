@@ -26,7 +26,7 @@ const (
 	sqlDelReminder  = `DELETE FROM reminders WHERE key = $1 AND name = $2`
 	sqlUpDeliveries = sqlq.InsertDeliveries + `
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[],
-			$8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::text[], $15::text[], $16::bigint[], $17::text[])` +
+			$8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::text[], $15::text[], $16::bigint[], $17::text[], $18::text[])` +
 		sqlq.OnDeliveryConflict
 	// Acknowledging keeps the first processing time, so a replayed ack
 	// does not move the entry's purge horizon, and drops the payload
@@ -48,8 +48,8 @@ const (
 	// concurrent suppression committed would otherwise let the claim
 	// commit after it. The value is arbitrary ("crewsupp").
 	suppressionLock int64 = 0x6372657773757070
-	sqlInsReplies         = `INSERT INTO replies (provider, event_id, group_id, number, to_number, text, media, received_at, possible_opt_out)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[])
+	sqlInsReplies         = `INSERT INTO replies (provider, event_id, group_id, number, to_number, text, media, received_at, possible_opt_out, ambiguous)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::bigint[])
 		ON CONFLICT (provider, event_id, number) DO NOTHING`
 	sqlInsIdem = `INSERT INTO idempotency_keys (key, request_hash, group_id, created_at) VALUES ($1, $2, $3, $4)`
 )
@@ -802,7 +802,7 @@ func queueReplies(b *pgx.Batch, rs []store.Reply, now time.Time) error {
 	for c := range cols {
 		cols[c] = make([]string, n)
 	}
-	recv, possible := make([]int64, n), make([]int64, n)
+	recv, possible, ambiguous := make([]int64, n), make([]int64, n), make([]int64, n)
 	for j, r := range rs {
 		media, err := json.Marshal(sqlq.NonNilStrings(r.Media))
 		if err != nil {
@@ -812,14 +812,15 @@ func queueReplies(b *pgx.Batch, rs []store.Reply, now time.Time) error {
 		cols[4][j], cols[5][j], cols[6][j] = r.To, r.Text, string(media)
 		recv[j] = store.Nanos(sqlq.OrNow(r.ReceivedAt, now))
 		possible[j] = sqlq.Flag(r.PossibleOptOut)
+		ambiguous[j] = sqlq.Flag(r.Ambiguous)
 	}
-	b.Queue(sqlInsReplies, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], recv, possible)
+	b.Queue(sqlInsReplies, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], recv, possible, ambiguous)
 	return nil
 }
 
 func queueDeliveries(b *pgx.Batch, ds []store.DeliveryRow) {
 	n := len(ds)
-	txt := make([][]string, 10)
+	txt := make([][]string, 11)
 	for c := range txt {
 		txt[c] = make([]string, n)
 	}
@@ -830,13 +831,13 @@ func queueDeliveries(b *pgx.Batch, ds []store.DeliveryRow) {
 	for j, d := range ds {
 		txt[0][j], txt[1][j], txt[2][j], txt[3][j] = d.GroupID, d.Number, d.Name, string(d.Status)
 		txt[4][j], txt[5][j], txt[6][j] = d.ProviderMessageID, d.ErrorCode, string(d.ErrorClass)
-		txt[7][j], txt[8][j], txt[9][j] = string(d.Ack), d.LastReply, d.Response
+		txt[7][j], txt[8][j], txt[9][j], txt[10][j] = string(d.Ack), d.LastReply, d.Response, d.Code
 		num[0][j] = int64(d.Attempts)
 		num[1][j], num[2][j], num[3][j] = store.Nanos(d.ClaimedAt), store.Nanos(d.SentAt), store.Nanos(d.DeliveredAt)
 		num[4][j], num[5][j], num[6][j] = store.Nanos(d.FailedAt), store.Nanos(d.RepliedAt), store.Nanos(d.UpdatedAt)
 	}
 	b.Queue(sqlUpDeliveries, txt[0], txt[1], txt[2], txt[3], num[0], txt[4], txt[5], txt[6],
-		num[1], num[2], num[3], num[4], num[5], txt[7], txt[8], num[6], txt[9])
+		num[1], num[2], num[3], num[4], num[5], txt[7], txt[8], num[6], txt[9], txt[10])
 }
 
 // ---- reminders ----

@@ -43,8 +43,8 @@ const (
 	// sqlUnsuppress is a START: it lifts only what STOP or a provider
 	// opt-out created.
 	sqlUnsuppress = `DELETE FROM suppressions WHERE number = ? AND ` + sqlq.LiftedByStart
-	sqlInsReply   = `INSERT INTO replies (provider, event_id, group_id, number, to_number, text, media, received_at, possible_opt_out)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider, event_id, number) DO NOTHING`
+	sqlInsReply   = `INSERT INTO replies (provider, event_id, group_id, number, to_number, text, media, received_at, possible_opt_out, ambiguous)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider, event_id, number) DO NOTHING`
 	sqlInsInbox = `INSERT INTO inbox (provider, event_id, message_id, payload, received_at, target, processed_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider, event_id) DO NOTHING`
 )
@@ -85,7 +85,7 @@ func (st *stmts) prepare(ctx context.Context, db *sql.DB) error {
 	st.insEvents = newRowsStmt(`INSERT INTO journal (key, seq, type, data, time, epoch, node) VALUES `, `(?, ?, ?, ?, ?, ?, ?)`, ``)
 	st.setReminders = newRowsStmt(`INSERT INTO reminders (key, name, due) VALUES `, `(?, ?, ?)`,
 		` ON CONFLICT (key, name) DO UPDATE SET due = excluded.due`)
-	st.upDeliveries = newRowsStmt(sqlq.InsertDeliveries+`VALUES `, `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	st.upDeliveries = newRowsStmt(sqlq.InsertDeliveries+`VALUES `, `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		sqlq.OnDeliveryConflict).withBulk()
 	st.putRoutes = newRowsStmt(`INSERT INTO routes (key, value, expires_at) VALUES `, `(?, ?, ?)`,
 		` ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at`)
@@ -264,31 +264,31 @@ func (s *Store) checkUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects) (ue
 // A new recipient's delivery row has only its group, number, name,
 // status and update time set. A group's creation writes 100,000 of them,
 // so runs of leanBulk such rows go through sqlLeanDeliveries, which
-// writes the other twelve columns as literals: 5 values bound per row
-// instead of 17 (binding, the driver's conversions and the C copy of
+// writes the other thirteen columns as literals: 5 values bound per row
+// instead of 18 (binding, the driver's conversions and the C copy of
 // each string are most of a row's cost outside the B-trees). The
 // statement is prepared inside the transaction that uses it, as the bulk
 // statements are.
 const leanBulk = rowsBulk
 
 var sqlLeanDeliveries = sqlq.InsertDeliveries + `VALUES ` + strings.TrimSuffix(strings.Repeat(
-	`(?, ?, ?, ?, 0, '', '', '', 0, 0, 0, 0, 0, '', '', ?, ''), `, leanBulk), ", ") + sqlq.OnDeliveryConflict
+	`(?, ?, ?, ?, 0, '', '', '', 0, 0, 0, 0, 0, '', '', ?, '', ''), `, leanBulk), ", ") + sqlq.OnDeliveryConflict
 
 // leanDelivery reports whether d's columns other than group, number, name,
 // status and update time hold what sqlLeanDeliveries writes for them.
 func leanDelivery(d *store.DeliveryRow) bool {
 	return d.Attempts == 0 && d.ProviderMessageID == "" && d.ErrorCode == "" && d.ErrorClass == "" &&
 		d.ClaimedAt.IsZero() && d.SentAt.IsZero() && d.DeliveredAt.IsZero() && d.FailedAt.IsZero() &&
-		d.RepliedAt.IsZero() && d.Ack == "" && d.LastReply == "" && d.Response == ""
+		d.RepliedAt.IsZero() && d.Ack == "" && d.LastReply == "" && d.Response == "" && d.Code == ""
 }
 
 // deliveryArgs is how many statement arguments writeDeliveries needs at
 // most at once for ds.
 func deliveryArgs(ds []store.DeliveryRow) int {
 	if len(ds) >= leanBulk {
-		return 17 * rowsBulk // upDeliveries.exec takes one bulk statement at a time anyway
+		return 18 * rowsBulk // upDeliveries.exec takes one bulk statement at a time anyway
 	}
-	return 17 * len(ds)
+	return 18 * len(ds)
 }
 
 // writeDeliveries upserts ds in their order (a row may appear twice in a
@@ -338,7 +338,7 @@ func (s *Store) writeDeliveries(ts *txStmts, ds []store.DeliveryRow, args []any)
 				args = append(args, gid.string(d.GroupID), d.Number, d.Name, status.string(string(d.Status)), d.Attempts,
 					d.ProviderMessageID, d.ErrorCode, string(d.ErrorClass), store.Nanos(d.ClaimedAt), store.Nanos(d.SentAt),
 					store.Nanos(d.DeliveredAt), store.Nanos(d.FailedAt), store.Nanos(d.RepliedAt), string(d.Ack),
-					d.LastReply, updated.int64(store.Nanos(d.UpdatedAt)), d.Response)
+					d.LastReply, updated.int64(store.Nanos(d.UpdatedAt)), d.Response, d.Code)
 			}
 			if err := s.st.upDeliveries.exec(ts, args); err != nil {
 				return args, err
@@ -477,7 +477,7 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, epo
 				return nil, wrap("reply media", err)
 			}
 			if _, err := ts.exec(s.st.insReply, r.Provider, r.EventID, r.GroupID, r.Number, r.To, r.Text,
-				string(media), store.Nanos(sqlq.OrNow(r.ReceivedAt, now)), sqlq.Flag(r.PossibleOptOut)); err != nil {
+				string(media), store.Nanos(sqlq.OrNow(r.ReceivedAt, now)), sqlq.Flag(r.PossibleOptOut), sqlq.Flag(r.Ambiguous)); err != nil {
 				return nil, wrap("reply", err)
 			}
 		}

@@ -114,7 +114,7 @@ func groupFilters(q store.GroupQuery, conds []string, args []any) ([]string, []a
 }
 
 const deliveryCols = `group_id, number, name, status, attempts, provider_message_id, error_code, error_class,
-	claimed_at, sent_at, delivered_at, failed_at, replied_at, ack, last_reply, updated_at, response`
+	claimed_at, sent_at, delivered_at, failed_at, replied_at, ack, last_reply, updated_at, response, code`
 
 // scanDelivery reads a row of deliveryCols.
 func scanDelivery(r Rows) (store.DeliveryRow, error) {
@@ -122,7 +122,7 @@ func scanDelivery(r Rows) (store.DeliveryRow, error) {
 	var status, class, ack string
 	var claimed, sent, delivered, failed, replied, updated int64
 	if err := r.Scan(&d.GroupID, &d.Number, &d.Name, &status, &d.Attempts, &d.ProviderMessageID, &d.ErrorCode,
-		&class, &claimed, &sent, &delivered, &failed, &replied, &ack, &d.LastReply, &updated, &d.Response); err != nil {
+		&class, &claimed, &sent, &delivered, &failed, &replied, &ack, &d.LastReply, &updated, &d.Response, &d.Code); err != nil {
 		return store.DeliveryRow{}, err
 	}
 	d.Status, d.ErrorClass, d.Ack = crewcast.Status(status), crewcast.ErrorClass(class), crewcast.Ack(ack)
@@ -298,7 +298,7 @@ func summarize(ctx context.Context, tx Querier, q store.DeliveryQuery) (store.Su
 	return sum, nil
 }
 
-const replyCols = `id, provider, event_id, group_id, number, to_number, text, media, received_at, possible_opt_out`
+const replyCols = `id, provider, event_id, group_id, number, to_number, text, media, received_at, possible_opt_out, ambiguous`
 
 // replyRow is a reply with its row id, the cursor's tie-breaker.
 type replyRow struct {
@@ -310,12 +310,12 @@ type replyRow struct {
 func scanReply(rows Rows) (replyRow, error) {
 	var rr replyRow
 	r := &rr.reply
-	var recv, possible int64
+	var recv, possible, ambiguous int64
 	var media string
-	if err := rows.Scan(&rr.id, &r.Provider, &r.EventID, &r.GroupID, &r.Number, &r.To, &r.Text, &media, &recv, &possible); err != nil {
+	if err := rows.Scan(&rr.id, &r.Provider, &r.EventID, &r.GroupID, &r.Number, &r.To, &r.Text, &media, &recv, &possible, &ambiguous); err != nil {
 		return replyRow{}, err
 	}
-	r.PossibleOptOut = possible != 0
+	r.PossibleOptOut, r.Ambiguous = possible != 0, ambiguous != 0
 	if err := json.Unmarshal([]byte(media), &r.Media); err != nil {
 		return replyRow{}, fmt.Errorf("media: %w", err)
 	}
@@ -337,6 +337,9 @@ func (d DB) ListReplies(ctx context.Context, q store.ReplyQuery) ([]store.Reply,
 	case q.GroupID != "":
 		conds = append(conds, "group_id = ?")
 		args = append(args, q.GroupID)
+	}
+	if q.Ambiguous {
+		conds = append(conds, "ambiguous <> 0")
 	}
 	if q.Number != "" {
 		conds = append(conds, "number = ?")

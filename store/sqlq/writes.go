@@ -40,5 +40,5 @@ const (
 	error_code = excluded.error_code, error_class = excluded.error_class, claimed_at = excluded.claimed_at,
 	sent_at = excluded.sent_at, delivered_at = excluded.delivered_at, failed_at = excluded.failed_at,
 	replied_at = excluded.replied_at, ack = excluded.ack, last_reply = excluded.last_reply,
-	updated_at = excluded.updated_at, response = excluded.response`
+	updated_at = excluded.updated_at, response = excluded.response, code = excluded.code`
 )

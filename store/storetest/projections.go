@@ -180,7 +180,7 @@ func fullDelivery(groupID, number string, i int) store.DeliveryRow {
 		ProviderMessageID: "pm-" + number, ErrorCode: "", ErrorClass: crewcast.ClassNone,
 		ClaimedAt: t0.Add(time.Second), SentAt: t0.Add(2 * time.Second), DeliveredAt: t0.Add(5 * time.Second),
 		FailedAt: time.Time{}, RepliedAt: t0.Add(time.Minute), Ack: crewcast.AckYes, LastReply: "yes " + number, Response: "1",
-		UpdatedAt: t0.Add(time.Duration(i) * time.Second),
+		Code: string(rune('A' + i%3)), UpdatedAt: t0.Add(time.Duration(i) * time.Second),
 	}
 }
 
@@ -335,6 +335,7 @@ func testReplies(t *testing.T, o Options) {
 			r.GroupID = "" // matched no group
 		}
 		r.PossibleOptOut = i%2 == 0 // kept as the tracker classified it
+		r.Ambiguous = i == 5        // a bare answer to several open groups (design §15)
 		want = append([]store.Reply{r}, want...)
 		commitOK(t, s, actor.Unit{Key: fmt.Sprintf("r-unit-%d", i), Effects: []any{store.Effects{Replies: []store.Reply{r}}}})
 	}
@@ -364,6 +365,9 @@ func testReplies(t *testing.T, o Options) {
 	}
 	if got := list(store.ReplyQuery{Unmatched: true}); !reflect.DeepEqual(got, want[:3]) {
 		t.Fatalf("unmatched:\n got %+v\nwant %+v", got, want[:3])
+	}
+	if got := list(store.ReplyQuery{Ambiguous: true}); len(got) != 1 || got[0].EventID != "in-5" || !got[0].Ambiguous {
+		t.Fatalf("ambiguous filter = %+v", got)
 	}
 	if got := list(store.ReplyQuery{Number: "+15550100001", Limit: 1}); len(got) != 2 || got[0].EventID != "in-4" || got[1].EventID != "in-1" {
 		t.Fatalf("number filter = %+v", got)
