@@ -337,7 +337,7 @@ func newQuotaEvent(typ string) Event {
 	case TypeAutoReplyOutcomes:
 		return &AutoReplyOutcomes{}
 	}
-	return nil
+	return newPoolEvent(typ)
 }
 
 func derefQuotaEvent(e Event) Event {
@@ -359,7 +359,7 @@ func derefQuotaEvent(e Event) Event {
 	case *AutoReplyOutcomes:
 		return *v
 	}
-	return e
+	return derefPoolEvent(e)
 }
 
 func quotaEventIndices(e Event) []int {
@@ -387,5 +387,5 @@ func quotaEventIndices(e Event) []int {
 		}
 		return out
 	}
-	return nil
+	return poolEventIndices(e)
 }

@@ -33,6 +33,7 @@ type groupEnv struct {
 	routing   routeNotes        // what a commit tells routing (*Tracker, route.go)
 	reminders reminderWaker     // the durable reminders' poller (*actor.Kind)
 	closing   func() bool       // the tracker is stopping: claim nothing more
+	pools     poolView          // pools, providers and circuits (*Tracker, pools.go)
 }
 
 // groupConfig is the part of Config a group actor reads.
@@ -140,7 +141,7 @@ func (t *Tracker) newGroupEnv() *groupEnv {
 		st: t.st, committer: t.committer,
 		work: t.work, sends: t.pool, pacer: t.pacer, room: t.room, hub: t.hub,
 		gate: &t.gate, stops: &t.fstop, checks: t, owner: t, routing: trackerRoutes{t},
-		closing: t.closing.Load,
+		closing: t.closing.Load, pools: t,
 	}
 }
 
@@ -157,9 +158,9 @@ func (e *groupEnv) writeCtx(parent context.Context) (context.Context, context.Ca
 // webhooks.
 type trackerRoutes struct{ t *Tracker }
 
-func (r trackerRoutes) routed(groupID string, messageIDs []string) {
-	for _, id := range messageIDs {
-		r.t.routes.put(msgKey(r.t.cfg.Provider.Name(), id), groupID)
+func (r trackerRoutes) routed(groupID string, keys []string) {
+	for _, k := range keys {
+		r.t.routes.put(k, groupID)
 	}
 }
 
