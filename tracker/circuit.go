@@ -37,7 +37,7 @@ const (
 	circuitWindowN   = 20
 	circuitWindowMin = 10 // half of the last 20
 	circuitWindow    = 30 * time.Second
-	circuitHalfOpen  = 30 * time.Second
+	circuitHalfOpen  = 30 * time.Second // the default of Config.CircuitHalfOpen
 )
 
 type callSample struct {
@@ -55,8 +55,9 @@ type circuit struct {
 
 // circuits holds one circuit per provider name.
 type circuits struct {
-	now func() time.Time
-	log *slog.Logger
+	now      func() time.Time
+	log      *slog.Logger
+	halfOpen time.Duration
 	// onChange, if set, hears a circuit open or close (outside mu).
 	onChange func(provider, state string)
 
@@ -64,8 +65,11 @@ type circuits struct {
 	by map[string]*circuit
 }
 
-func newCircuits(now func() time.Time, log *slog.Logger) *circuits {
-	return &circuits{now: now, log: log, by: map[string]*circuit{}}
+func newCircuits(now func() time.Time, log *slog.Logger, halfOpen time.Duration) *circuits {
+	if halfOpen <= 0 {
+		halfOpen = circuitHalfOpen
+	}
+	return &circuits{now: now, log: log, halfOpen: halfOpen, by: map[string]*circuit{}}
 }
 
 // definiteFailure reports whether a provider call's answer says the
@@ -136,7 +140,7 @@ func windowFails(recent []callSample, now time.Time) int {
 
 // advanceLocked half-opens an open circuit whose wait is over. cs.mu held.
 func (cs *circuits) advanceLocked(c *circuit, now time.Time) {
-	if c.state == CircuitOpen && now.Sub(c.openedAt) >= circuitHalfOpen {
+	if c.state == CircuitOpen && now.Sub(c.openedAt) >= cs.halfOpen {
 		c.state = CircuitHalfOpen
 	}
 	cut := 0

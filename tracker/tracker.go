@@ -50,6 +50,9 @@ type Config struct {
 	// §16): a registered sender's provider sends its messages; Provider
 	// stays the default for a from that is no sender.
 	Providers map[string]crewcast.Provider
+	// CircuitHalfOpen is how long a provider's open circuit waits before
+	// it lets a call try again (circuit.go); default 30s.
+	CircuitHalfOpen time.Duration
 	// System is the actor system to run in; default: a new one, owned and
 	// shut down by the tracker.
 	System *actor.System
@@ -309,7 +312,7 @@ func New(cfg Config) (*Tracker, error) {
 	t.work = newWorkQueue(func(id string) bool { return t.groups.Tell(id, msgWork{}) }, t.after, t.actorsDown.Load,
 		t.ownsKey, t.notifyIdle)
 	t.provs = newProviderSet(cfg.Provider, cfg.Providers)
-	t.circuits = newCircuits(cfg.Clock.Now, t.log)
+	t.circuits = newCircuits(cfg.Clock.Now, t.log, cfg.CircuitHalfOpen)
 	t.pool = newPool(t.provs, cfg.SendWorkers, cfg.SendTimeout, cfg.Clock.Now, t.work.postResult, t.work.postLookup)
 	t.pool.guard = t.guardSend
 	t.pool.onCall = t.circuits.observe
