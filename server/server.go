@@ -371,6 +371,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	for name := range providers {
+		s.reg.Service().ProviderUp(name, true) // crewcast_provider_up: a circuit starts closed
+	}
 	s.ret = s.tr.NewRetainer(cfg.Retention, cfg.RetentionInterval)
 	s.reg.Registerer().MustRegister(newRetentionCollector(s.ret)) // privacy.go
 	// Senders before the start: a group resumed at start sends through
