@@ -101,8 +101,10 @@ func (a *groupActor) kickPool(c *actor.Context[groupMsg], now time.Time) {
 	// even hibernated (the kick activates it).
 	e.pools.watchPool(a.key, g.Status == crewcast.GroupSending || g.Status == crewcast.GroupPaused)
 	pool := e.pools.poolSenders(g.Pool)
-	healthy := e.pools.numberHealthy
-	if ch, ok := g.Failover(now, pool, healthy, "its number's provider is unavailable (circuit open)"); ok {
+	healthy, someDown := healthOf(pool, e.pools.numberHealthy)
+	if !someDown {
+		// Nothing to fail over: skip the walk over the recipients.
+	} else if ch, ok := g.Failover(now, pool, healthy, "its number's provider is unavailable (circuit open)"); ok {
 		a.emit(ch)
 		for _, x := range ch.Changes {
 			a.eff.Routes = append(a.eff.Routes, store.Route{Key: stickyKey(g.Pool, g.Recipients[x.Index].Number), Value: x.From})
@@ -173,8 +175,33 @@ func (a *groupActor) failoverDue() bool {
 	if g == nil || g.Pool == "" || g.Status != crewcast.GroupSending {
 		return false
 	}
-	_, ok := g.Failover(time.Time{}, a.env.pools.poolSenders(g.Pool), a.env.pools.numberHealthy, "")
+	pool := a.env.pools.poolSenders(g.Pool)
+	healthy, someDown := healthOf(pool, a.env.pools.numberHealthy)
+	if !someDown {
+		return false
+	}
+	_, ok := g.Failover(time.Time{}, pool, healthy, "")
 	return ok
+}
+
+// healthOf reads each pool number's health once: a lookup for the
+// decisions that ask per recipient, and whether any number is unhealthy.
+// A number no longer in the pool is asked when first met.
+func healthOf(pool []group.PoolSender, healthy func(string) bool) (func(string) bool, bool) {
+	by := make(map[string]bool, len(pool))
+	down := false
+	for _, s := range pool {
+		by[s.Number] = healthy(s.Number)
+		down = down || !by[s.Number]
+	}
+	return func(n string) bool {
+		h, ok := by[n]
+		if !ok {
+			h = healthy(n)
+			by[n] = h
+		}
+		return h
+	}, down
 }
 
 // stickyRoutes are the routes a pool group's create writes: each person's
