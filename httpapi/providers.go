@@ -1,6 +1,12 @@
 package httpapi
 
-import "net/http"
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/crewcast/crewcast/group"
+)
 
 // GET /v1/providers (docs/design.md §16): each provider, whether this
 // server has its credentials, its circuit and its definite failures of the
@@ -40,4 +46,28 @@ func (a *api) listProviders(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// previewPoolFrom plans a pool group's preview from the pool's first
+// number, as the tracker does at create (docs/design.md §16): a pool with
+// no sender, or both from and pool, is a field error on "pool", as at
+// create.
+func (a *api) previewPoolFrom(ctx context.Context, req *group.Request) error {
+	if req.Pool == "" {
+		return nil
+	}
+	if req.From != "" {
+		return fieldErrorsTotal([]group.FieldError{{Field: "pool", Message: "give from or pool, not both"}}, 1)
+	}
+	ss, err := a.store.ListSenders(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range ss { // by pool then number
+		if s.Pool == req.Pool {
+			req.From = s.Number
+			return nil
+		}
+	}
+	return fieldErrorsTotal([]group.FieldError{{Field: "pool", Message: fmt.Sprintf("no registered sender is in pool %q", req.Pool), Input: req.Pool}}, 1)
 }

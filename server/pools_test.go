@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,22 @@ func TestServerPoolGroupUsesBothProviders(t *testing.T) {
 		t.Fatal(err)
 	}
 	to := numbers(40)
+	// Preview plans a pool group too; an unknown pool, or from and pool
+	// both, is a field error on "pool" (400) at preview and create alike.
+	if code, b := apiDo(t, srv, "POST", "/v1/groups/preview", map[string]any{"pool": server.DemoPool, "to": to, "text": "Pool call"}); code != http.StatusOK {
+		t.Fatalf("preview pool group: %d %s", code, b)
+	}
+	for _, path := range []string{"/v1/groups/preview", "/v1/groups"} {
+		for _, body := range []map[string]any{
+			{"pool": "nope", "to": to[:1], "text": "x"},
+			{"pool": server.DemoPool, "from": "+15550100000", "to": to[:1], "text": "x"},
+		} {
+			code, b := apiDo(t, srv, "POST", path, body)
+			if code != http.StatusBadRequest || !strings.Contains(string(b), `"field":"pool"`) {
+				t.Fatalf("%s %v: %d %s, want 400 naming the pool field", path, body, code, b)
+			}
+		}
+	}
 	code, b := apiDo(t, srv, "POST", "/v1/groups", map[string]any{"pool": server.DemoPool, "to": to, "text": "Pool call"})
 	if code != http.StatusCreated {
 		t.Fatalf("create pool group: %d %s", code, b)
