@@ -220,6 +220,9 @@ func (a *api) request(ctx context.Context, body createRequest) (group.Request, e
 	if err := a.checkRegistered(ctx, body.From); err != nil {
 		return group.Request{}, err
 	}
+	if err := a.checkPoolRegistered(ctx, body.Pool); err != nil { // providers.go
+		return group.Request{}, err
+	}
 	quorum, exactGiven := body.quorum()
 	req := group.Request{From: body.From, Pool: body.Pool, To: body.To, Recipients: body.Recipients, Text: body.Text,
 		MediaURLs: body.MediaURLs, Mode: body.Mode, Crews: body.Crews, Tags: body.Tags, Contacts: body.Contacts,

@@ -71,3 +71,24 @@ func (a *api) previewPoolFrom(ctx context.Context, req *group.Request) error {
 	}
 	return fieldErrorsTotal([]group.FieldError{{Field: "pool", Message: fmt.Sprintf("no registered sender is in pool %q", req.Pool), Input: req.Pool}}, 1)
 }
+
+// checkPoolRegistered is checkRegistered for a pool group: any number of
+// the pool that may not send yet refuses it (sender_unregistered, on
+// "pool"), since any person may be texted from any of them.
+func (a *api) checkPoolRegistered(ctx context.Context, pool string) error {
+	if a.cfg.AllowUnregistered || pool == "" {
+		return nil
+	}
+	ss, err := a.store.ListSenders(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range ss {
+		if s.Pool == pool && s.NeedsApproval() {
+			e := unregistered(s)
+			e.Fields = []group.FieldError{{Field: "pool", Message: e.Message}}
+			return e
+		}
+	}
+	return nil
+}

@@ -41,6 +41,15 @@ func TestServerPoolGroupUsesBothProviders(t *testing.T) {
 			}
 		}
 	}
+	// A pool with an unapproved 10DLC number is refused (sender_unregistered).
+	if code, b := apiDo(t, srv, "POST", "/v1/senders", map[string]any{"number": "+15550100299", "provider": "twilio", "pool": "pending",
+		"registration": map[string]any{"kind": "10dlc", "status": "pending"}}); code != http.StatusCreated {
+		t.Fatalf("add sender: %d %s", code, b)
+	}
+	if code, b := apiDo(t, srv, "POST", "/v1/groups", map[string]any{"pool": "pending", "to": to[:1], "text": "x"}); code != http.StatusUnprocessableEntity ||
+		!strings.Contains(string(b), "sender_unregistered") {
+		t.Fatalf("pool with a pending 10DLC number: %d %s", code, b)
+	}
 	code, b := apiDo(t, srv, "POST", "/v1/groups", map[string]any{"pool": server.DemoPool, "to": to, "text": "Pool call"})
 	if code != http.StatusCreated {
 		t.Fatalf("create pool group: %d %s", code, b)
