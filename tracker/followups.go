@@ -273,8 +273,17 @@ func (a *groupActor) kickPolicy(c *actor.Context[groupMsg], now time.Time) bool 
 	} else if cl, ok := g.ClaimFollowups(now, min(room, e.cfg.ClaimBatch)); ok {
 		cl, ok = a.skipSuppressedFollowups(c, cl, now, min(room, e.cfg.ClaimBatch))
 		if ok {
-			granted, wait := e.pacer.take(g.From, len(cl.Sends), now)
-			if granted < len(cl.Sends) {
+			var granted int
+			var wait time.Duration
+			if g.Pool != "" {
+				// Each follow-up goes from its person's own number, paced
+				// there (pools.go).
+				n := len(cl.Sends)
+				cl.Sends, wait = pacePoolFollowups(e.pacer, g, cl.Sends, now)
+				if granted = len(cl.Sends); granted < n {
+					c.Schedule(max(wait, time.Millisecond), msgKick{})
+				}
+			} else if granted, wait = e.pacer.take(g.From, len(cl.Sends), now); granted < len(cl.Sends) {
 				cl.Sends = cl.Sends[:granted]
 				c.Schedule(max(wait, time.Millisecond), msgKick{})
 			}

@@ -321,3 +321,27 @@ func (t *Tracker) readRoutes(ctx context.Context, keys []string) (map[string]sto
 	}
 	return out, nil
 }
+
+// pacePoolFollowups keeps the follow-ups of a pool group whose number has a
+// token now (follow-up send ids name their recipient and step, so any of
+// them may wait for the next kick), and the wait for the first refused.
+func pacePoolFollowups(p sendPacer, g *group.Group, sends []group.FollowupSend, now time.Time) ([]group.FollowupSend, time.Duration) {
+	kept := sends[:0:0]
+	var wait time.Duration
+	dry := map[string]bool{}
+	for _, s := range sends {
+		from := g.FromFor(s.Index)
+		if dry[from] {
+			continue
+		}
+		if n, w := p.take(from, 1, now); n == 0 {
+			dry[from] = true
+			if wait == 0 || w < wait {
+				wait = w
+			}
+			continue
+		}
+		kept = append(kept, s)
+	}
+	return kept, wait
+}
