@@ -97,7 +97,9 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		}
 	}
 	if c.timeout == 0 {
-		c.timeout = 6*time.Minute + time.Duration(c.iterations)*20*time.Second + 2*c.soak
+		// + 2 minutes for T17 (its own simulator and server, 4 iterations
+		// of a 7-13 s pool fan-out and their settling).
+		c.timeout = 8*time.Minute + time.Duration(c.iterations)*20*time.Second + 2*c.soak
 	}
 	root, err := moduleRoot()
 	if err != nil && c.bin == "" {
