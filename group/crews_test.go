@@ -302,3 +302,50 @@ func TestQuorumMetCancelsSendsNotYetMade(t *testing.T) {
 		h.replay()
 	}
 }
+
+// TestPlanRosterCrewsFirst: the roster is in the order given, crews'
+// members (and the other directory choices: tags, contacts) first, then
+// to/recipients (docs/design.md §15): a callout's waves text it in this
+// order. A number in both keeps its first place; a name given with it in
+// recipients still wins over the contact's. A bad number in to is named by
+// its own index.
+func TestPlanRosterCrewsFirst(t *testing.T) {
+	numbers := func(c Created) string {
+		var out []string
+		for _, r := range c.Recipients {
+			out = append(out, r.Number+"="+r.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	crew := []RecipientInput{
+		{Number: "+15550100001", Name: "Ada", ContactID: "ct_a"},
+		{Number: "+15550100002", Name: "Bo", ContactID: "ct_b"},
+		{Number: "+15550100003", Name: "Cy", ContactID: "ct_c"},
+	}
+	c, errs := Plan("g", Request{From: sender, Text: "x", To: []string{"+15550100009", "+15550100003"}, Resolved: crew}, Settings{}, nil, t0)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	if got, want := numbers(c), "+15550100001=Ada +15550100002=Bo +15550100003=Cy +15550100009="; got != want {
+		t.Errorf("to after the crew: roster %q, want %q", got, want)
+	}
+	c, errs = Plan("g", Request{From: sender, Text: "Hi {{name}}", Resolved: crew,
+		Recipients: []RecipientInput{{Number: "+15550100008", Name: "Dee"}, {Number: "+1 555 010 0002", Name: "Boss"}}}, Settings{}, nil, t0)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	if got, want := numbers(c), "+15550100001=Ada +15550100002=Boss +15550100003=Cy +15550100008=Dee"; got != want {
+		t.Errorf("recipients after the crew: roster %q, want %q", got, want)
+	}
+	if c.Recipients[1].ContactID != "ct_b" || c.Recipients[1].Text != "Hi Boss" {
+		t.Errorf("the crew member named in recipients: %+v", c.Recipients[1])
+	}
+	_, errs = Plan("g", Request{From: sender, Text: "x", To: []string{"+15550100009", "12345"}, Resolved: crew}, Settings{}, nil, t0)
+	if len(errs) != 1 || errs[0].Field != "to[1]" {
+		t.Errorf("a bad number in to after a crew: %+v", errs)
+	}
+	_, errs = Plan("g", Request{From: sender, Text: "x", To: []string{"+15550100009"}, Resolved: []RecipientInput{{Number: "12345"}}}, Settings{}, nil, t0)
+	if len(errs) != 1 || errs[0].Field != "contacts" {
+		t.Errorf("a bad directory number: %+v", errs)
+	}
+}

@@ -60,9 +60,11 @@ type Request struct {
 	Responses    []Option `json:"responses,omitempty"`
 	ResponseHint *bool    `json:"response_hint,omitempty"`
 	Quorum       *Quorum  `json:"quorum,omitempty"`
-	// Resolved are the recipients the directory selectors stand for,
-	// merged after To/Recipients (a number already there is not added
-	// twice). Not part of the client's request, so not of its hash.
+	// Resolved are the recipients the directory selectors stand for, in
+	// order (crews' members, tags', contacts'); the roster puts them
+	// before To/Recipients (docs/design.md §15), a number given twice
+	// where it first appears. Not part of the client's request, so not of
+	// its hash.
 	Resolved []RecipientInput `json:"-"`
 	// Known are saved contacts by E.164 number: a raw number that is one
 	// gets its contact id, fields and (when none was given) name.
@@ -247,19 +249,43 @@ func PlanWith(id string, req Request, settings Settings, suppressed map[string]b
 			inputs[i] = RecipientInput{Number: n}
 		}
 	}
-	explicit := len(inputs)
-	if len(req.Resolved) > 0 {
-		inputs = append(slices.Clip(inputs), req.Resolved...)
+	// The roster is in the order given: the directory's people (crews'
+	// members in crew order, then tags', then contacts') first, then
+	// to/recipients (docs/design.md §15: a callout's waves text it in this
+	// order). A number given twice keeps its first place; a name given
+	// with it in recipients still wins over its contact's.
+	directory := len(req.Resolved)
+	var named map[string]string // number → the name recipients gave it
+	switch {
+	case directory == 0:
+	case len(inputs) == 0:
+		inputs = req.Resolved
+	default:
+		for _, in := range inputs {
+			name := strings.TrimSpace(in.Name)
+			n, err := normalize(in.Number)
+			if err != nil {
+				continue
+			}
+			if _, ok := named[n]; !ok {
+				if named == nil {
+					named = make(map[string]string)
+				}
+				named[n] = name
+			}
+		}
+		inputs = append(slices.Clip(req.Resolved), inputs...)
 	}
 	roster := make([]RosterEntry, 0, len(inputs))
 	seen := make(map[string]bool, len(inputs))
 	// fieldOf names input i in a problem (only then: a 100,000-person
 	// roster would format 100,000 names for nothing).
+	explicitField := func(i int) string { return fmt.Sprintf("%s[%d]", field, i-directory) }
 	fieldOf := func(i int) string {
-		if i >= explicit {
+		if i < directory {
 			return "contacts"
 		}
-		f := fmt.Sprintf("%s[%d]", field, i)
+		f := explicitField(i)
 		if field == "recipients" {
 			f += ".number"
 		}
@@ -280,8 +306,15 @@ func PlanWith(id string, req Request, settings Settings, suppressed map[string]b
 		}
 		seen[n] = true
 		if n == from {
-			errs.add(FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Message: "is the sender's own number", Input: in.Number})
+			f := "contacts"
+			if i >= directory {
+				f = explicitField(i)
+			}
+			errs.add(FieldError{Field: f, Message: "is the sender's own number", Input: in.Number})
 			continue
+		}
+		if name, ok := named[n]; ok && i < directory && name != "" {
+			in.Name = name
 		}
 		if k, ok := req.Known[n]; ok && in.ContactID == "" {
 			in.ContactID, in.Fields = k.ContactID, k.Fields

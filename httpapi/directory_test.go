@@ -247,3 +247,48 @@ func TestCrewsAndTemplatesAPI(t *testing.T) {
 		t.Fatalf("delete template = %d", resp.StatusCode)
 	}
 }
+
+// TestCrewMemberOrder: a crew keeps its members in the order given, since
+// that order is a callout's priority list (docs/design.md §11, §15): the
+// API answers them in that order on create, GET and list; a PATCH with
+// the same members in another order reorders them; a group sent to the
+// crew has its roster in that order.
+func TestCrewMemberOrder(t *testing.T) {
+	e := newEnv(t, nil)
+	var ids []string
+	for _, n := range []string{"+15550100001", "+15550100002", "+15550100003"} {
+		ids = append(ids, decode[contactJSON](t, must(e.do("POST", "/v1/contacts", `{"number":"`+n+`"}`, "send", nil))).ID)
+	}
+	resp, b := e.do("POST", "/v1/crews", `{"name":"Gate","members":["`+ids[2]+`","+15550100004","`+ids[0]+`","`+ids[1]+`"]}`, "send", nil)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create crew = %d %s", resp.StatusCode, b)
+	}
+	k := decode[crewJSON](t, b)
+	newID := k.Members[1]
+	if want := []string{ids[2], newID, ids[0], ids[1]}; strings.Join(k.Members, ",") != strings.Join(want, ",") || !strings.HasPrefix(newID, "ct_") {
+		t.Fatalf("created members %v, want %v", k.Members, want)
+	}
+	reordered := []string{ids[0], ids[1], newID, ids[2]}
+	resp, b = e.do("PATCH", "/v1/crews/"+k.ID, `{"members":["`+strings.Join(reordered, `","`)+`"]}`, "send", nil)
+	if got := decode[crewJSON](t, b).Members; resp.StatusCode != http.StatusOK || strings.Join(got, ",") != strings.Join(reordered, ",") {
+		t.Fatalf("patch = %d, members %v, want %v", resp.StatusCode, got, reordered)
+	}
+	if got := decode[crewJSON](t, must(e.do("GET", "/v1/crews/"+k.ID, "", "read", nil))).Members; strings.Join(got, ",") != strings.Join(reordered, ",") {
+		t.Fatalf("GET members %v, want %v", got, reordered)
+	}
+	if crews := decode[struct{ Crews []crewJSON }](t, must(e.do("GET", "/v1/crews", "", "read", nil))).Crews; len(crews) != 1 ||
+		strings.Join(crews[0].Members, ",") != strings.Join(reordered, ",") {
+		t.Fatalf("list = %+v", crews)
+	}
+	resp, b = e.do("POST", "/v1/groups", `{"from":"+15550100000","crews":["Gate"],"text":"x"}`, "send", nil)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create group = %d %s", resp.StatusCode, b)
+	}
+	var order []string
+	for _, r := range decode[groupJSON](t, b).Recipients {
+		order = append(order, r.Number)
+	}
+	if want := "+15550100001,+15550100002,+15550100004,+15550100003"; strings.Join(order, ",") != want {
+		t.Fatalf("roster %v, want %s", order, want)
+	}
+}

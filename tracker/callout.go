@@ -30,8 +30,13 @@ const (
 	reminderAutoReply = "x"
 )
 
-// DefaultCalloutSettle is Config.CalloutSettle's default.
-const DefaultCalloutSettle = time.Second
+// DefaultCalloutSettle is Config.CalloutSettle's default. A provider
+// posts the webhooks of answers it received together within tens of
+// milliseconds of each other, so a quarter of a second orders them as it
+// received them while the last YES of a callout still fills it within
+// half a second. A webhook the provider retries later (crewcast was down,
+// or answered 503) is ranked when it arrives: no window can wait for it.
+const DefaultCalloutSettle = 250 * time.Millisecond
 
 // isCallout reports whether g has waves or an exact quota.
 func isCallout(g *group.Group) bool { return g != nil && (g.HasWaves() || g.Exact()) }

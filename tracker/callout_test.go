@@ -354,3 +354,30 @@ func TestCalloutAutoRepliesWaitOutQuietHours(t *testing.T) {
 		}
 	}
 }
+
+// TestCalloutToCrewTextsMembersFirst: a callout to a crew and a few raw
+// numbers texts the crew's members first, in crew order, then the numbers
+// (docs/design.md §15): with waves of 3, wave 1 is the crew.
+func TestCalloutToCrewTextsMembersFirst(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.CalloutSettle = -1 })
+	n := nums(5)
+	crew := []group.RecipientInput{{Number: n[4], Name: "Eve", ContactID: "ct_e"}, {Number: n[2], Name: "Cy", ContactID: "ct_c"},
+		{Number: n[3], Name: "Dee", ContactID: "ct_d"}}
+	id := e.createCallout(2, 1, 3, func(r *group.Request) {
+		r.Crews, r.Resolved = []string{"Gate"}, crew
+	})
+	e.settle()
+	var got []string
+	for _, s := range e.prov.sent() {
+		got = append(got, s.To...)
+	}
+	if want := []string{n[4], n[2], n[3]}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("wave 1 texted %v, want the crew in order %v", got, want)
+	}
+	g := e.loadGroup(id)
+	for i, want := range []string{n[4], n[2], n[3], n[0], n[1]} {
+		if g.Recipients[i].Number != want {
+			t.Errorf("roster[%d] = %s, want %s", i, g.Recipients[i].Number, want)
+		}
+	}
+}

@@ -570,12 +570,10 @@ func TestNodeWithoutTheShardDropsWorkQueuedBefore(t *testing.T) {
 
 // A node starting up (Start, then StartCluster a moment later, as serve
 // does) holds no shard yet: it must not resume, route to or remind the
-// groups other nodes own. It once did: the sweeper's first ResumeGroups
-// and sweep ran before StartCluster, when every key looked like its own,
-// so it activated the sending groups of the other nodes; each activation
-// was fenced, and the work routed to them stayed queued (T8 saw the node
-// re-activate such a group every few milliseconds, and a later SIGTERM
-// fail with "group has work in flight").
+// groups other nodes own. Before StartCluster every key looks like its own, so
+// a sweep or ResumeGroups run then would activate the other nodes' sending
+// groups; each activation is fenced, and the work routed to them would
+// stay queued and hold a later SIGTERM ("group has work in flight").
 func TestClusterStartingNodeLeavesOthersGroupsAlone(t *testing.T) {
 	url, schema, h, _, _, _ := soloSendingGroup(t)
 	st, sys, activated := leasedBystander(t, url, schema, "node-c")
@@ -846,9 +844,9 @@ func (s *snapshotCounter) LoadSnapshot(ctx context.Context, key string) (actor.S
 // A node that does not hold a group's shard does not load the group when
 // a stray message (a scheduled kick, a room wake-up, a late outcome)
 // reaches its actor there: the load cannot lead to a commit, only to a
-// fenced one. It once did, on a leaving node, for each queued message in
-// turn: T8 saw a handed-off 1,000-recipient group loaded and fenced every
-// 50-150 ms for three seconds while the node's other shards drained.
+// fenced one. On a leaving node, a load per queued message would
+// cost a large group's snapshot read each time while the node's other
+// shards drain.
 func TestNodeWithoutTheShardDoesNotLoadTheGroup(t *testing.T) {
 	url, schema, h, _, id, _ := soloSendingGroup(t)
 	st, sys, activated := leasedBystander(t, url, schema, "node-e")

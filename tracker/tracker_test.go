@@ -766,10 +766,9 @@ func (s *countingStore) Commit(ctx context.Context, units []actor.Unit) ([]error
 
 // A check reminder delivered after the commit that deleted it (the poller
 // read it while the receipt was on its way) costs nothing: its row is gone
-// already. It used to rewrite the recipient's rows in a commit of its own,
-// one per such reminder; T8 saw a 1,000-recipient group behind on its
-// receipts spend 1-3 s of every few seconds on them, with its send
-// outcomes waiting behind in the mailbox (and a hand-off waiting for them).
+// already. A commit per such reminder would keep a large group behind on its
+// receipts busy on them, with its send outcomes (and a hand-off) waiting
+// behind in the mailbox.
 func TestStaleCheckReminderCommitsNothing(t *testing.T) {
 	e, base := newStoreEnv(t)
 	cs := &countingStore{Store: base}

@@ -113,6 +113,11 @@ type fakeAPI struct {
 	gets     map[string]int         // GET /v1/groups/{id} per id
 	gates    map[string]chan struct{}
 
+	// beforeAnswer, when set, runs after a recipient action changed the
+	// group and told the streams, before its answer (the group as the
+	// action left it) is written: a test makes the group move on first.
+	beforeAnswer func(id, number string)
+
 	kick    chan struct{} // closed to drop every open stream
 	created chan string   // ids of groups created through POST /v1/groups
 	done    chan struct{} // closed at test end: stops streams and progressions
@@ -711,6 +716,9 @@ func (f *fakeAPI) recipientAction(w http.ResponseWriter, r *http.Request) {
 	view := full(g)
 	f.mu.Unlock()
 	f.publish(id)
+	if f.beforeAnswer != nil {
+		f.beforeAnswer(id, number)
+	}
 	writeJSON(w, http.StatusOK, view)
 }
 

@@ -66,7 +66,7 @@ type Config struct {
 	// transaction back. A commit holds its shards' lease rows FOR KEY SHARE
 	// until it ends; a node paused or cut off mid-commit would otherwise
 	// keep every other node's takeover of those shards waiting until it
-	// resumes (T8 saw failovers of more than 11 s). Several nodes set it
+	// resumes, however long that is. Several nodes set it
 	// below the lease TTL; no statement of a healthy node is idle that long.
 	IdleInTxLimit time.Duration
 	// MaxConns bounds the connection pool (default 10).

@@ -419,8 +419,8 @@ func TestStampIsTheCheckedEpoch(t *testing.T) {
 // in the middle of a commit, its lease row locked FOR SHARE: once the lease
 // expired, another node takes the shard within IdleInTxLimit (PostgreSQL
 // ends the idle transaction) instead of waiting for the paused node to
-// resume, and the paused commit writes nothing. Failed before the limit:
-// the takeover waited for the pause (T8 saw no failover within 11 s).
+// resume, and the paused commit writes nothing. Without the limit the
+// takeover waits for the pause to end.
 func TestPausedCommitDoesNotHoldTheLease(t *testing.T) {
 	url := serverURL(t)
 	schema := newSchema(t, url)

@@ -113,8 +113,8 @@ type Epochs struct {
 // (renew, release, take) and returns the unlock. Run at once, a release's
 // per-shard updates and a renewal's one update of every held row lock the
 // same rows in different orders, and PostgreSQL aborts one of them as a
-// deadlock after deadlock_timeout (T8 saw a leaving node's release fail
-// that way). Acquisitions do not take it (see AcquireShards). Each write
+// deadlock after deadlock_timeout, failing a leaving node's release.
+// Acquisitions do not take it (see AcquireShards). Each write
 // is bounded by its own context, so the wait is too.
 func (e *Epochs) lockWrites() func() {
 	e.writes.Lock()

@@ -166,6 +166,20 @@ func testContacts(t *testing.T, o Options) {
 	if err := s.UpdateCrew(ctx, k); err != nil {
 		t.Fatal(err)
 	}
+	// The same members in another order: the order is the crew's
+	// priority list (docs/design.md §15), kept as given.
+	for _, order := range [][]string{{"c1", "c2"}, {"c2", "c1"}} {
+		k.Members = order
+		if err := s.UpdateCrew(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.GetCrew(ctx, "k1"); err != nil || !slices.Equal(got.Members, order) {
+			t.Fatalf("GetCrew after reordering to %v = %+v, %v", order, got, err)
+		}
+		if cs, err := s.CrewContacts(ctx, "k1"); err != nil || len(cs) != 2 || cs[0].ID != order[0] || cs[1].ID != order[1] {
+			t.Fatalf("CrewContacts after reordering to %v = %+v, %v", order, cs, err)
+		}
+	}
 	if err := s.DeleteContact(ctx, "c1"); err != nil {
 		t.Fatal(err)
 	}

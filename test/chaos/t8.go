@@ -92,13 +92,9 @@ func staleDetail(evs []stampJSON) string {
 // 20. An iteration is a pause (waiting for an even split, 1.5 s of fan-out
 // and 2 × TTL stopped: ~8.5 s) and a SIGTERM hand-off (stop, restart,
 // share back: ~4 s); 20 take about 5 minutes on the 2 shared cores.
-//
-// CI ran 2 for a while: 20-iteration runs found a node exiting 1 on
-// SIGTERM. A restarting node activated other nodes' groups before it
-// joined the cluster, and a fenced group kept its queued work, which held
-// the next shutdown ("group has work in flight"); both are fixed
-// (tracker: Config.Clustered, and fencing drops the queued work), with
-// tests of their own (docs/reliability.md).
+// Fewer iterations miss what only shows after many hand-offs: a node
+// that activates other nodes' groups while it joins, or a fenced group
+// whose queued work holds the next shutdown (docs/reliability.md).
 const t8ShortIterations = 20
 
 // t8Iterations is the number of T8 iterations: t8ShortIterations, or the

@@ -1,8 +1,9 @@
 // Callouts that fill on the group board (docs/architecture.md, "Waves and
 // exact quotas, as code"): "2 of 3 filled", the wave each person was
-// texted in, who is selected or on standby, when the next wave goes, and
-// the dispatcher's buttons (select or release a person, start the next
-// wave now). Presentation only: the server decides everything.
+// texted in or waits for, who is selected or on standby, when the next
+// wave goes, and the dispatcher's buttons (select or release a person,
+// start the next wave now). Presentation only: the server decides
+// everything (the wave a person waits for follows its rule).
 import { h } from "./dom.js";
 import { fmtTime, fmtFull, parseTime, plural } from "./format.js";
 
@@ -36,6 +37,33 @@ export function calloutLine(g) {
   );
 }
 
+// waits caches, per group object, the wave each person not texted yet
+// waits for (see waitingWave).
+const waits = new WeakMap();
+
+/**
+ * waitingWave is the wave a recipient not texted yet will go in, or 0.
+ * The server's rule (group.NextWave): the next wave takes the next `size`
+ * people not texted yet (pending or scheduled, no wave) in roster order,
+ * which is crew order, then to/recipients.
+ */
+export function waitingWave(g, r) {
+  if (!g.waves || !g.waves.size || r.wave) return 0;
+  let m = waits.get(g);
+  if (!m) {
+    m = new Map();
+    let k = 0;
+    for (const x of g.recipients || []) {
+      if (!x.wave && (x.status === "pending" || x.status === "scheduled")) {
+        m.set(x.number, (g.waves.sent || 0) + 1 + Math.floor(k / g.waves.size));
+        k++;
+      }
+    }
+    waits.set(g, m);
+  }
+  return m.get(r.number) || 0;
+}
+
 /** calloutChips are a recipient's wave and selection chips. */
 export function calloutChips(g, r, chip) {
   if (!isCallout(g)) return [];
@@ -43,34 +71,42 @@ export function calloutChips(g, r, chip) {
   if (r.selected) out.push(chip("Selected", "good", "selected"));
   if (r.standby) out.push(chip("Standby", "info", "standby"));
   if (r.wave) out.push(chip(`Wave ${r.wave}`, "neutral", "wave"));
+  const w = waitingWave(g, r);
+  if (w) out.push(chip(`Waits for wave ${w}`, "neutral", "waits"));
   return out;
 }
 
-/** calloutRowButtons select or release a person by hand. */
+/**
+ * calloutRowButtons select or release a person by hand: Select for
+ * someone whose answer is the quorum's and who is not selected (on
+ * standby included: the dispatcher may take them over the count),
+ * Release for someone selected or on standby.
+ */
 export function calloutRowButtons(g, r, canSend, on, who) {
   if (!canSend || !isCallout(g) || g.status === "canceled") return [];
   const said = r.response === g.quorum.response && r.status !== "opted_out";
-  if (r.selected || r.standby) {
-    return [
-      h(
-        "button",
-        { type: "button", class: "button button-small release", dataset: { focusKey: "release" }, onclick: () => on.release(r.number) },
-        "Release",
-        h("span", { class: "sr-only" }, ` ${who(r)}`),
-      ),
-    ];
-  }
-  if (said) {
-    return [
+  const out = [];
+  if (said && !r.selected) {
+    out.push(
       h(
         "button",
         { type: "button", class: "button button-small select", dataset: { focusKey: "select" }, onclick: () => on.select(r.number) },
         "Select",
         h("span", { class: "sr-only" }, ` ${who(r)}`),
       ),
-    ];
+    );
   }
-  return [];
+  if (r.selected || r.standby) {
+    out.push(
+      h(
+        "button",
+        { type: "button", class: "button button-small release", dataset: { focusKey: "release" }, onclick: () => on.release(r.number) },
+        "Release",
+        h("span", { class: "sr-only" }, ` ${who(r)}`),
+      ),
+    );
+  }
+  return out;
 }
 
 /** nextWaveButton starts the next wave now, while one is due later. */

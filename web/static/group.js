@@ -621,6 +621,13 @@ export function render(main, ctx, id) {
 
   function apply(g, fromAction) {
     if (!alive) return;
+    // An answer older than what is shown (an action's answer overtaken by
+    // the stream's refresh: a release the standby's promotion followed at
+    // once) would take the board back: keep the newer state.
+    if (group && Number.isFinite(g.seq) && Number.isFinite(group.seq) && g.seq < group.seq) {
+      if (fromAction) showNotice("");
+      return;
+    }
     if (!Array.isArray(g.recipients)) {
       if (fromAction) {
         // An action answered with a summary only; fetch the full view.
