@@ -54,6 +54,7 @@ func TestEveryScenarioPrintsItsResults(t *testing.T) {
 		"-e2e-count", "100", "-e2e-rate", "200",
 		"-fanout-n", "40", "-crews-import-n", "30", "-crews-group-n", "50",
 		"-callout-n", "40", "-callout-need", "3", "-callout-wave", "10",
+		"-pool-n", "60", "-pool-mps", "20", "-failover-n", "200",
 		"-scale-small", "100", "-scale-n", "200", "-scale-webhooks", "100", "-scale-rate", "200", "-scale-batch", "25",
 		"-webhook-n", "50", "-webhook-rate", "200", "-webhook-lag-count", "100",
 	}, &out, &log)
@@ -84,6 +85,7 @@ func TestEveryScenarioPrintsItsResults(t *testing.T) {
 		"scale_rss_200": "MB", "scale_route_ratio_200_100": "ratio",
 		"scale_route_p99_200": "ms", "webhook_out_lag_p50": "ms", "webhook_out_lag_max": "ms",
 		"contacts_import": "rows/s", "group_create_50": "ms", "callout_fill_ms": "ms",
+		"pool_fanout_per_s": "recipients/s", "failover_ms": "ms",
 		"cluster_ingest_ratio_3v1": "ratio",
 	} {
 		if got[name] != unit {

@@ -17,6 +17,8 @@
 // in child processes of this program so each one's memory is its own),
 // crews (a 50,000-row contacts import and a 100,000-person group created
 // from one crew).
+// pool (a pool group over 10 numbers of both providers, pacing on),
+// failover (circuit open → first send through the other provider),
 // cluster (webhook ingest through three nodes on one PostgreSQL ÷ through
 // one, issue 15).
 package main
@@ -59,6 +61,10 @@ type config struct {
 	crewsGroupN  int
 	// callout: a callout that fills (callout.go).
 	calloutN, calloutNeed, calloutWave int
+	// pool, failover: pools and failover (pool.go).
+	poolN     int
+	poolMPS   float64
+	failoverN int
 
 	scaleSmall    int
 	scaleN        int
@@ -98,7 +104,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	runList := fs.String("run", "ingest,e2e,fanout,scale,webhookout,crews,callout,cluster", "scenarios to run, comma-separated (cluster needs PostgreSQL: CREWCAST_TEST_POSTGRES)")
+	runList := fs.String("run", "ingest,e2e,fanout,scale,webhookout,crews,callout,pool,failover,cluster", "scenarios to run, comma-separated (cluster needs PostgreSQL: CREWCAST_TEST_POSTGRES)")
 	fs.StringVar(&c.profile, "profile", "", "write CPU profiles of the measured windows to this directory")
 	fs.BoolVar(&c.pgCost, "pgcost", false, "cluster: report write transactions, WAL and PostgreSQL backend CPU per webhook of each side (the server must run on this machine)")
 	fs.StringVar(&c.tmp, "tmp", "", "directory for databases (default: a new temporary directory)")
@@ -118,6 +124,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.calloutN, "callout-n", 10000, "callout: people in the callout")
 	fs.IntVar(&c.calloutNeed, "callout-need", 50, "callout: people it needs")
 	fs.IntVar(&c.calloutWave, "callout-wave", 200, "callout: people per wave")
+	fs.IntVar(&c.poolN, "pool-n", 10000, "pool: people in the pool group (10 numbers)")
+	fs.Float64Var(&c.poolMPS, "pool-mps", 100, "pool: messages per second of each of the 10 numbers")
+	fs.IntVar(&c.failoverN, "failover-n", 2000, "failover: people in the group whose Telnyx numbers go down")
 	fs.IntVar(&c.scaleSmall, "scale-small", 10000, "hibernated groups in the small scale run")
 	fs.IntVar(&c.scaleN, "scale-n", envInt("CREWCAST_BENCH_SCALE_N", 1000000), "hibernated groups in the large scale run (env CREWCAST_BENCH_SCALE_N)")
 	fs.IntVar(&c.scaleWebhooks, "scale-webhooks", 3000, "webhooks per scale run, each to a different random group")
@@ -146,7 +155,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.instrOnly, err = harness.Scenarios(*instrOnly, "instructions workload", []string{"ingest", "e2e", "fanout"}); err != nil {
 		return c, err
 	}
-	c.run, err = harness.Scenarios(*runList, "scenario", []string{"ingest", "e2e", "fanout", "scale", "webhookout", "crews", "callout", "cluster", "instructions"})
+	c.run, err = harness.Scenarios(*runList, "scenario", []string{"ingest", "e2e", "fanout", "scale", "webhookout", "crews", "callout", "pool", "failover", "cluster", "instructions"})
 	return c, err
 }
 
@@ -193,6 +202,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	steps := map[string]func(context.Context, config, harness.Reporter) error{
 		"ingest": benchIngest, "e2e": benchE2E, "fanout": benchFanout, "scale": benchScale,
 		"webhookout": benchWebhookOut, "crews": benchCrews, "callout": benchCallout, "cluster": benchCluster,
+		"pool": benchPool, "failover": benchFailover,
 		"instructions": benchInstructions,
 	}
 	return rep.RunEach(c.run, func(s string) error { return steps[s](ctx, c, rep) })

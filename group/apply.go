@@ -231,6 +231,7 @@ func (g *Group) applyCreated(v Created) error {
 		g.Quorum = &q
 	}
 	g.Policy = v.Policy
+	g.Pool = v.Pool
 	g.Status = crewcast.GroupSending
 	g.Recipients = make([]*Recipient, len(v.Recipients))
 	for i, e := range v.Recipients {
@@ -240,6 +241,9 @@ func (g *Group) applyCreated(v Created) error {
 			r.Reason = "on the suppression list"
 		}
 		r.TZ = e.TZ
+		if i < len(v.Senders) {
+			r.From = v.Senders[i]
+		}
 		g.holdUntilSendAt(r)
 		g.Recipients[i] = r
 		g.markDirty(i)
@@ -286,6 +290,7 @@ func (g *Group) applyOutcome(at time.Time, i int, o Outcome) {
 	case ResultAccepted:
 		r.Status = crewcast.StatusSent
 		r.MessageID, r.GroupMessageID = o.MessageID, o.GroupMessageID
+		r.Provider = o.Provider
 		r.SentAt = at
 		r.NextCheckAt = at.Add(g.Settings.CheckAfter)
 	case ResultFailed:

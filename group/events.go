@@ -53,8 +53,12 @@ type RosterEntry struct {
 
 // Created starts a group's journal.
 type Created struct {
-	ID         string        `json:"id"`
-	From       string        `json:"from"`
+	ID   string `json:"id"`
+	From string `json:"from"`
+	// Pool and Senders, for a pool group (pool.go): Senders[i] is the
+	// number recipient i is texted from.
+	Pool       string        `json:"pool,omitempty"`
+	Senders    []string      `json:"senders,omitempty"`
 	Text       string        `json:"text"`
 	MediaURLs  []string      `json:"media_urls,omitempty"`
 	Mode       crewcast.Mode `json:"mode"`
@@ -110,6 +114,8 @@ type Outcome struct {
 	Class          crewcast.ErrorClass `json:"class,omitempty"`
 	Detail         string              `json:"detail,omitempty"`
 	OptOut         bool                `json:"opt_out,omitempty"`
+	// Provider is the provider that made the call ("" = the default).
+	Provider string `json:"provider,omitempty"`
 	// Suppressed, for ResultSuppressed, lists the recipients found on the
 	// suppression list (nil: all of Indices); the others of the send are
 	// pending again with the attempt given back.

@@ -553,6 +553,9 @@ func (g *Group) applyPolicyEvent(e Event) error {
 			}
 		}
 	default:
+		if ok, err := g.applyPoolEvent(e); ok || err != nil { // pool.go
+			return err
+		}
 		return fmt.Errorf("apply: unknown event %T", e)
 	}
 	if at := eventTime(e); !at.IsZero() {

@@ -145,6 +145,11 @@ type Recipient struct {
 	// CodeShown whether their texts show it.
 	Code      string `json:"code,omitempty"`
 	CodeShown bool   `json:"code_shown,omitempty"`
+	// From is the pool number this recipient is texted from in a pool
+	// group ("" = the group's From); Provider is the provider that
+	// accepted the last send ("" = the default one). See pool.go.
+	From     string `json:"from,omitempty"`
+	Provider string `json:"provider,omitempty"`
 
 	// Follow-ups, quiet hours and time zone (followup.go, quiet.go).
 	FollowupState
@@ -186,6 +191,9 @@ type Group struct {
 	// WavesSent counts the waves sent, the last at LastWaveAt (waves.go).
 	WavesSent  int       `json:"waves_sent,omitempty"`
 	LastWaveAt time.Time `json:"last_wave_at,omitzero"`
+	// Pool names the sender pool the group is sent from ("" = one From);
+	// each recipient's own number is Recipient.From (pool.go).
+	Pool string `json:"pool,omitempty"`
 
 	byNumber map[string]int
 	// dirty collects the recipients changed since TakeDirty.

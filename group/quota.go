@@ -339,7 +339,7 @@ func newQuotaEvent(typ string) Event {
 	case TypeCodesAssigned:
 		return &CodesAssigned{}
 	}
-	return nil
+	return newPoolEvent(typ)
 }
 
 func derefQuotaEvent(e Event) Event {
@@ -363,7 +363,7 @@ func derefQuotaEvent(e Event) Event {
 	case *CodesAssigned:
 		return *v
 	}
-	return e
+	return derefPoolEvent(e)
 }
 
 func quotaEventIndices(e Event) []int {
@@ -391,5 +391,5 @@ func quotaEventIndices(e Event) []int {
 		}
 		return out
 	}
-	return nil
+	return poolEventIndices(e)
 }

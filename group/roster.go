@@ -38,7 +38,10 @@ type RecipientInput struct {
 
 // Request is a client's request to create a group message.
 type Request struct {
-	From       string           `json:"from"`
+	From string `json:"from"`
+	// Pool, instead of From, sends from the numbers of a sender pool
+	// (docs/design.md §16); the caller assigns each recipient's number.
+	Pool       string           `json:"pool,omitempty"`
 	To         []string         `json:"to,omitempty"`
 	Recipients []RecipientInput `json:"recipients,omitempty"`
 	Text       string           `json:"text"`

@@ -193,7 +193,9 @@ func recipientStatus(r *http.Request) (crewcast.Status, error) {
 
 // createRequest is the body of POST /v1/groups.
 type createRequest struct {
-	From       string                            `json:"from"`
+	From string `json:"from"`
+	// Pool sends from a sender pool instead of one from (docs/design.md §16).
+	Pool       string                            `json:"pool"`
 	To         boundedList[string]               `json:"to"`
 	Recipients boundedList[group.RecipientInput] `json:"recipients"`
 	Text       string                            `json:"text"`
@@ -221,8 +223,11 @@ func (a *api) request(ctx context.Context, body createRequest) (group.Request, e
 	if err := a.checkRegistered(ctx, body.From); err != nil {
 		return group.Request{}, err
 	}
+	if err := a.checkPoolRegistered(ctx, body.Pool); err != nil { // providers.go
+		return group.Request{}, err
+	}
 	quorum, exactGiven := body.quorum()
-	req := group.Request{From: body.From, To: body.To, Recipients: body.Recipients, Text: body.Text,
+	req := group.Request{From: body.From, Pool: body.Pool, To: body.To, Recipients: body.Recipients, Text: body.Text,
 		MediaURLs: body.MediaURLs, Mode: body.Mode, Crews: body.Crews, Tags: body.Tags, Contacts: body.Contacts,
 		Template: body.Template, Responses: body.Responses, ResponseHint: body.ResponseHint, Quorum: quorum,
 		PolicyInput: body.PolicyInput, CalloutInput: body.CalloutInput, ExactGiven: exactGiven}

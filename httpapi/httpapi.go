@@ -130,6 +130,9 @@ type Config struct {
 	// SenderHealth reports each sender's health and volume in GET
 	// /v1/senders; nil reports every sender healthy with nothing sent.
 	SenderHealth SenderHealth
+	// ProviderStates answers GET /v1/providers (providers.go); nil: every
+	// provider unconfigured with a closed circuit.
+	ProviderStates ProviderStates
 	// AllowUnregistered lets groups send from 10DLC and toll-free senders
 	// whose registration is not approved (--allow-unregistered).
 	AllowUnregistered bool

@@ -120,6 +120,9 @@ func (a *api) previewGroup(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusOK, out) // nobody valid: nothing more to say
 		return nil
 	}
+	if err := a.previewPoolFrom(r.Context(), &req); err != nil { // providers.go
+		return err
+	}
 	created, ferrs, total := group.PlanWith("preview", req, group.Settings{}, suppressed, time.Time{}, group.NormalizeNumber)
 	if len(ferrs) > 0 {
 		return fieldErrorsTotal(ferrs, total)

@@ -111,6 +111,7 @@ var routeTable = []route{
 	{http.MethodGet, "/v1/senders/{number}", needAdmin, (*api).getSender},
 	{http.MethodPatch, "/v1/senders/{number}", needAdmin, (*api).patchSender},
 	{http.MethodDelete, "/v1/senders/{number}", needAdmin, (*api).deleteSender},
+	{http.MethodGet, "/v1/providers", needAdmin, (*api).listProviders},
 
 	{http.MethodPost, "/v1/session", public, (*api).createSession},
 	{http.MethodGet, "/v1/session", needRead, (*api).getSession},

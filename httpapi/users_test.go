@@ -395,7 +395,7 @@ var routeRoles = map[string]string{
 	"POST /v1/webhook-endpoints": "admin", "GET /v1/webhook-endpoints": "admin", "GET /v1/webhook-endpoints/{id}": "admin",
 	"PATCH /v1/webhook-endpoints/{id}": "admin", "DELETE /v1/webhook-endpoints/{id}": "admin",
 	"GET /v1/senders": "admin", "POST /v1/senders": "admin", "GET /v1/senders/{number}": "admin",
-	"PATCH /v1/senders/{number}": "admin", "DELETE /v1/senders/{number}": "admin",
+	"PATCH /v1/senders/{number}": "admin", "DELETE /v1/senders/{number}": "admin", "GET /v1/providers": "admin",
 	"GET /v1/webhook-endpoints/{id}/attempts": "admin", "POST /v1/webhook-endpoints/{id}/recover": "admin",
 	"POST /v1/webhook-endpoints/{id}/test": "admin", "POST /v1/webhook-endpoints/{id}/rotate": "admin",
 	"POST /v1/groups/preview":    "dispatcher",

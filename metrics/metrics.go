@@ -55,6 +55,7 @@ type Registry struct {
 	transitions     *prometheus.CounterVec
 	timeToDelivered prometheus.Histogram
 	parkedExpired   *prometheus.CounterVec
+	providerUp      *prometheus.GaugeVec
 
 	// HTTP
 	webhooks      *prometheus.CounterVec
@@ -105,6 +106,7 @@ func New() *Registry {
 	r.transitions = f.counterVec("recipient_transitions_total", "Recipients moving into a status.", "status")
 	r.timeToDelivered = f.histogram("time_to_delivered_seconds", "Time from provider acceptance to delivery receipt.",
 		[]float64{1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600})
+	r.providerUp = f.gaugeVec("provider_up", "1 while the provider's circuit is not open (docs/design.md §16), 0 while it is; one series per configured provider.", "provider")
 	r.parkedExpired = f.counterVec("webhooks_parked_expired_total", "Receipts for message ids with no route, acknowledged as expired after the parked TTL.", "provider")
 
 	r.webhooks = f.counterVec("webhooks_received_total", "Webhook requests by provider, event kind and result.", "provider", "type", "result")
@@ -364,10 +366,21 @@ func (m *Runtime) StoreError(op string, _ error) { m.r.storeErrors.WithLabelValu
 type Service struct{ r *Registry }
 
 var (
-	_ tracker.Metrics       = (*Service)(nil)
-	_ tracker.ParkedMetrics = (*Service)(nil)
-	_ tracker.LeaseMetrics  = (*Service)(nil)
+	_ tracker.Metrics         = (*Service)(nil)
+	_ tracker.ParkedMetrics   = (*Service)(nil)
+	_ tracker.LeaseMetrics    = (*Service)(nil)
+	_ tracker.ProviderMetrics = (*Service)(nil)
 )
+
+// ProviderUp sets crewcast_provider_up for a provider: 0 while its circuit
+// is open.
+func (m *Service) ProviderUp(provider string, up bool) {
+	v := 0.0
+	if up {
+		v = 1
+	}
+	m.r.providerUp.WithLabelValues(provider).Set(v)
+}
 
 // LeaseLost counts shard leases lost (tracker.LeaseLost* reasons).
 func (m *Service) LeaseLost(reason string, shards int) {

@@ -190,6 +190,15 @@ func (c Config) validate() error {
 	default:
 		return fmt.Errorf("unknown provider %q (demo, telnyx or twilio)", c.Provider)
 	}
+	if c.Provider != ProviderDemo {
+		// A second provider is configured with both parts or none.
+		if (c.TelnyxAPIKey != "") != (c.TelnyxPublicKey != "") {
+			return errors.New("telnyx needs both CREWCAST_TELNYX_API_KEY and CREWCAST_TELNYX_PUBLIC_KEY")
+		}
+		if (c.TwilioAccountSID != "") != (c.TwilioAuthToken != "") {
+			return errors.New("twilio needs both CREWCAST_TWILIO_ACCOUNT_SID and CREWCAST_TWILIO_AUTH_TOKEN")
+		}
+	}
 	if c.SendRate < 0 {
 		return fmt.Errorf("send rate must be ≥ 0, got %v", c.SendRate)
 	}
@@ -350,7 +359,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	s.tr, err = tracker.New(tracker.Config{
 		Mailer:   mailer,
 		Webhooks: s.hooks,
-		Store:    s.st, Provider: prov, Logger: cfg.Logger, Clock: cfg.Clock,
+		Store:    s.st, Provider: prov, Providers: providers, Logger: cfg.Logger, Clock: cfg.Clock,
 		Metrics: s.reg.Service(), RuntimeMetrics: s.reg.Runtime(),
 		Settings: cfg.Settings, SendRate: cfg.SendRate, SendRates: cfg.SendRates, SendWorkers: cfg.SendWorkers,
 		SendTimeout: cfg.ProviderTimeout, IdleTimeout: cfg.IdleTimeout, SweepInterval: cfg.SweepInterval,
@@ -362,12 +371,17 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	for name := range providers {
+		s.reg.Service().ProviderUp(name, true) // crewcast_provider_up: a circuit starts closed
+	}
 	s.ret = s.tr.NewRetainer(cfg.Retention, cfg.RetentionInterval)
 	s.reg.Registerer().MustRegister(newRetentionCollector(s.ret)) // privacy.go
-	if err := s.tr.Start(ctx); err != nil {
+	// Senders before the start: a group resumed at start sends through
+	// its sender's provider, at its pace (docs/design.md §16).
+	if err := s.tr.LoadSenders(ctx); err != nil {
 		return err
 	}
-	if err := s.tr.LoadSenders(ctx); err != nil { // pacing per sender (docs/design.md §16)
+	if err := s.tr.Start(ctx); err != nil {
 		return err
 	}
 	if cfg.Cluster.enabled() {
@@ -393,7 +407,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		TrustedProxies:    cfg.TrustedProxies,
 		SegmentPrice:      cfg.SegmentPrice,
 		AllowUnregistered: cfg.AllowUnregistered,
-		SenderHealth:      newSenderHealth(providers),
+		SenderHealth:      newSenderHealth(providers, s.tr.ProviderUp),
+		ProviderStates:    s.providerStates,
 		SendersChanged:    s.sendersChanged,
 		AnswerKey:         answerKey,
 	})
@@ -468,7 +483,8 @@ func (s *Server) provider(ctx context.Context, public string) (crewcast.Provider
 		// The ambiguous send is held open past our timeout, so the client
 		// sees a timeout (unconfirmed) rather than a transport-level retry.
 		sm, err := sim.New(sim.Config{Faults: faults, Seed: cfg.DemoSeed, Logger: cfg.Logger,
-			TelnyxWebhookURL: public + "/webhooks/telnyx", AcceptTimeoutHold: cfg.ProviderTimeout + 5*time.Second})
+			TelnyxWebhookURL: public + "/webhooks/telnyx", TwilioWebhookURL: public + "/webhooks/twilio",
+			AcceptTimeoutHold: cfg.ProviderTimeout + 5*time.Second})
 		if err != nil {
 			return nil, nil, fmt.Errorf("demo simulator: %w", err)
 		}
@@ -485,25 +501,44 @@ func (s *Server) provider(ctx context.Context, public string) (crewcast.Provider
 		if err != nil {
 			return nil, nil, err
 		}
-		return c, map[string]crewcast.Provider{ProviderTelnyx: c}, nil
-	case ProviderTelnyx:
+		// The simulator serves Twilio too: the demo's pool has numbers on
+		// both (docs/design.md §16), each through its real adapter.
+		tw, err := twilio.New(twilio.Config{AccountSID: k.TwilioAccountSID, AuthToken: k.TwilioAuthToken, APIBase: simURL,
+			StatusCallbackURL: public + "/webhooks/twilio", PublicURL: public, SendIdempotencyKey: true,
+			Logger: cfg.Logger, HTTPClient: s.providerClient()})
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, map[string]crewcast.Provider{ProviderTelnyx: c, ProviderTwilio: tw}, nil
+	}
+	// Telnyx or Twilio: the one --provider names is the default; the other
+	// is configured too when its credentials are (docs/design.md §16).
+	all := map[string]crewcast.Provider{}
+	if cfg.Provider == ProviderTelnyx || cfg.hasTelnyx() {
 		c, err := telnyx.New(telnyx.Config{APIKey: cfg.TelnyxAPIKey, PublicKey: cfg.TelnyxPublicKey, APIBase: cfg.TelnyxAPIBase,
 			MessagingProfileID: cfg.TelnyxMessagingProfileID, SendIdempotencyKey: cfg.TelnyxIdempotencyKeys, Logger: cfg.Logger,
 			HTTPClient: s.providerClient()})
 		if err != nil {
 			return nil, nil, err
 		}
-		return c, map[string]crewcast.Provider{ProviderTelnyx: c}, nil
-	default:
+		all[ProviderTelnyx] = c
+	}
+	if cfg.Provider == ProviderTwilio || cfg.hasTwilio() {
 		c, err := twilio.New(twilio.Config{AccountSID: cfg.TwilioAccountSID, AuthToken: cfg.TwilioAuthToken, APIBase: cfg.TwilioAPIBase,
 			StatusCallbackURL: public + "/webhooks/twilio", PublicURL: public, Logger: cfg.Logger,
 			HTTPClient: s.providerClient()})
 		if err != nil {
 			return nil, nil, err
 		}
-		return c, map[string]crewcast.Provider{ProviderTwilio: c}, nil
+		all[ProviderTwilio] = c
 	}
+	return all[cfg.Provider], all, nil
 }
+
+// hasTelnyx and hasTwilio report that a provider's credentials are given
+// (both parts: a half-configured second provider is refused by validate).
+func (c Config) hasTelnyx() bool { return c.TelnyxAPIKey != "" && c.TelnyxPublicKey != "" }
+func (c Config) hasTwilio() bool { return c.TwilioAccountSID != "" && c.TwilioAuthToken != "" }
 
 func (s *Server) retentionLoop() {
 	defer s.wg.Done()

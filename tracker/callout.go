@@ -241,9 +241,10 @@ func (a *groupActor) claimAutoReplies(c *actor.Context[groupMsg], now time.Time)
 	for _, s := range live {
 		num := g.Recipients[s.Index].Number
 		a.eff.Claim = append(a.eff.Claim, num)
-		a.addRoute(convKey(g.From, num), e.cfg.ConversationTTL)
+		from := g.FromFor(s.Index) // a pool group: the person's own number
+		a.addRoute(convKey(from, num), e.cfg.ConversationTTL)
 		a.pol = append(a.pol, sendJob{groupID: a.key, send: s.Send(),
-			req: crewcast.SendRequest{From: g.From, To: []string{num}, Text: g.AutoReplyText(s.Kind),
+			req: crewcast.SendRequest{From: from, To: []string{num}, Text: g.AutoReplyText(s.Kind),
 				IdempotencyKey: group.ClaimKey(a.key, s.ID)}})
 	}
 }

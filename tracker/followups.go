@@ -273,8 +273,17 @@ func (a *groupActor) kickPolicy(c *actor.Context[groupMsg], now time.Time) bool 
 	} else if cl, ok := g.ClaimFollowups(now, min(room, e.cfg.ClaimBatch)); ok {
 		cl, ok = a.skipSuppressedFollowups(c, cl, now, min(room, e.cfg.ClaimBatch))
 		if ok {
-			granted, wait := e.pacer.take(g.From, len(cl.Sends), now)
-			if granted < len(cl.Sends) {
+			var granted int
+			var wait time.Duration
+			if g.Pool != "" {
+				// Each follow-up goes from its person's own number, paced
+				// there (pools.go).
+				n := len(cl.Sends)
+				cl.Sends, wait = pacePoolFollowups(e.pacer, g, cl.Sends, now)
+				if granted = len(cl.Sends); granted < n {
+					c.Schedule(max(wait, time.Millisecond), msgKick{})
+				}
+			} else if granted, wait = e.pacer.take(g.From, len(cl.Sends), now); granted < len(cl.Sends) {
 				cl.Sends = cl.Sends[:granted]
 				c.Schedule(max(wait, time.Millisecond), msgKick{})
 			}
@@ -288,9 +297,11 @@ func (a *groupActor) kickPolicy(c *actor.Context[groupMsg], now time.Time) bool 
 						continue
 					}
 					// Replies to the follow-up come to this group.
-					a.addRoute(convKey(g.From, num), e.cfg.ConversationTTL)
+					// A pool group's follow-up goes from the person's own number.
+					from := g.FromFor(s.Index)
+					a.addRoute(convKey(from, num), e.cfg.ConversationTTL)
 					a.pol = append(a.pol, sendJob{groupID: a.key, send: s.Send(),
-						req: crewcast.SendRequest{From: g.From, To: []string{num}, Text: text,
+						req: crewcast.SendRequest{From: from, To: []string{num}, Text: text,
 							IdempotencyKey: group.ClaimKey(a.key, s.ID)}})
 				}
 			}
@@ -437,12 +448,13 @@ func (a *groupActor) policyResult(r sendResult, now time.Time) bool {
 	default:
 		return false
 	}
-	e.cfg.Metrics.SendOutcome(e.cfg.Provider, o.Result, o.Class)
+	prov := e.provName(r.provider)
+	e.cfg.Metrics.SendOutcome(prov, o.Result, o.Class)
 	if o.Result == group.ResultAccepted && o.MessageID != "" {
 		// Receipts of this message find the group (and change nothing but
 		// the journal: they are not the recipient's first message).
-		a.addRoute(msgKey(e.cfg.Provider, o.MessageID), 0)
-		a.adopt = append(a.adopt, o.MessageID)
+		a.addRoute(msgKey(prov, o.MessageID), 0)
+		a.adopt = append(a.adopt, msgKey(prov, o.MessageID))
 	}
 	return true
 }

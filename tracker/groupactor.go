@@ -90,8 +90,8 @@ type groupActor struct {
 	pending []group.Event
 	eff     store.Effects
 	sends   []group.Send
-	adopt   []string // message ids routed by the commit being built
-	adopted []string // message ids routed by committed commits, to adopt
+	adopt   []string // message-id route keys (msgKey) routed by the commit being built
+	adopted []string // message-id route keys routed by committed commits, to adopt
 
 	// pol: follow-up and escalation sends claimed by the commit being
 	// built (followups.go).
@@ -434,8 +434,12 @@ func (a *groupActor) create(c *actor.Context[groupMsg], m msgCreate) error {
 	if a.g.Mode == crewcast.ModeGroupMMS {
 		a.addRoute(threadKey(a.g.From, numbersOf(a.g.Recipients)), 0)
 	}
+	a.eff.Routes = append(a.eff.Routes, stickyRoutes(created)...) // pools.go
 	if err := a.flush(c); err != nil {
 		return err
+	}
+	if a.g.Pool != "" {
+		a.env.pools.watchPool(a.key, true)
 	}
 	a.kickSoon(c)
 	return nil
@@ -443,7 +447,7 @@ func (a *groupActor) create(c *actor.Context[groupMsg], m msgCreate) error {
 
 func (a *groupActor) kickSoon(c *actor.Context[groupMsg]) {
 	now := a.env.cfg.Clock.Now()
-	if a.g != nil && (a.g.HasClaimable(now) || policyDue(a.g, now) || calloutDue(a.g, now, a.env.cfg.CalloutSettle)) {
+	if a.g != nil && (a.g.HasClaimable(now) || policyDue(a.g, now) || calloutDue(a.g, now, a.env.cfg.CalloutSettle) || a.failoverDue()) {
 		c.Self().Tell(msgKick{})
 	} else if a.g != nil {
 		a.settleSoon(c, now) // callout.go
@@ -468,6 +472,10 @@ func (a *groupActor) kick(c *actor.Context[groupMsg]) {
 		return
 	}
 	if !a.kickPolicy(c, now) || a.g == nil || a.broken || a.retired {
+		return
+	}
+	if a.g.Pool != "" {
+		a.kickPool(c, now) // pools.go: failover, then claims paced per number
 		return
 	}
 	if !a.g.HasClaimable(now) {
@@ -561,14 +569,18 @@ func (a *groupActor) doWork(c *actor.Context[groupMsg]) {
 				continue
 			}
 			o := a.g.Outcome(r.send, r.res, r.err, r.at)
+			prov := e.provName(r.provider)
+			if prov != e.cfg.Provider {
+				o.Provider = prov // recorded only off the default, as before §16
+			}
 			out.Outcomes = append(out.Outcomes, o)
-			e.cfg.Metrics.SendOutcome(e.cfg.Provider, o.Result, o.Class)
+			e.cfg.Metrics.SendOutcome(prov, o.Result, o.Class)
 			if o.Result == group.ResultAccepted && o.MessageID != "" {
-				a.addRoute(msgKey(e.cfg.Provider, o.MessageID), 0)
+				a.addRoute(msgKey(prov, o.MessageID), 0)
 				if o.GroupMessageID != "" && o.GroupMessageID != o.MessageID {
-					a.addRoute(msgKey(e.cfg.Provider, o.GroupMessageID), 0)
+					a.addRoute(msgKey(prov, o.GroupMessageID), 0)
 				}
-				a.adopt = append(a.adopt, o.MessageID)
+				a.adopt = append(a.adopt, msgKey(prov, o.MessageID))
 			}
 			if o.OptOut {
 				for _, i := range o.Indices {
@@ -646,7 +658,7 @@ func (a *groupActor) applyEntry(e routed, now time.Time) bool {
 				}
 				a.emit(o)
 				a.addRoute(msgKey(ev.Provider, ev.MessageID), 0)
-				a.adopt = append(a.adopt, ev.MessageID)
+				a.adopt = append(a.adopt, msgKey(ev.Provider, ev.MessageID))
 				continue
 			}
 			if o, ok := a.g.Observe(ev, now); ok {
@@ -699,7 +711,7 @@ func (a *groupActor) reminder(c *actor.Context[groupMsg], r actor.Reminder) {
 		if rc.Status == crewcast.StatusSent && !rc.NextCheckAt.After(now) {
 			if !a.looking[i] && !a.env.closing() {
 				a.looking[i] = true
-				a.env.sends.lookup(lookupJob{groupID: a.key, index: i, messageID: rc.MessageID})
+				a.env.sends.lookup(lookupJob{groupID: a.key, index: i, messageID: rc.MessageID, provider: rc.Provider})
 			}
 			return
 		}
@@ -781,7 +793,7 @@ func (a *groupActor) emit(e group.Event) {
 		// exists for every message that may have gone out.
 		for _, s := range cl.Sends {
 			for _, i := range s.Indices {
-				a.addRoute(convKey(a.g.From, a.g.Recipients[i].Number), a.env.cfg.ConversationTTL)
+				a.addRoute(convKey(a.g.FromFor(i), a.g.Recipients[i].Number), a.env.cfg.ConversationTTL)
 			}
 		}
 	}
@@ -996,7 +1008,7 @@ func (a *groupActor) queueSends(sends []group.Send) {
 		}
 		jobs = append(jobs, sendJob{
 			groupID: a.key, send: s, mms: a.g.Mode == crewcast.ModeGroupMMS,
-			req: crewcast.SendRequest{From: a.g.From, To: to, Text: a.g.TextFor(s.Indices[0]), MediaURLs: a.g.MediaURLs,
+			req: crewcast.SendRequest{From: a.g.FromFor(s.Indices[0]), To: to, Text: a.g.TextFor(s.Indices[0]), MediaURLs: a.g.MediaURLs,
 				IdempotencyKey: group.ClaimKey(a.key, s.ID)},
 		})
 	}

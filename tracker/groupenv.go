@@ -34,6 +34,7 @@ type groupEnv struct {
 	reminders reminderWaker     // the durable reminders' poller (*actor.Kind)
 	closing   func() bool       // the tracker is stopping: claim nothing more
 	codes     *codeLocks        // reply-code assignment per conversation (replycodes.go)
+	pools     poolView          // pools, providers and circuits (*Tracker, pools.go)
 }
 
 // groupConfig is the part of Config a group actor reads.
@@ -142,7 +143,7 @@ func (t *Tracker) newGroupEnv() *groupEnv {
 		st: t.st, committer: t.committer,
 		work: t.work, sends: t.pool, pacer: t.pacer, room: t.room, hub: t.hub,
 		gate: &t.gate, stops: &t.fstop, checks: t, owner: t, routing: trackerRoutes{t},
-		closing: t.closing.Load, codes: &t.codeLocks,
+		closing: t.closing.Load, codes: &t.codeLocks, pools: t,
 	}
 }
 
@@ -159,9 +160,9 @@ func (e *groupEnv) writeCtx(parent context.Context) (context.Context, context.Ca
 // webhooks.
 type trackerRoutes struct{ t *Tracker }
 
-func (r trackerRoutes) routed(groupID string, messageIDs []string) {
-	for _, id := range messageIDs {
-		r.t.routes.put(msgKey(r.t.cfg.Provider.Name(), id), groupID)
+func (r trackerRoutes) routed(groupID string, keys []string) {
+	for _, k := range keys {
+		r.t.routes.put(k, groupID)
 	}
 }
 

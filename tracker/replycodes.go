@@ -99,14 +99,14 @@ func (m codeMap) letters() []string {
 // codeLocks serialises code assignment per conversation within a process.
 type codeLocks struct{ stripes [64]sync.Mutex }
 
-// lock takes the stripes of the conversations (ours, each of theirs), in
+// lock takes the stripes of the conversations (their code-map keys), in
 // stripe order, and returns their release.
-func (l *codeLocks) lock(ours string, theirs []string) func() {
+func (l *codeLocks) lock(keys []string) func() {
 	seen := map[uint32]bool{}
 	var idx []int
-	for _, n := range theirs {
+	for _, k := range keys {
 		h := fnv.New32a()
-		h.Write([]byte(codeKey(ours, n)))
+		h.Write([]byte(k))
 		s := h.Sum32() % uint32(len(l.stripes))
 		if !seen[s] {
 			seen[s] = true
@@ -196,19 +196,20 @@ func (a *groupActor) assignCodes(ctx context.Context, cl group.Claimed, now time
 		return func() {}, true
 	}
 	var idx []int
-	var nums, keys []string
+	var keys []string
 	for _, s := range cl.Sends {
 		for _, i := range s.Indices {
 			idx = append(idx, i)
-			nums = append(nums, g.Recipients[i].Number)
-			keys = append(keys, codeKey(g.From, g.Recipients[i].Number))
+			// A pool group texts each person from their own number:
+			// the conversation, and so the code map, is that number's.
+			keys = append(keys, codeKey(g.FromFor(i), g.Recipients[i].Number))
 		}
 	}
 	if len(idx) == 0 {
 		return func() {}, true
 	}
 	window := e.cfg.ReplyCodeWindow
-	release = e.codes.lock(g.From, nums)
+	release = e.codes.lock(keys)
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.CommitTimeout)
 	defer cancel()
 	vals, err := readRoutes(rctx, e.st, keys)

@@ -442,15 +442,13 @@ func (t *Tracker) deliver(id string, r routed) {
 
 // adoptParked routes again the parked webhooks of message ids a commit just
 // gave a route.
-func (t *Tracker) adoptParked(messageIDs []string) {
-	provider := t.cfg.Provider.Name()
+func (t *Tracker) adoptParked(keys []string) {
 	var found []string
 	t.mu.Lock()
-	for _, id := range messageIDs {
-		k := msgKey(provider, id)
+	for _, k := range keys {
 		if _, ok := t.parked[k]; ok {
 			delete(t.parked, k)
-			found = append(found, id)
+			found = append(found, k)
 		}
 	}
 	t.mu.Unlock()
@@ -471,7 +469,8 @@ func (t *Tracker) adoptParked(messageIDs []string) {
 		defer t.wg.Done()
 		ctx, cancel := context.WithTimeout(t.bg, 30*time.Second)
 		defer cancel()
-		for _, id := range found {
+		for _, k := range found {
+			provider, id, _ := strings.Cut(strings.TrimPrefix(k, "m:"), ":")
 			entries, err := t.st.InboxByMessageID(ctx, provider, id)
 			if err != nil {
 				t.log.Warn("adopt parked webhooks; the sweep will retry", "err", err)

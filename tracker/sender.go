@@ -41,6 +41,9 @@ type sendResult struct {
 	res  crewcast.SendResult
 	err  error
 	at   time.Time
+	// provider names the provider that made the call ("" when none did:
+	// a guard's refusal, a shutdown, a mail step).
+	provider string
 }
 
 // lookupJob asks the provider for the status of recipient index of a group.
@@ -48,6 +51,7 @@ type lookupJob struct {
 	groupID   string
 	index     int
 	messageID string
+	provider  string // the provider that accepted the send ("" = the default)
 }
 
 // lookupResult is a provider's answer to a lookupJob.
@@ -68,7 +72,7 @@ var errNotSentShutdown = &crewcast.SendError{Provider: "crewcast", Class: crewca
 // `workers` at a time. Queued jobs are never dropped: a claimed send either
 // runs or, at shutdown, is answered with errNotSentShutdown.
 type pool struct {
-	provider crewcast.Provider
+	provs    *providerSet
 	workers  int
 	timeout  time.Duration
 	now      func() time.Time
@@ -84,6 +88,9 @@ type pool struct {
 	// onDrain, if set, hears the backlog left each time a worker takes a
 	// send (groups waiting for room are woken by it).
 	onDrain func(backlog int)
+	// onCall, if set, hears every provider call's answer before it is
+	// handed over (the circuits, circuit.go).
+	onCall func(provider string, res crewcast.SendResult, err error)
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -94,9 +101,9 @@ type pool struct {
 	wg      sync.WaitGroup
 }
 
-func newPool(p crewcast.Provider, workers int, timeout time.Duration, now func() time.Time,
+func newPool(p *providerSet, workers int, timeout time.Duration, now func() time.Time,
 	onSend func(string, sendResult), onLookup func(string, lookupResult)) *pool {
-	pl := &pool{provider: p, workers: workers, timeout: timeout, now: now, onSend: onSend, onLookup: onLookup, ctx: context.Background()}
+	pl := &pool{provs: p, workers: workers, timeout: timeout, now: now, onSend: onSend, onLookup: onLookup, ctx: context.Background()}
 	pl.cond = sync.NewCond(&pl.mu)
 	return pl
 }
@@ -189,7 +196,7 @@ func (p *pool) work() {
 		p.running++
 		p.mu.Unlock()
 		ctx, cancel := context.WithTimeout(p.ctx, p.timeout)
-		st, err := p.provider.Lookup(ctx, j.messageID)
+		st, err := p.provs.named(j.provider).Lookup(ctx, j.messageID)
 		cancel()
 		p.onLookup(j.groupID, lookupResult{index: j.index, st: st, err: err, at: p.now()})
 		p.finished()
@@ -210,12 +217,19 @@ func (p *pool) call(j sendJob) sendResult {
 	}
 	if j.via != nil {
 		res, err = j.via(ctx)
-	} else if j.mms {
-		res, err = p.provider.SendGroupMMS(ctx, j.req)
-	} else {
-		res, err = p.provider.Send(ctx, j.req)
+		return sendResult{send: j.send, res: res, err: err, at: p.now()}
 	}
-	return sendResult{send: j.send, res: res, err: err, at: p.now()}
+	// The sender's provider makes the call (providers.go).
+	prov := p.provs.forFrom(j.req.From)
+	if j.mms {
+		res, err = prov.SendGroupMMS(ctx, j.req)
+	} else {
+		res, err = prov.Send(ctx, j.req)
+	}
+	if p.onCall != nil {
+		p.onCall(prov.Name(), res, err)
+	}
+	return sendResult{send: j.send, res: res, err: err, at: p.now(), provider: prov.Name()}
 }
 
 // close stops taking work, answers queued sends as not sent, and waits for

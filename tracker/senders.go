@@ -44,9 +44,12 @@ func (t *Tracker) LoadSenders(ctx context.Context) error {
 		return fmt.Errorf("tracker: load senders: %w", err)
 	}
 	mps := make(map[string]float64, len(ss))
+	dir := make(map[string]senderInfo, len(ss))
 	for _, s := range ss {
 		mps[s.Number] = s.MPS
+		dir[s.Number] = senderInfo{provider: s.Provider, pool: s.Pool}
 	}
 	t.pacer.setSenders(mps)
+	t.provs.dir.Store(newSenderDir(dir)) // providers.go: who sends from each number
 	return nil
 }

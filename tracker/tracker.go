@@ -46,6 +46,13 @@ type Config struct {
 	// Provider sends messages and parses nothing here (webhooks are parsed
 	// by the HTTP layer). Required.
 	Provider crewcast.Provider
+	// Providers are the other configured providers by name (docs/design.md
+	// §16): a registered sender's provider sends its messages; Provider
+	// stays the default for a from that is no sender.
+	Providers map[string]crewcast.Provider
+	// CircuitHalfOpen is how long a provider's open circuit waits before
+	// it lets a call try again (circuit.go); default 30s.
+	CircuitHalfOpen time.Duration
 	// System is the actor system to run in; default: a new one, owned and
 	// shut down by the tracker.
 	System *actor.System
@@ -232,6 +239,9 @@ type Tracker struct {
 	committer *actor.Committer
 	inbox     *actor.Batcher[store.InboxEntry, store.InboxResult]
 	pool      *pool
+	provs     *providerSet // the configured providers and the senders (providers.go)
+	circuits  *circuits    // one per provider (circuit.go)
+	pools     poolGroups   // active pool groups (pools.go)
 	pacer     *pacer
 	hub       *Hub
 	route     chan routeReq
@@ -310,8 +320,12 @@ func New(cfg Config) (*Tracker, error) {
 	t.pacer = newPacer(cfg.SendRate, cfg.SendBurst, cfg.SendRates)
 	t.work = newWorkQueue(func(id string) bool { return t.groups.Tell(id, msgWork{}) }, t.after, t.actorsDown.Load,
 		t.ownsKey, t.notifyIdle)
-	t.pool = newPool(cfg.Provider, cfg.SendWorkers, cfg.SendTimeout, cfg.Clock.Now, t.work.postResult, t.work.postLookup)
+	t.provs = newProviderSet(cfg.Provider, cfg.Providers)
+	t.circuits = newCircuits(cfg.Clock.Now, t.log, cfg.CircuitHalfOpen)
+	t.pool = newPool(t.provs, cfg.SendWorkers, cfg.SendTimeout, cfg.Clock.Now, t.work.postResult, t.work.postLookup)
 	t.pool.guard = t.guardSend
+	t.pool.onCall = t.circuits.observe
+	t.circuits.onChange = t.circuitChanged
 	t.pool.ctx, t.cancelCalls = context.WithCancel(context.Background())
 	t.room = newSendRoom(cfg.MaxBacklog/2, t.pool.backlog, t.kick)
 	t.pool.onDrain = t.room.drained
@@ -501,9 +515,18 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 		settings.CheckAfter = opts.CheckAfter
 	}
 	id := t.cfg.NewID()
+	pool, err := t.planPool(&req) // pools.go
+	if err != nil {
+		return "", false, err
+	}
 	created, ferrs, total := group.PlanWith(id, req, settings, suppressed, t.cfg.Clock.Now(), normalize)
 	if len(ferrs) > 0 {
 		return "", false, &ValidationError{Fields: ferrs, Total: total}
+	}
+	if pool != nil {
+		if err := t.assignPool(ctx, &created, pool, req.Pool); err != nil {
+			return "", false, unavailable(ctx, "read sticky senders", err)
+		}
 	}
 	if req.UsesDirectory() && !slices.ContainsFunc(created.Recipients, func(e group.RosterEntry) bool { return !e.Suppressed }) {
 		return "", false, fmt.Errorf("%w: all %d recipients are on the suppression list", ErrNoneReachable, len(created.Recipients))

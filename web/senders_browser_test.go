@@ -37,6 +37,11 @@ func TestBoardSenders(t *testing.T) {
 		t.Errorf("title %q", got)
 	}
 	b.axeClean(t, "senders, empty")
+	// Both providers of the demo, their circuits closed.
+	wait("the providers' circuits", `document.querySelectorAll("#provider-states li[data-circuit=closed]").length === 2`)
+	if got := text("#provider-states"); !strings.Contains(got, "Telnyx: up") || !strings.Contains(got, "Twilio: up") {
+		t.Errorf("providers %q", got)
+	}
 
 	// Mistakes the board can tell: on their fields, the first one focused.
 	webtest.Fill(t, ctx, "#sender-number", "call me")

@@ -810,3 +810,20 @@ func (f *fakeTracker) RetryFailed(ctx context.Context, id, by string) (retried, 
 
 // Nudge is the board's "send the follow-up now" (not used by the CLI).
 func (f *fakeTracker) Nudge(context.Context, string, string) error { return nil }
+
+// --pool sends the group body's pool instead of a from; both is a usage
+// error.
+func TestSendPool(t *testing.T) {
+	e := newCLIEnv(t)
+	_, _, _ = e.client("send", "send", "--pool", "dispatch", "--to", "+15550100001", "--text", "x", "--no-follow")
+	e.fake.mu.Lock()
+	got := e.fake.lastReq
+	e.fake.mu.Unlock()
+	if got.Pool != "dispatch" || got.From != "" {
+		t.Fatalf("request pool %q from %q, want pool dispatch and no from", got.Pool, got.From)
+	}
+	code, _, errs := e.client("send", "send", "--pool", "dispatch", "--from", "+15550100000", "--to", "+15550100001", "--text", "x")
+	if code != 2 || !strings.Contains(errs, "not both") {
+		t.Fatalf("--from and --pool: %d %q", code, errs)
+	}
+}

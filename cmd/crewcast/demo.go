@@ -198,6 +198,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if sm := srv.Sim(); sm != nil {
 		fmt.Fprintf(stdout, "  simulator: %s (control token %s)\n", sm.URL(), sm.ControlToken())
 	}
+	if fresh {
+		// A small pool on both simulated providers (docs/design.md §16).
+		if err := srv.EnsureDemoPool(ctx); err != nil {
+			_ = srv.Stop(context.Background())
+			return err
+		}
+		fmt.Fprintf(stdout, "  sender pool: %q (2 Telnyx + 2 Twilio numbers; send with \"pool\":%q)\n", server.DemoPool, server.DemoPool)
+	}
 	if !*noExample && fresh {
 		req := group.Request{From: demoFrom, Mode: crewcast.ModeIndividual,
 			Text: "Crew call: site B, 7:00 tomorrow. Reply YES if you can make it, NO if not."}

@@ -33,7 +33,8 @@ func (l *listFlag) Set(v string) error {
 }
 
 type createBody struct {
-	From       string           `json:"from"`
+	From       string           `json:"from,omitempty"`
+	Pool       string           `json:"pool,omitempty"`
 	To         []string         `json:"to,omitempty"`
 	Crews      []string         `json:"crews,omitempty"`
 	Tags       []string         `json:"tags,omitempty"`
@@ -51,7 +52,8 @@ type createBody struct {
 func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("send", stderr)
 	cf := bindClientFlags(fs)
-	from := fs.String("from", "", "sender number, E.164 (required)")
+	from := fs.String("from", "", "sender number, E.164 (required unless --pool)")
+	pool := fs.String("pool", "", "send from this sender pool instead of --from: each person from their own number of it")
 	var to, media listFlag
 	var crews, tags, contacts listFlag
 	fs.Var(&to, "to", "recipient numbers, comma-separated; repeatable")
@@ -70,6 +72,7 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	pf := bindPolicyFlags(fs)
 	setUsage(fs, `Usage: crewcast send --from NUMBER --to NUMBER[,NUMBER...] --text TEXT [flags]
        crewcast send --from NUMBER --crew NAME --template NAME --responses '1=Coming,2=Cannot' [flags]
+       crewcast send --pool NAME --to NUMBER[,NUMBER...] --text TEXT [flags]
 
 Recipients come from --to, --crew, --tag and --contact together; a person
 reached several ways gets one message. The text may use {{name}},
@@ -91,8 +94,10 @@ Flags:
 		return err
 	}
 	switch {
-	case *from == "":
-		return usagef("--from is required: the sender number, E.164 (see 'crewcast send -h')")
+	case *from == "" && *pool == "":
+		return usagef("--from is required: the sender number, E.164, or --pool NAME (see 'crewcast send -h')")
+	case *from != "" && *pool != "":
+		return usagef("give --from or --pool, not both (see 'crewcast send -h')")
 	case len(to)+len(crews)+len(tags)+len(contacts) == 0:
 		return usagef("no recipients: give --to, --crew, --tag or --contact (see 'crewcast send -h')")
 	case *text == "" && len(media) == 0 && *template == "":
@@ -106,7 +111,7 @@ Flags:
 	if err != nil {
 		return err
 	}
-	body := createBody{From: *from, To: to, Text: *text, Mode: *mode, MediaURLs: media, Crews: crews, Tags: tags,
+	body := createBody{From: *from, Pool: *pool, To: to, Text: *text, Mode: *mode, MediaURLs: media, Crews: crews, Tags: tags,
 		Contacts: contacts, Template: *template, policyBody: pol}
 	if *responses != "" {
 		opts, err := parseResponses(*responses)

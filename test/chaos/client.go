@@ -221,6 +221,7 @@ func (a api) metric(ctx context.Context, name string) float64 {
 // ledgerSend is one row of GET /sim/ledger.
 type ledgerSend struct {
 	ID         string    `json:"id"`
+	Provider   string    `json:"provider"`
 	From       string    `json:"from"`
 	To         string    `json:"to"`
 	Text       string    `json:"text"`
@@ -229,8 +230,10 @@ type ledgerSend struct {
 
 // simKeys is GET /sim/keys.
 type simKeys struct {
-	TelnyxPublicKey string `json:"telnyx_public_key"`
-	TelnyxAPIKey    string `json:"telnyx_api_key"`
+	TelnyxPublicKey  string `json:"telnyx_public_key"`
+	TelnyxAPIKey     string `json:"telnyx_api_key"`
+	TwilioAccountSID string `json:"twilio_account_sid"` // T17
+	TwilioAuthToken  string `json:"twilio_auth_token"`
 }
 
 // simAPI is the simulator's control plane.

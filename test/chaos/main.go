@@ -1,5 +1,5 @@
 // Command chaos is crewcast's reliability harness (docs/reliability.md,
-// docs/testing.md T1, T2, T5, T6, T7, T10, T11, T14 (kill -9 while follow-ups fire), T18 (kill -9 while callouts fill) and, with several
+// docs/testing.md T1, T2, T5, T6, T7, T10, T11, T14 (kill -9 while follow-ups fire), T18 (kill -9 while callouts fill), T17 (two providers: outages and kill -9 under a pool group) and, with several
 // nodes, T8, T12, T13). It builds crewcast, runs the
 // provider simulator and the server as separate processes on loopback,
 // kills, corrupts and starves the server, and checks from the outside —
@@ -57,6 +57,7 @@ var scenarios = []struct {
 	{"T11", runT11},
 	{"T14", runT14},
 	{"T18", runT18},
+	{"T17", runT17},
 	{"T6", runT6},
 	{"T7", runT7},
 	{"T10", runT10},
@@ -96,7 +97,9 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		}
 	}
 	if c.timeout == 0 {
-		c.timeout = 6*time.Minute + time.Duration(c.iterations)*20*time.Second + 2*c.soak
+		// + 2 minutes for T17 (its own simulator and server, 4 iterations
+		// of a 7-13 s pool fan-out and their settling).
+		c.timeout = 8*time.Minute + time.Duration(c.iterations)*20*time.Second + 2*c.soak
 	}
 	root, err := moduleRoot()
 	if err != nil && c.bin == "" {

@@ -18,6 +18,7 @@ export const adminApi = {
   createKey: (name, scopes) => request("POST", "/v1/keys", { name, scopes }),
   revokeKey: (id) => request("DELETE", `/v1/keys/${enc(id)}`),
   listSenders: () => request("GET", "/v1/senders"),
+  listProviders: () => request("GET", "/v1/providers"),
   createSender: (body) => request("POST", "/v1/senders", body),
   deleteSender: (number) => request("DELETE", `/v1/senders/${enc(number)}`),
   audit: (q) => request("GET", `/v1/audit?${auditQuery(q)}`),

@@ -1,6 +1,7 @@
 // The Senders page (admin; docs/design.md §16): the numbers crewcast sends
 // from, with provider, pool, pacing, registration, whether their provider
-// can send now and how many sends went out from each in the last hour.
+// can send now and how many sends went out from each in the last hour;
+// above them, each provider's circuit (GET /v1/providers).
 // Add a sender; remove one after a confirmation. Every change goes through
 // /v1/senders, which audits it.
 import { h, replace } from "./dom.js";
@@ -27,6 +28,18 @@ export function registrationText(r) {
   const parts = [label(KINDS, r.kind), label(STATUSES, r.status).toLowerCase()];
   if (r.campaign_id) parts.push(r.campaign_id);
   return parts.join(" · ");
+}
+
+const PROVIDER_NAMES = { telnyx: "Telnyx", twilio: "Twilio" };
+const CIRCUIT_WORDS = { closed: "up", open: "down (circuit open: pool sends go to the other provider)", half_open: "recovering (circuit half-open: trying again)" };
+
+/** providerText says a provider's state from GET /v1/providers in words. */
+export function providerText(p) {
+  const name = PROVIDER_NAMES[p.name] || p.name;
+  if (!p.configured) return `${name}: not configured`;
+  let t = `${name}: ${CIRCUIT_WORDS[p.circuit] || p.circuit}`;
+  if (p.failures_last_minute > 0) t += `, ${p.failures_last_minute} failed ${p.failures_last_minute === 1 ? "call" : "calls"} in the last minute`;
+  return t;
 }
 
 /** checkForm finds the mistakes the board can tell before asking the server. */
@@ -150,7 +163,15 @@ export function render(main, ctx) {
     );
   }
 
+  const providers = h("ul", { class: "provider-states", id: "provider-states", "aria-label": "Providers" });
+
   async function load() {
+    adminApi
+      .listProviders()
+      .then((out) => {
+        if (alive) replace(providers, (out.providers || []).map((p) => h("li", { dataset: { provider: p.name, circuit: p.circuit } }, providerText(p))));
+      })
+      .catch(() => {});
     try {
       const out = await adminApi.listSenders();
       if (!alive) return;
@@ -168,6 +189,7 @@ export function render(main, ctx) {
       "section",
       { class: "page" },
       h("div", { class: "page-head" }, h("div", { class: "page-title" }, h("h1", null, "Senders"))),
+      providers,
       h(
         "form",
         { class: "card admin-form", id: "sender-form", novalidate: true, onsubmit: onSubmit, "aria-labelledby": "sender-form-title" },
