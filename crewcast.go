@@ -117,6 +117,10 @@ const (
 	KindSent    EventKind = "sent"    // handed to the carrier (Telnyx message.sent)
 	KindStatus  EventKind = "status"  // a delivery status update (message.finalized, Twilio status callback)
 	KindInbound EventKind = "inbound" // a message from a person to one of our numbers
+	// KindCallEnded is the end of a ladder's voice call: ProviderStatus is
+	// its outcome (answered, no_answer, busy, machine, failed), Text the
+	// digits pressed, To the person's number, MessageID the group's id.
+	KindCallEnded EventKind = "call_ended"
 )
 
 // Event is one provider webhook event in crewcast's vocabulary. A webhook

@@ -530,7 +530,7 @@ func (g *Group) applyPolicyEvent(e Event) error {
 		}
 	case Escalated, EscalationOutcomes:
 		return g.applyEscalation(e)
-	case WaveSent, Selected, Standby, Unselected, NotNeeded, QuorumReopened, AutoReplyClaimed, AutoReplyOutcomes:
+	case WaveSent, Selected, Standby, Unselected, NotNeeded, QuorumReopened, AutoReplyClaimed, AutoReplyOutcomes, CallEnded:
 		return g.applyQuotaEvent(e)
 	case ConfirmClaimed, ConfirmOutcomes:
 		return g.applyConfirm(e)

@@ -246,6 +246,8 @@ func (g *Group) applyQuotaEvent(e Event) error {
 				g.applyAutoReplyOutcome(v.At, i, o)
 			}
 		}
+	case CallEnded:
+		g.applyCallEnded(v)
 	default:
 		return fmt.Errorf("apply: unknown event %T", e)
 	}
@@ -314,6 +316,8 @@ func quotaEventTime(e Event) time.Time {
 		return v.At
 	case AutoReplyOutcomes:
 		return v.At
+	case CallEnded:
+		return v.At
 	}
 	return time.Time{}
 }
@@ -336,6 +340,8 @@ func newQuotaEvent(typ string) Event {
 		return &AutoReplyClaimed{}
 	case TypeAutoReplyOutcomes:
 		return &AutoReplyOutcomes{}
+	case TypeCallEnded:
+		return &CallEnded{}
 	}
 	return nil
 }
@@ -357,6 +363,8 @@ func derefQuotaEvent(e Event) Event {
 	case *AutoReplyClaimed:
 		return *v
 	case *AutoReplyOutcomes:
+		return *v
+	case *CallEnded:
 		return *v
 	}
 	return e
@@ -386,6 +394,8 @@ func quotaEventIndices(e Event) []int {
 			out = append(out, o.Indices...)
 		}
 		return out
+	case CallEnded:
+		return []int{v.Index}
 	}
 	return nil
 }
