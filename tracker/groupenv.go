@@ -38,7 +38,7 @@ type groupEnv struct {
 // groupConfig is the part of Config a group actor reads.
 type groupConfig struct {
 	// Mailer sends ladders' email steps (ladder.go); nil: none.
-	Mailer          Mailer
+	Mailer Mailer
 	// Caller places ladders' voice calls (voice.go); nil: none.
 	Caller          Caller
 	Clock           actor.Clock
