@@ -349,6 +349,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	}
 	s.tr, err = tracker.New(tracker.Config{
 		Mailer:   mailer,
+		Caller:   caller(providers, public),
 		Webhooks: s.hooks,
 		Store:    s.st, Provider: prov, Logger: cfg.Logger, Clock: cfg.Clock,
 		Metrics: s.reg.Service(), RuntimeMetrics: s.reg.Runtime(),
