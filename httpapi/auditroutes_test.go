@@ -82,6 +82,7 @@ var auditNotExpected = map[string]string{
 	"POST /webhooks/telnyx":       "provider callbacks: the provider acts, not a person or key (the journal records them)",
 	"POST /webhooks/twilio":       "provider callbacks: the provider acts, not a person or key (the journal records them)",
 	"POST /webhooks/twilio/voice": "provider callbacks: the provider acts, not a person or key (the journal records them)",
+	"POST /webhooks/telnyx/voice": "provider callbacks: the provider acts, not a person or key (the journal records them)",
 	"POST /v1/groups/preview":     "changes nothing",
 	"POST /a/{token}":             "the recipient answers by email link, like a text reply (the group's journal records it)",
 }

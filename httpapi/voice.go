@@ -12,7 +12,8 @@ import (
 )
 
 // Voice callbacks (docs/design.md §17): a ladder's call posts its gather
-// (the digit pressed) and its final status to POST /webhooks/twilio/voice,
+// (the digit pressed) and its final status to POST /webhooks/twilio/voice
+// (or /webhooks/telnyx/voice),
 // with k=gather or k=status and the group (g), the recipient's index (r)
 // and the step (s) in the query. The query is part of the URL Twilio
 // signs, so it is trusted only once X-Twilio-Signature verifies (the
@@ -23,11 +24,22 @@ import (
 
 // voiceVerifier is a provider that verifies voice callbacks.
 type voiceVerifier interface {
-	ParseVoiceWebhook(crewcast.WebhookRequest) (twilio.CallEvent, error)
+	ParseVoiceWebhook(crewcast.WebhookRequest) (crewcast.CallEvent, error)
 }
 
 func (a *api) webhookTwilioVoice(w http.ResponseWriter, r *http.Request) error {
-	const name = "twilio"
+	return a.webhookVoice(w, r, "twilio")
+}
+
+// webhookTelnyxVoice is POST /webhooks/telnyx/voice: the same callbacks
+// from a TeXML call. Telnyx signs the body and a timestamp but not the
+// URL, so the query must also carry crewcast's token over it (t,
+// tracker.VoiceCallbackToken with Config.VoiceKey).
+func (a *api) webhookTelnyxVoice(w http.ResponseWriter, r *http.Request) error {
+	return a.webhookVoice(w, r, "telnyx")
+}
+
+func (a *api) webhookVoice(w http.ResponseWriter, r *http.Request, name string) error {
 	p, ok := a.cfg.Providers[name].(voiceVerifier)
 	if !ok {
 		return newError(http.StatusNotFound, codeNotFound, "provider "+name+" is not configured for voice")
@@ -68,6 +80,11 @@ func (a *api) webhookTwilioVoice(w http.ResponseWriter, r *http.Request) error {
 	}
 	gid, kind := ev.Query.Get("g"), ev.Query.Get("k")
 	idx, err := strconv.Atoi(ev.Query.Get("r"))
+	if name == "telnyx" && !tracker.VoiceCallbackTokenOK(a.cfg.VoiceKey, ev.Query) {
+		count("bad_signature")
+		a.metrics.SignatureFailure(name)
+		return newError(http.StatusUnauthorized, codeBadSignature, "webhook signature invalid")
+	}
 	if gid == "" || err != nil || idx < 0 || (kind != "gather" && kind != "status") {
 		count("ignored") // signed, but not a ladder call's callback
 		return say("")
@@ -96,7 +113,7 @@ func (a *api) webhookTwilioVoice(w http.ResponseWriter, r *http.Request) error {
 			return say("That is not one of the choices. You can still answer by text. Goodbye.")
 		}
 		o := g.Responses[d-1]
-		event = tracker.VoiceAnswer(gid, "twilio:"+ev.CallSID+":gather", number, g.From, o.Key, a.now())
+		event = tracker.VoiceAnswer(gid, name+":"+ev.CallSID+":gather", number, g.From, o.Key, a.now())
 		reply = "Thank you. Your answer was recorded: " + o.Label + ". Goodbye."
 	default:
 		outcome, final := ev.Outcome()
@@ -104,7 +121,7 @@ func (a *api) webhookTwilioVoice(w http.ResponseWriter, r *http.Request) error {
 			count("ignored")
 			return say("")
 		}
-		event = tracker.CallEndedEvent(gid, "twilio:"+ev.CallSID+":ended", number, g.From, outcome, "", a.now())
+		event = tracker.CallEndedEvent(gid, name+":"+ev.CallSID+":ended", number, g.From, outcome, "", a.now())
 	}
 	isNew, err := a.svc.Ingest(r.Context(), []crewcast.Event{event})
 	if err != nil {

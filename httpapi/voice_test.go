@@ -2,13 +2,16 @@ package httpapi
 
 import (
 	"context"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/group"
+	"github.com/crewcast/crewcast/provider/telnyx"
 	"github.com/crewcast/crewcast/provider/twilio"
 	"github.com/crewcast/crewcast/tracker"
 )
@@ -96,5 +99,64 @@ func TestWebhookTwilioVoice(t *testing.T) {
 	defer mu.Unlock()
 	if len(got) != 3 {
 		t.Fatalf("refused callbacks were ingested: %+v", got[3:])
+	}
+}
+
+// Telnyx voice callbacks: the signed body and timestamp (a stale one is
+// refused), and crewcast's token over the query, since Telnyx does not
+// sign the URL: a signed body posted to another group's or recipient's
+// URL is refused.
+func TestWebhookTelnyxVoice(t *testing.T) {
+	voiceKey := []byte("voice-callback-key")
+	h := newHookEnv(t, func(c *Config) { c.PublicURL = publicURL; c.VoiceKey = voiceKey })
+	var mu sync.Mutex
+	var got []crewcast.Event
+	h.svc.IngestFunc = func(_ context.Context, evs []crewcast.Event) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, evs...)
+		return true, nil
+	}
+	id, _, err := h.mini.create(context.Background(), group.Request{From: "+15550100000", Text: "Crew call",
+		To: []string{"+15550100001", "+15550100002"}, Responses: []group.Option{{Key: "1", Label: "Coming"}}}, tracker.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pathFor := func(q url.Values, token bool) string {
+		if token {
+			q.Set("t", tracker.VoiceCallbackToken(voiceKey, q))
+		}
+		return "/webhooks/telnyx/voice?" + q.Encode()
+	}
+	good := pathFor(url.Values{"g": {id}, "k": {"gather"}, "r": {"1"}, "s": {"f1-1"}}, true)
+	body := []byte(url.Values{"CallSid": {"v3:abc"}, "CallStatus": {"in-progress"}, "Digits": {"1"}, "From": {"+15550100000"}, "To": {"+15550100002"}}.Encode())
+	post := func(p string, hdr http.Header) (int, string) {
+		req, _ := http.NewRequest("POST", h.srv.URL+p, strings.NewReader(string(body)))
+		req.Header = hdr
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, b := h.send(req)
+		return resp.StatusCode, string(b)
+	}
+	if code, b := post(good, telnyx.Sign(h.priv, h.clock.Now(), body)); code != 200 || !strings.Contains(b, "recorded: Coming") {
+		t.Fatalf("good = %d %s", code, b)
+	}
+	moved := url.Values{"g": {id}, "k": {"gather"}, "r": {"0"}, "s": {"f1-1"}, "t": {tracker.VoiceCallbackToken(voiceKey, url.Values{"g": {id}, "k": {"gather"}, "r": {"1"}, "s": {"f1-1"}})}}
+	for name, tc := range map[string]struct {
+		path string
+		hdr  http.Header
+	}{
+		"stale":       {good, telnyx.Sign(h.priv, h.clock.Now().Add(-time.Hour), body)},
+		"no token":    {pathFor(url.Values{"g": {id}, "k": {"gather"}, "r": {"1"}, "s": {"f1-1"}}, false), telnyx.Sign(h.priv, h.clock.Now(), body)},
+		"token moved": {"/webhooks/telnyx/voice?" + moved.Encode(), telnyx.Sign(h.priv, h.clock.Now(), body)},
+		"unsigned":    {good, http.Header{}},
+	} {
+		if code, b := post(tc.path, tc.hdr); code != 401 {
+			t.Errorf("%s: %d %s, want 401", name, code, b)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0].EventID != "telnyx:v3:abc:gather" || got[0].Text != "1" || got[0].From != "+15550100002" {
+		t.Fatalf("ingested %+v", got)
 	}
 }

@@ -67,6 +67,9 @@ type Config struct {
 	TelnyxPublicKey          string // base64, 32 bytes
 	TelnyxAPIBase            string // default https://api.telnyx.com
 	TelnyxMessagingProfileID string
+	// TelnyxTeXMLConnectionID is the TeXML application connection a
+	// ladder's voice calls go through; "" means no voice steps on Telnyx.
+	TelnyxTeXMLConnectionID string
 	// TelnyxIdempotencyKeys sends claim keys as Idempotency-Key (only the
 	// simulator honours them).
 	TelnyxIdempotencyKeys bool
@@ -347,9 +350,13 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	callr, voiceKey, err := s.caller(ctx, providers, public)
+	if err != nil {
+		return err
+	}
 	s.tr, err = tracker.New(tracker.Config{
 		Mailer:   mailer,
-		Caller:   caller(providers, public),
+		Caller:   callr,
 		Webhooks: s.hooks,
 		Store:    s.st, Provider: prov, Logger: cfg.Logger, Clock: cfg.Clock,
 		Metrics: s.reg.Service(), RuntimeMetrics: s.reg.Runtime(),
@@ -397,6 +404,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		SenderHealth:      newSenderHealth(providers),
 		SendersChanged:    s.sendersChanged,
 		AnswerKey:         answerKey,
+		VoiceKey:          voiceKey,
 	})
 	if err != nil {
 		return err
@@ -490,7 +498,8 @@ func (s *Server) provider(ctx context.Context, public string) (crewcast.Provider
 	case ProviderTelnyx:
 		c, err := telnyx.New(telnyx.Config{APIKey: cfg.TelnyxAPIKey, PublicKey: cfg.TelnyxPublicKey, APIBase: cfg.TelnyxAPIBase,
 			MessagingProfileID: cfg.TelnyxMessagingProfileID, SendIdempotencyKey: cfg.TelnyxIdempotencyKeys, Logger: cfg.Logger,
-			HTTPClient: s.providerClient()})
+			TeXMLConnectionID: cfg.TelnyxTeXMLConnectionID,
+			HTTPClient:        s.providerClient()})
 		if err != nil {
 			return nil, nil, err
 		}

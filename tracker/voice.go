@@ -2,6 +2,10 @@ package tracker
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"net/url"
 	"time"
 
 	"github.com/crewcast/crewcast"
@@ -71,4 +75,23 @@ func VoiceAnswer(groupID, eventID, number, groupFrom, option string, at time.Tim
 func CallEndedEvent(groupID, eventID, number, groupFrom, outcome, digits string, at time.Time) crewcast.Event {
 	return crewcast.Event{Provider: VoiceProvider, EventID: eventID, Kind: crewcast.KindCallEnded, MessageID: groupID,
 		From: groupFrom, To: number, ProviderStatus: outcome, Text: digits, OccurredAt: at}
+}
+
+// VoiceCallbackToken signs what a voice callback URL's query names (the
+// group g, the callback k, the recipient r, the step s) with key: a
+// provider whose signature does not cover the URL (Telnyx) could
+// otherwise have a signed body replayed to another group's URL. It goes
+// in the query as t.
+func VoiceCallbackToken(key []byte, q url.Values) string {
+	h := hmac.New(sha256.New, key)
+	for _, k := range []string{"g", "k", "r", "s"} {
+		h.Write([]byte(k + "=" + q.Get(k) + "\x00"))
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// VoiceCallbackTokenOK reports whether q's t is VoiceCallbackToken's for q.
+func VoiceCallbackTokenOK(key []byte, q url.Values) bool {
+	want := VoiceCallbackToken(key, q)
+	return len(key) > 0 && hmac.Equal([]byte(q.Get("t")), []byte(want))
 }

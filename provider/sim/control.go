@@ -23,6 +23,7 @@ func (s *Sim) routes() *http.ServeMux {
 	mux.HandleFunc("POST /2010-04-01/Accounts/{sid}/Messages.json", tw(s.twilioSend))
 	mux.HandleFunc("GET /2010-04-01/Accounts/{sid}/Messages/{file}", tw(s.twilioGet))
 	mux.HandleFunc("POST /2010-04-01/Accounts/{sid}/Calls.json", tw(s.twilioCall))
+	mux.HandleFunc("POST /v2/texml/calls/{connection}", tnx(s.telnyxCall))
 
 	control := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.control(h)) }
 	control("GET /sim/keys", func(w http.ResponseWriter, r *http.Request) {

@@ -2,24 +2,30 @@ package sim
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
 
 // Calls (docs/design.md §17): the simulator takes Twilio's Calls API
-// (POST .../Calls.json with inline TwiML), reads what the TwiML says and
+// (POST .../Calls.json with inline TwiML) and Telnyx's TeXML calls (POST
+// /v2/texml/calls/{connection_id}, JSON with the TeXML inline), reads what the TwiML says and
 // where its <Gather> posts, and plays the call as scripted: the person
 // presses a digit (the gather's action gets it, then the status callback
 // says completed), does not answer (no-answer), is busy, is a machine
 // (completed, AnsweredBy machine_start), or answers and hangs up without a
-// digit. Every callback is signed like Twilio's (X-Twilio-Signature over
-// the URL and the sorted form). A call is listed at GET /sim/calls and is
+// digit. Every callback is a form signed as that provider signs
+// (X-Twilio-Signature over the URL and the sorted form; Telnyx's Ed25519
+// over "timestamp|body"). A call is listed at GET /sim/calls and is
 // a ledger entry (channel "voice").
 
 // Voice answers a script or Faults.VoiceAnswer can give.
@@ -115,10 +121,35 @@ func parseTwiML(s string) (say, action string, err error) {
 	return strings.Join(parts, " "), action, nil
 }
 
-func newCallSID() string {
+func newCallSID(provider string) string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
+	if provider == providerTelnyx {
+		return "v3:" + hex.EncodeToString(b)
+	}
 	return "CA" + hex.EncodeToString(b)
+}
+
+// telnyxFormPost is a TeXML callback: a form signed like every Telnyx
+// webhook (Ed25519 over "timestamp|body"), each attempt at its own time.
+func (s *Sim) telnyxFormPost(event string, form url.Values, targets []target) *webhookPost {
+	body := []byte(form.Encode())
+	return &webhookPost{event: "telnyx " + event, targets: targets, build: func(t target, n int) ([]byte, http.Header, error) {
+		ts := strconv.FormatInt(s.cfg.Now().Unix(), 10)
+		sig := ed25519.Sign(s.keys.telnyxPriv, append([]byte(ts+"|"), body...))
+		h := http.Header{}
+		h.Set("Content-Type", "application/x-www-form-urlencoded")
+		h.Set("User-Agent", "crewcast-sim (telnyx-texml)")
+		h.Set("telnyx-signature-ed25519", base64.StdEncoding.EncodeToString(sig))
+		h.Set("telnyx-timestamp", ts)
+		return body, h, nil
+	}}
+}
+
+// callRequest is a call to place, as either API took it.
+type callRequest struct {
+	provider, to, from, texml, statusCB, idemKey string
+	amd                                          bool
 }
 
 func (s *Sim) twilioCall(w http.ResponseWriter, r *http.Request) {
@@ -132,35 +163,68 @@ func (s *Sim) twilioCall(w http.ResponseWriter, r *http.Request) {
 		writeTwilioError(w, http.StatusBadRequest, 20001, "The request body is not a valid form.")
 		return
 	}
-	to, from, cb := form.Get("To"), form.Get("From"), form.Get("StatusCallback")
-	say, action, terr := parseTwiML(form.Get("Twiml"))
+	req := callRequest{provider: providerTwilio, to: form.Get("To"), from: form.Get("From"), texml: form.Get("Twiml"),
+		statusCB: form.Get("StatusCallback"), idemKey: r.Header.Get("I-Twilio-Idempotency-Token"), amd: form.Get("MachineDetection") != ""}
+	c, status, msg := s.placeCall(req)
+	if status != 0 {
+		writeTwilioError(w, http.StatusBadRequest, status, msg)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"sid": c.ID, "account_sid": s.keys.twilioSID, "to": c.To, "from": c.From, "status": "queued",
+		"direction": "outbound-api", "api_version": twilioAPIVersion,
+		"uri": "/" + twilioAPIVersion + "/Accounts/" + s.keys.twilioSID + "/Calls/" + c.ID + ".json"})
+}
+
+// telnyxCall is POST /v2/texml/calls/{connection_id}: JSON, the TeXML
+// inline; the answer is the flat call object.
+func (s *Sim) telnyxCall(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	if err != nil {
+		writeTelnyxError(w, http.StatusRequestEntityTooLarge, tnxErr("10015", "Request body too large", ""))
+		return
+	}
+	var b struct {
+		From, To, Texml, StatusCallback, MachineDetection string
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		writeTelnyxError(w, http.StatusBadRequest, tnxErr("10015", "The request body is not valid JSON.", ""))
+		return
+	}
+	req := callRequest{provider: providerTelnyx, to: b.To, from: b.From, texml: b.Texml, statusCB: b.StatusCallback,
+		idemKey: r.Header.Get("Idempotency-Key"), amd: b.MachineDetection != ""}
+	c, code, msg := s.placeCall(req)
+	if code != 0 {
+		writeTelnyxError(w, http.StatusUnprocessableEntity, tnxErr(strconv.Itoa(code), msg, ""))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"call_sid": c.ID, "from": c.From, "to": c.To, "status": "queued"})
+}
+
+// placeCall validates and records a call and starts playing it; a
+// refusal is a Twilio-style code and message.
+func (s *Sim) placeCall(req callRequest) (*Call, int, string) {
+	say, action, terr := parseTwiML(req.texml)
 	switch {
-	case !validNumber(to):
-		writeTwilioError(w, http.StatusBadRequest, 21211, "The 'To' number is not a valid phone number.")
-		return
-	case !validNumber(from):
-		writeTwilioError(w, http.StatusBadRequest, 21212, "The 'From' number is not a valid phone number.")
-		return
-	case form.Get("Twiml") == "" && form.Get("Url") == "":
-		writeTwilioError(w, http.StatusBadRequest, 21205, "Url or Twiml parameter is required.")
-		return
+	case !validNumber(req.to):
+		return nil, 21211, "The 'To' number is not a valid phone number."
+	case !validNumber(req.from):
+		return nil, 21212, "The 'From' number is not a valid phone number."
+	case req.texml == "":
+		return nil, 21205, "Url or Twiml parameter is required."
 	case terr != nil:
-		writeTwilioError(w, http.StatusBadRequest, 12100, "Document parse failure")
-		return
-	case cb != "" && !validWebhookURL(cb), action != "" && !validWebhookURL(action):
-		writeTwilioError(w, http.StatusBadRequest, 21609, "Invalid StatusCallback url.")
-		return
+		return nil, 12100, "Document parse failure"
+	case req.statusCB != "" && !validWebhookURL(req.statusCB), action != "" && !validWebhookURL(action):
+		return nil, 21609, "Invalid StatusCallback url."
 	}
 	now := s.cfg.Now()
-	key := r.Header.Get("I-Twilio-Idempotency-Token")
 	s.mu.Lock()
-	if c, ok := s.callIdem[key]; ok && key != "" {
+	idem := req.provider + "|" + req.idemKey
+	if c, ok := s.callIdem[idem]; ok && req.idemKey != "" {
 		s.mu.Unlock()
-		writeJSON(w, http.StatusCreated, s.callView(c, now))
-		return
+		return c, 0, ""
 	}
-	answer := s.voiceAnswerForLocked(to)
-	c := &Call{ID: newCallSID(), From: from, To: to, Say: say}
+	answer := s.voiceAnswerForLocked(req.to)
+	c := &Call{ID: newCallSID(req.provider), From: req.from, To: req.to, Say: say}
 	switch answer {
 	case VoiceNone:
 		c.Outcome = "no_answer"
@@ -174,27 +238,26 @@ func (s *Sim) twilioCall(w http.ResponseWriter, r *http.Request) {
 		c.Outcome, c.Digits = "answered", answer
 	}
 	s.calls = append(s.calls, c)
-	if key != "" {
-		s.callIdem[key] = c
+	if req.idemKey != "" {
+		s.callIdem[idem] = c
 	}
-	s.ledger = append(s.ledger, Send{ID: c.ID, Provider: providerTwilio, Channel: "voice", From: from, To: to, Text: say, ReceivedAt: now})
+	s.ledger = append(s.ledger, Send{ID: c.ID, Provider: req.provider, Channel: "voice", From: req.from, To: req.to, Text: say, ReceivedAt: now})
 	delay := time.Duration(s.faults.DelayMS[0]) * time.Millisecond
 	s.mu.Unlock()
 	s.disp.add(1)
-	s.disp.after(delay, func(ctx context.Context) { s.playCall(ctx, c, action, cb, form.Get("MachineDetection") != "") })
-	writeJSON(w, http.StatusCreated, s.callView(c, now))
-}
-
-// callView is the Call resource a create answers with.
-func (s *Sim) callView(c *Call, now time.Time) map[string]any {
-	return map[string]any{"sid": c.ID, "account_sid": s.keys.twilioSID, "to": c.To, "from": c.From, "status": "queued",
-		"direction": "outbound-api", "api_version": twilioAPIVersion, "date_created": twTime(now),
-		"uri": "/" + twilioAPIVersion + "/Accounts/" + s.keys.twilioSID + "/Calls/" + c.ID + ".json"}
+	s.disp.after(delay, func(ctx context.Context) { s.playCall(ctx, req.provider, c, action, req.statusCB, req.amd) })
+	return c, 0, ""
 }
 
 // playCall posts the call's callbacks: the gather's digit (when one is
 // pressed and the TwiML gathers), then the final status.
-func (s *Sim) playCall(ctx context.Context, c *Call, action, statusCB string, amd bool) {
+func (s *Sim) playCall(ctx context.Context, provider string, c *Call, action, statusCB string, amd bool) {
+	post := func(event, token string, f url.Values, u string) *webhookPost {
+		if provider == providerTelnyx {
+			return s.telnyxFormPost(event, f, s.telnyxTargets(u))
+		}
+		return s.twilioPost(event, token, f, s.twilioTargets(u))
+	}
 	base := url.Values{"AccountSid": {s.keys.twilioSID}, "ApiVersion": {twilioAPIVersion}, "CallSid": {c.ID},
 		"From": {c.From}, "To": {c.To}, "Direction": {"outbound-api"}}
 	final := func() {
@@ -218,7 +281,7 @@ func (s *Sim) playCall(ctx context.Context, c *Call, action, statusCB string, am
 				}
 			}
 		}
-		s.deliver(ctx, s.twilioPost("call "+f.Get("CallStatus"), c.ID+":status", f, s.twilioTargets(statusCB)), 0, 1, s.disp.release)
+		s.deliver(ctx, post("call "+f.Get("CallStatus"), c.ID+":status", f, statusCB), 0, 1, s.disp.release)
 	}
 	if c.Digits == "" || action == "" {
 		final()
@@ -230,7 +293,7 @@ func (s *Sim) playCall(ctx context.Context, c *Call, action, statusCB string, am
 	if amd {
 		f.Set("AnsweredBy", "human")
 	}
-	s.deliver(ctx, s.twilioPost("call gather", c.ID+":gather", f, s.twilioTargets(action)), 0, 1, final)
+	s.deliver(ctx, post("call gather", c.ID+":gather", f, action), 0, 1, final)
 }
 
 func cloneValues(v url.Values) url.Values {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
+	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/provider/telnyx"
 	"github.com/crewcast/crewcast/provider/twilio"
 )
 
@@ -76,6 +79,38 @@ func TestCallsAsScripted(t *testing.T) {
 		t.Fatalf("GET /sim/calls: %+v", listed)
 	}
 	if l := c.ledger(); len(l) != 4 || l[0].Channel != "voice" || l[0].To != alice {
+		t.Fatalf("ledger %+v", l)
+	}
+}
+
+// A TeXML call placed with the Telnyx adapter: the gather and the status
+// are forms signed as Telnyx signs (Ed25519 over "timestamp|body").
+func TestTelnyxCallAsScripted(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, nil)
+	s, c := newSim(t, Config{})
+	tx, err := telnyx.New(telnyx.Config{APIKey: c.keys.TelnyxAPIKey, PublicKey: c.keys.TelnyxPublicKey, APIBase: c.base, TeXMLConnectionID: "1",
+		Tolerance: 1 << 62}) // the test simulator runs on a fixed clock
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetVoiceScript(alice, "2"); err != nil {
+		t.Fatal(err)
+	}
+	sid, err := tx.PlaceCall(context.Background(), telnyx.CallRequest{From: ourNumber, To: alice, MachineDetection: true,
+		TeXML: twilio.GatherTwiML("Crew call.", rc.url("/voice?k=gather")), StatusCallback: rc.url("/voice?k=status")})
+	if err != nil || !strings.HasPrefix(sid, "v3:") {
+		t.Fatalf("PlaceCall = %q, %v", sid, err)
+	}
+	hooks := rc.collect(t, 2)
+	rc.drained(t, s)
+	for i, want := range []string{"in-progress/2", "completed/"} {
+		ev, err := tx.ParseVoiceWebhook(crewcast.WebhookRequest{URL: hooks[i].url, Header: hooks[i].header, Body: hooks[i].body})
+		if err != nil || ev.CallSID != sid || ev.CallStatus+"/"+ev.Digits != want {
+			t.Fatalf("callback %d = %+v, %v; want %s", i, ev, err, want)
+		}
+	}
+	if l := s.Ledger(); len(l) != 1 || l[0].Provider != "telnyx" || l[0].Channel != "voice" {
 		t.Fatalf("ledger %+v", l)
 	}
 }

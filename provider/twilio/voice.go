@@ -91,45 +91,6 @@ func SayTwiML(text string) string {
 	return `<?xml version="1.0" encoding="UTF-8"?><Response><Say>` + xmlText(text) + `</Say><Hangup/></Response>`
 }
 
-// Call outcomes (docs/design.md §17, recipient.call_ended).
-const (
-	CallAnswered = "answered"
-	CallNoAnswer = "no_answer"
-	CallBusy     = "busy"
-	CallMachine  = "machine"
-	CallFailed   = "failed"
-)
-
-// CallEvent is a verified voice callback.
-type CallEvent struct {
-	CallSID    string
-	From, To   string // our number, the person's
-	CallStatus string // Twilio's word
-	AnsweredBy string
-	Digits     string // the gather's, "" on a status callback
-	// Query is the callback URL's query (signed with the rest).
-	Query url.Values
-}
-
-// Outcome maps a final status callback to a call outcome; ok is false
-// for a status that is not final (queued, ringing, in-progress).
-func (e CallEvent) Outcome() (outcome string, ok bool) {
-	switch strings.ToLower(e.CallStatus) {
-	case "completed":
-		if strings.HasPrefix(e.AnsweredBy, "machine") || e.AnsweredBy == "fax" {
-			return CallMachine, true
-		}
-		return CallAnswered, true
-	case "no-answer", "canceled":
-		return CallNoAnswer, true
-	case "busy":
-		return CallBusy, true
-	case "failed":
-		return CallFailed, true
-	}
-	return "", false
-}
-
 // voiceParams are the parameters ParseVoiceWebhook reads: each must appear
 // at most once.
 var voiceParams = []string{"CallSid", "CallStatus", "AnsweredBy", "Digits", "From", "To"}
@@ -137,27 +98,27 @@ var voiceParams = []string{"CallSid", "CallStatus", "AnsweredBy", "Digits", "Fro
 // ParseVoiceWebhook verifies a voice callback's X-Twilio-Signature (the
 // URL as ParseWebhook finds it: absolute, or PublicURL + path) and then
 // reads it. A signed form without a CallSid is malformed.
-func (c *Client) ParseVoiceWebhook(req crewcast.WebhookRequest) (CallEvent, error) {
+func (c *Client) ParseVoiceWebhook(req crewcast.WebhookRequest) (crewcast.CallEvent, error) {
 	signedURL, err := c.signedURL(req.URL)
 	if err != nil {
-		return CallEvent{}, err
+		return crewcast.CallEvent{}, err
 	}
 	params, err := url.ParseQuery(string(req.Body))
 	if err != nil {
-		return CallEvent{}, badSignature("body is not a form, so it cannot be verified")
+		return crewcast.CallEvent{}, badSignature("body is not a form, so it cannot be verified")
 	}
 	if err := Verify(c.authToken, signedURL, req.Header, params); err != nil {
-		return CallEvent{}, err
+		return crewcast.CallEvent{}, err
 	}
 	for _, n := range voiceParams {
 		if len(params[n]) > 1 {
-			return CallEvent{}, malformed("parameter %s appears more than once", n)
+			return crewcast.CallEvent{}, malformed("parameter %s appears more than once", n)
 		}
 	}
-	ev := CallEvent{CallSID: params.Get("CallSid"), From: params.Get("From"), To: params.Get("To"),
+	ev := crewcast.CallEvent{CallSID: params.Get("CallSid"), From: params.Get("From"), To: params.Get("To"),
 		CallStatus: params.Get("CallStatus"), AnsweredBy: params.Get("AnsweredBy"), Digits: params.Get("Digits")}
 	if ev.CallSID == "" {
-		return CallEvent{}, malformed("voice webhook without CallSid")
+		return crewcast.CallEvent{}, malformed("voice webhook without CallSid")
 	}
 	if u, err := url.Parse(signedURL); err == nil {
 		ev.Query = u.Query()

@@ -104,16 +104,16 @@ func TestParseVoiceWebhookVector(t *testing.T) {
 
 func TestCallOutcome(t *testing.T) {
 	for _, tc := range []struct{ status, by, want string }{
-		{"completed", "human", CallAnswered}, {"completed", "", CallAnswered}, {"completed", "machine_start", CallMachine},
-		{"completed", "machine_end_beep", CallMachine}, {"no-answer", "", CallNoAnswer}, {"canceled", "", CallNoAnswer},
-		{"busy", "", CallBusy}, {"failed", "", CallFailed},
+		{"completed", "human", crewcast.CallAnswered}, {"completed", "", crewcast.CallAnswered}, {"completed", "machine_start", crewcast.CallMachine},
+		{"completed", "machine_end_beep", crewcast.CallMachine}, {"no-answer", "", crewcast.CallNoAnswer}, {"canceled", "", crewcast.CallNoAnswer},
+		{"busy", "", crewcast.CallBusy}, {"failed", "", crewcast.CallFailed},
 	} {
-		if got, ok := (CallEvent{CallStatus: tc.status, AnsweredBy: tc.by}).Outcome(); !ok || got != tc.want {
+		if got, ok := (crewcast.CallEvent{CallStatus: tc.status, AnsweredBy: tc.by}).Outcome(); !ok || got != tc.want {
 			t.Errorf("%s/%s = %s %v, want %s", tc.status, tc.by, got, ok, tc.want)
 		}
 	}
 	for _, s := range []string{"queued", "ringing", "in-progress", ""} {
-		if _, ok := (CallEvent{CallStatus: s}).Outcome(); ok {
+		if _, ok := (crewcast.CallEvent{CallStatus: s}).Outcome(); ok {
 			t.Errorf("%q is final", s)
 		}
 	}
