@@ -244,3 +244,74 @@ func TestLadderSMSVoiceEmail(t *testing.T) {
 		t.Errorf("%d recipient.call_ended events, want 3 (Bo answered, Cy and Dee no answer)", ended)
 	}
 }
+
+// TestLadderVoiceTelnyx: the voice step through Telnyx TeXML against
+// `crewcast sim`: Ada presses 2 (her answer), Bo is busy (the call's end
+// is journaled, no answer); each is called once.
+func TestLadderVoiceTelnyx(t *testing.T) {
+	relay := newWebhookRelay(newNotifier())
+	relaySrv := httptest.NewServer(relay)
+	t.Cleanup(relaySrv.Close)
+	_, simURL := startSim(t, "--seed", "1", "--telnyx-webhook-url", relaySrv.URL+"/webhooks/telnyx", "--delay-ms", "5,20")
+	env := append(serveEnv(t, simURL, simURL), "CREWCAST_TELNYX_TEXML_CONNECTION_ID=1773070540731319841")
+	_, base := startServe(t, "serve", env, "--db", filepath.Join(t.TempDir(), "crewcast.db"), "--provider", "telnyx")
+	relay.setUpstream(base)
+	to := numbers(2)
+	ada, bo := to[0], to[1]
+	for number, answer := range map[string]string{ada: "2", bo: "busy"} {
+		if _, err := call(http.MethodPost, simURL+"/sim/voice/script", simToken, map[string]string{"to": number, "answer": answer}, nil, http.StatusNoContent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var g struct{ ID string }
+	body := map[string]any{"from": from, "to": to, "text": "Crew call 7am",
+		"responses": []map[string]string{{"key": "Y", "label": "Coming"}, {"key": "N", "label": "Cannot"}},
+		"followup":  map[string]any{"steps": []map[string]string{{"after": "2s", "channel": "voice"}}}}
+	if _, err := call(http.MethodPost, base+"/v1/groups", adminKey, body, &g, http.StatusCreated); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	ended := func() int {
+		var events struct {
+			Events []struct{ Type string } `json:"events"`
+		}
+		if _, err := call(http.MethodGet, base+"/v1/groups/"+g.ID+"/events", adminKey, nil, &events, http.StatusOK); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range events.Events {
+			if e.Type == "recipient.call_ended" {
+				n++
+			}
+		}
+		return n
+	}
+	for {
+		var out struct {
+			Recipients []struct{ Number, Response string } `json:"recipients"`
+		}
+		if _, err := call(http.MethodGet, base+"/v1/groups/"+g.ID+"/recipients", adminKey, nil, &out, http.StatusOK); err != nil {
+			t.Fatal(err)
+		}
+		resp := map[string]string{}
+		for _, r := range out.Recipients {
+			resp[r.Number] = r.Response
+		}
+		if resp[ada] == "N" && resp[bo] == "" && ended() == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("responses %v, %d calls ended", resp, ended())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var calls struct {
+		Calls []simCall `json:"calls"`
+	}
+	if _, err := call(http.MethodGet, simURL+"/sim/calls", simToken, nil, &calls, http.StatusOK); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls.Calls) != 2 {
+		t.Fatalf("calls %+v, want one each", calls.Calls)
+	}
+}
