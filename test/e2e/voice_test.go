@@ -66,7 +66,7 @@ func TestLadderSMSVoiceEmail(t *testing.T) {
 	var g struct{ ID string }
 	body := map[string]any{"from": from, "to": to, "text": "Crew call 7am at the north gate",
 		"responses": []map[string]string{{"key": "1", "label": "Coming"}, {"key": "2", "label": "Cannot"}},
-		"followup": map[string]any{"steps": []map[string]string{{"after": "3s", "channel": "voice"}, {"after": "6s", "channel": "email"}}}}
+		"followup":  map[string]any{"steps": []map[string]string{{"after": "3s", "channel": "voice"}, {"after": "6s", "channel": "email"}}}}
 	if _, err := call(http.MethodPost, base+"/v1/groups", adminKey, body, &g, http.StatusCreated); err != nil {
 		t.Fatal(err)
 	}
