@@ -30,7 +30,9 @@ func (t *throttle) linkAllowed(now time.Time, client string) error {
 	defer t.mu.Unlock()
 	c := clientKey(client)
 	if wait := t.links.wait(now, c); wait > 0 {
-		return tooManyAttempts(wait)
+		e := tooManyAttempts(wait)
+		e.Message = "too many requests for links; try again in " + e.Header.Get("Retry-After") + " s"
+		return e
 	}
 	if b := t.links.get(now, c); b != nil {
 		b.lim.AllowN(now, 1)
