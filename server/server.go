@@ -489,8 +489,9 @@ func (s *Server) provider(ctx context.Context, public string) (crewcast.Provider
 		k := sm.Keys()
 		// The demo goes through the real Telnyx adapter both ways: sends
 		// over HTTP to the simulator, signed webhooks back to our endpoint.
+		// Its calls too (TeXML): the demo shows a whole ladder.
 		c, err := telnyx.New(telnyx.Config{APIKey: k.TelnyxAPIKey, PublicKey: k.TelnyxPublicKey, APIBase: simURL,
-			SendIdempotencyKey: true, Logger: cfg.Logger, HTTPClient: s.providerClient()})
+			SendIdempotencyKey: true, Logger: cfg.Logger, HTTPClient: s.providerClient(), TeXMLConnectionID: "demo"})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -107,6 +107,14 @@ func TestLadderVoiceStep(t *testing.T) {
 	if per := e.prov.sentTo(); per[n[0]] != 2 || per[n[1]] != 3 || per[n[2]] != 2 {
 		t.Fatalf("texts per person %v", per)
 	}
+	// The history says which channel each attempt and answer took.
+	j := e.journalText(id)
+	for _, want := range []string{`{"send_id":"f0-2","i":0,"n":2,"channel":"voice"}`, `"message_id":"call:CA`, `"channel":"voice"}]}`,
+		`"response":"N","channel":"voice"`} {
+		if !strings.Contains(j, want) {
+			t.Errorf("journal lacks %s:\n%s", want, j)
+		}
+	}
 	if got := strings.Count(e.journalText(id), "reply.received"); got != 2 {
 		t.Fatalf("%d replies journaled, want 2 (the text and one digit):\n%s", got, e.journalText(id))
 	}
