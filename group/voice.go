@@ -19,7 +19,7 @@ const TypeCallEnded = "recipient.call_ended"
 
 // CallEnded is how a recipient's voice call ended.
 type CallEnded struct {
-	Index   int       `json:"index"`
+	Index   int       `json:"i"`
 	EventID string    `json:"event_id,omitempty"`
 	Outcome string    `json:"outcome"` // answered, no_answer, busy, machine, failed
 	Digits  string    `json:"digits,omitempty"`
