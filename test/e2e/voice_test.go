@@ -227,6 +227,27 @@ func TestLadderSMSVoiceEmail(t *testing.T) {
 	if c[cy][0].Outcome != "no_answer" || c[dee][0].Outcome != "no_answer" {
 		t.Errorf("calls %v", c)
 	}
+	// Each answer says how it came, and the counts add them up by channel.
+	var gv struct {
+		Counts struct {
+			ByChannel map[string]int `json:"by_channel"`
+		} `json:"counts"`
+		Recipients []struct {
+			Number     string `json:"number"`
+			AnsweredBy string `json:"answered_by"`
+		} `json:"recipients"`
+	}
+	if _, err := call(http.MethodGet, base+"/v1/groups/"+g.ID, adminKey, nil, &gv, http.StatusOK); err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]string{}
+	for _, r := range gv.Recipients {
+		by[r.Number] = r.AnsweredBy
+	}
+	if by[ada] != "sms" || by[bo] != "voice" || by[cy] != "email" || by[dee] != "" ||
+		gv.Counts.ByChannel["sms"] != 1 || gv.Counts.ByChannel["voice"] != 1 || gv.Counts.ByChannel["email"] != 1 {
+		t.Errorf("answered_by %v, counts.by_channel %v", by, gv.Counts.ByChannel)
+	}
 	// How each call ended is in the journal.
 	var events struct {
 		Events []struct{ Type string } `json:"events"`
