@@ -51,6 +51,7 @@ func TestBoardLadderHistory(t *testing.T) {
 	b.signIn(srv.URL()+"/", key)
 	do("open the group", chromedp.Navigate(srv.URL()+"/#/groups/"+id))
 	wait("Bo's answer", `[...document.querySelectorAll("#roster-body tr.recipient")].some(tr => tr.dataset.number === "`+bo+`" && /Cannot/.test(tr.textContent))`)
+	wait("the answers by channel", `(document.querySelector('[data-counter="by_channel_voice"] .tile-value') || {}).textContent === "1"`)
 	deadline := time.Now().Add(20 * time.Second)
 	for len(box.Mail()) == 0 {
 		if time.Now().After(deadline) {
