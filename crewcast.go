@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -117,6 +119,10 @@ const (
 	KindSent    EventKind = "sent"    // handed to the carrier (Telnyx message.sent)
 	KindStatus  EventKind = "status"  // a delivery status update (message.finalized, Twilio status callback)
 	KindInbound EventKind = "inbound" // a message from a person to one of our numbers
+	// KindCallEnded is the end of a ladder's voice call: ProviderStatus is
+	// its outcome (answered, no_answer, busy, machine, failed), Text the
+	// digits pressed, To the person's number, MessageID the group's id.
+	KindCallEnded EventKind = "call_ended"
 )
 
 // Event is one provider webhook event in crewcast's vocabulary. A webhook
@@ -259,4 +265,46 @@ type Provider interface {
 	// ErrMalformed (wrapped) on failure. A valid webhook that carries nothing
 	// crewcast tracks returns no events and no error.
 	ParseWebhook(req WebhookRequest) ([]Event, error)
+}
+
+// Call outcomes of a ladder's voice call (docs/design.md §17,
+// recipient.call_ended).
+const (
+	CallAnswered = "answered"
+	CallNoAnswer = "no_answer"
+	CallBusy     = "busy"
+	CallMachine  = "machine"
+	CallFailed   = "failed"
+)
+
+// CallEvent is a verified voice callback of a ladder's call: a gather's
+// digit or the call's status (Twilio TwiML and Telnyx TeXML post the same
+// form fields).
+type CallEvent struct {
+	CallSID    string
+	From, To   string // our number, the person's
+	CallStatus string // the provider's word
+	AnsweredBy string
+	Digits     string // the gather's, "" on a status callback
+	// Query is the callback URL's query.
+	Query url.Values
+}
+
+// Outcome maps a final status to a call outcome; ok is false for a status
+// that is not final (queued, initiated, ringing, in-progress).
+func (e CallEvent) Outcome() (outcome string, ok bool) {
+	switch strings.ToLower(e.CallStatus) {
+	case "completed":
+		if strings.HasPrefix(e.AnsweredBy, "machine") || e.AnsweredBy == "fax" {
+			return CallMachine, true
+		}
+		return CallAnswered, true
+	case "no-answer", "canceled":
+		return CallNoAnswer, true
+	case "busy":
+		return CallBusy, true
+	case "failed":
+		return CallFailed, true
+	}
+	return "", false
 }

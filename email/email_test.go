@@ -109,8 +109,17 @@ func TestSendThroughSimulator(t *testing.T) {
 		!strings.Contains(g.Text, "Coming: "+links[0]) || !strings.Contains(g.Text, "<b>north gate</b>") {
 		t.Fatalf("mail = %+v", g)
 	}
-	if !slices.Equal(g.Links, append(slices.Clone(links), m.UnsubscribeURL)) || g.ListUnsubscribe != m.UnsubscribeURL {
-		t.Fatalf("links %v, List-Unsubscribe %q", g.Links, g.ListUnsubscribe)
+	if !slices.Equal(g.Links, append(slices.Clone(links), m.UnsubscribeURL)) || g.ListUnsubscribe != m.UnsubscribeURL ||
+		g.ListUnsubscribePost != "" {
+		t.Fatalf("links %v, List-Unsubscribe %q, List-Unsubscribe-Post %q", g.Links, g.ListUnsubscribe, g.ListUnsubscribePost)
+	}
+	// With an https link the mail also offers RFC 8058 one-click.
+	m.UnsubscribeURL = UnsubscribeLink(key, "https://board.example", "grp_1", 2)
+	if err := NewSender(cfg, 5*time.Second).Send(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	if g := box.Mail()[1]; g.ListUnsubscribe != m.UnsubscribeURL || g.ListUnsubscribePost != "List-Unsubscribe=One-Click" {
+		t.Fatalf("https: List-Unsubscribe %q, List-Unsubscribe-Post %q", g.ListUnsubscribe, g.ListUnsubscribePost)
 	}
 	for i, l := range links {
 		tok, err := Verify(key, strings.TrimPrefix(l, "http://board.example/a/"))
@@ -175,5 +184,15 @@ func TestSendErrorClasses(t *testing.T) {
 		if !errors.As(err, &se) || se.Class != tc.want {
 			t.Errorf("%s: %v, want class %s", tc.name, err, tc.want)
 		}
+	}
+}
+
+// An opted-out address is kept as a keyed hash of its trimmed, lowercased
+// form: the same address in any case hashes alike, another key does not.
+func TestOptOutHash(t *testing.T) {
+	h := OptOutHash(key, "Ada@Example.org ")
+	if h != OptOutHash(key, "ada@example.org") || h == OptOutHash([]byte("another key"), "ada@example.org") ||
+		h == OptOutHash(key, "bo@example.org") || strings.Contains(h, "ada") || len(h) != 64 {
+		t.Fatalf("OptOutHash = %s", h)
 	}
 }

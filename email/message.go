@@ -95,7 +95,11 @@ func (m Message) build(from string) (*gomail.Msg, error) {
 		msg.SetMessageID()
 	}
 	if m.UnsubscribeURL != "" {
-		msg.SetListUnsubscribe(m.UnsubscribeURL)
+		// RFC 8058 one-click (List-Unsubscribe-Post) needs an https link;
+		// a plain http one (a local demo) gets the header alone.
+		if err := msg.SetListUnsubscribeOneClick(m.UnsubscribeURL); err != nil {
+			msg.SetListUnsubscribe(m.UnsubscribeURL)
+		}
 	}
 	msg.SetBodyString(gomail.TypeTextPlain, m.PlainText())
 	h, err := m.HTML()

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"strconv"
 	"strings"
@@ -73,4 +74,13 @@ func Verify(key []byte, s string) (Token, error) {
 		return Token{}, ErrBadToken
 	}
 	return Token{Kind: f[1], Group: f[2], Recipient: i, Option: f[4]}, nil
+}
+
+// OptOutHash is how an opted-out address is kept (store.EmailOptOuts): a
+// keyed hash of the trimmed, lowercased address, never the address.
+func OptOutHash(key []byte, address string) string {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte("crewcast email opt-out\x00"))
+	h.Write([]byte(strings.ToLower(strings.TrimSpace(address))))
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -477,6 +477,12 @@ func (g *Group) applyReplied(v Replied) {
 	if v.Response != "" {
 		r.Response = v.Response
 	}
+	if v.Ack != crewcast.AckNone || v.Response != "" {
+		r.AnsweredBy = v.Channel
+		if r.AnsweredBy == "" {
+			r.AnsweredBy = ChannelSMS
+		}
+	}
 	switch v.Keyword {
 	case KeywordStop:
 		if r.Status != crewcast.StatusOptedOut {

@@ -10,21 +10,29 @@ import (
 // CountsJSON is a group's counts as the API, the webhooks and the command
 // line show them. The domain keeps the tally per response option flat, as
 // CountResponsePrefix + key; on the wire it is nested as
-// counts.responses ({"<key>":n}, docs/design.md §11). Marshal nests, Unmarshal
-// flattens again.
+// counts.responses ({"<key>":n}, docs/design.md §11), and the answers per
+// channel (CountByChannelPrefix) as counts.by_channel (§17), once there is
+// one. Marshal nests, Unmarshal flattens again.
 type CountsJSON map[string]int
 
 func (c CountsJSON) MarshalJSON() ([]byte, error) {
 	out := make(map[string]any, len(c)+1)
-	responses := map[string]int{}
+	responses, byChannel := map[string]int{}, map[string]int{}
 	for k, v := range c {
 		if key, ok := strings.CutPrefix(k, CountResponsePrefix); ok {
 			responses[key] = v
 			continue
 		}
+		if key, ok := strings.CutPrefix(k, CountByChannelPrefix); ok {
+			byChannel[key] = v
+			continue
+		}
 		out[k] = v
 	}
 	out["responses"] = responses
+	if len(byChannel) > 0 { // only once someone answered
+		out["by_channel"] = byChannel
+	}
 	return json.Marshal(out)
 }
 
@@ -35,13 +43,17 @@ func (c *CountsJSON) UnmarshalJSON(b []byte) error {
 	}
 	*c = make(CountsJSON, len(raw))
 	for k, v := range raw {
-		if k == "responses" {
+		if k == "responses" || k == "by_channel" {
+			prefix := CountResponsePrefix
+			if k == "by_channel" {
+				prefix = CountByChannelPrefix
+			}
 			var rs map[string]int
 			if err := json.Unmarshal(v, &rs); err != nil {
 				return err
 			}
 			for rk, n := range rs {
-				(*c)[CountResponsePrefix+rk] = n
+				(*c)[prefix+rk] = n
 			}
 			continue
 		}
@@ -63,7 +75,7 @@ func ViewCounts(stored map[string]int) CountsJSON {
 		counts[k] = stored[k]
 	}
 	for k, v := range stored {
-		if strings.HasPrefix(k, CountResponsePrefix) {
+		if strings.HasPrefix(k, CountResponsePrefix) || strings.HasPrefix(k, CountByChannelPrefix) {
 			counts[k] = v
 		}
 	}

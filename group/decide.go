@@ -293,8 +293,12 @@ func (g *Group) Reply(ev crewcast.Event, now time.Time) (Replied, bool) {
 	default:
 		ack = ParseAck(ev.Text)
 	}
-	return Replied{At: now, EventID: ev.EventID, Index: r.Index, Text: ev.Text, Media: ev.Media, Ack: ack, Keyword: kw,
-		Response: resp, SentAt: ev.OccurredAt, PossibleOptOut: cl.PossibleOptOut}, true
+	rep := Replied{At: now, EventID: ev.EventID, Index: r.Index, Text: ev.Text, Media: ev.Media, Ack: ack, Keyword: kw,
+		Response: resp, SentAt: ev.OccurredAt, PossibleOptOut: cl.PossibleOptOut}
+	if ev.Provider == ChannelVoice || ev.Provider == ChannelEmail { // tracker.VoiceProvider, tracker.EmailProvider
+		rep.Channel = ev.Provider
+	}
+	return rep, true
 }
 
 // isOption reports whether a reply is, as a whole, one of the group's

@@ -122,6 +122,9 @@ type Outcome struct {
 	Suppressed []int `json:"suppressed,omitempty"`
 	// RetryAt is when a retry or rate-limited recipient may be claimed again.
 	RetryAt time.Time `json:"retry_at,omitzero"`
+	// Channel is a ladder step's channel when it is not a text ("voice",
+	// "email"; follow-up outcomes only).
+	Channel string `json:"channel,omitempty"`
 }
 
 // Outcomes records the results of provider sends, many per event.
@@ -177,6 +180,9 @@ type Replied struct {
 	// Response is the key of the response option the reply chose ("" =
 	// none; a later answer replaces an earlier one).
 	Response string `json:"response,omitempty"`
+	// Channel is how the answer came when not by text: "voice" (a key
+	// pressed on a ladder's call) or "email" (an answer link).
+	Channel string `json:"channel,omitempty"`
 	// SentAt is when the person sent it, by the provider's clock (Twilio:
 	// when crewcast received it); zero in events written before it existed.
 	// An answer sent before the recipient's latest one is counted but does

@@ -250,6 +250,9 @@ type FollowupSend struct {
 	ID    string `json:"send_id"`
 	Index int    `json:"i"`
 	N     int    `json:"n"`
+	// Channel is the ladder step's channel when it is not a text
+	// ("voice", "email"): the person's history says which.
+	Channel string `json:"channel,omitempty"`
 }
 
 // Send is the provider send of a follow-up.
@@ -367,7 +370,11 @@ func (g *Group) ClaimFollowups(now time.Time, limit int) (FollowupClaimed, bool)
 		if due.IsZero() || due.After(now) || g.quietAt(r, now) {
 			continue
 		}
-		c.Sends = append(c.Sends, FollowupSend{ID: followupSendID(i, r.Followups+1), Index: i, N: r.Followups + 1})
+		fs := FollowupSend{ID: followupSendID(i, r.Followups+1), Index: i, N: r.Followups + 1}
+		if ch := g.followup().Step(fs.N).Channel; ch != ChannelSMS {
+			fs.Channel = ch
+		}
+		c.Sends = append(c.Sends, fs)
 	}
 	return c, len(c.Sends) > 0
 }
@@ -416,9 +423,18 @@ func (g *Group) FollowupOutcome(s Send, res crewcast.SendResult, err error, now 
 	}
 	var skip *StepSkipped
 	if err != nil && errors.As(err, &skip) {
-		return Outcome{SendID: s.ID, Indices: s.Indices, Result: ResultSkipped, Detail: skip.Error()}
+		o := Outcome{SendID: s.ID, Indices: s.Indices, Result: ResultSkipped, Detail: skip.Error()}
+		if len(s.Indices) == 1 && s.Indices[0] < len(g.Recipients) {
+			o.Channel = g.StepOf(g.Recipients[s.Indices[0]]).Channel
+		}
+		return o
 	}
 	o := g.Outcome(s, res, err, now)
+	if len(s.Indices) == 1 && s.Indices[0] < len(g.Recipients) {
+		if ch := g.StepOf(g.Recipients[s.Indices[0]]).Channel; ch != ChannelSMS {
+			o.Channel = ch
+		}
+	}
 	if o.Result == ResultFailed && o.Class == crewcast.ClassNotSent {
 		// The main send's attempt budget does not apply to follow-ups.
 		o.Result, o.RetryAt = ResultRetry, now.Add(g.Settings.backoff(1))
@@ -538,7 +554,7 @@ func (g *Group) applyPolicyEvent(e Event) error {
 		}
 	case Escalated, EscalationOutcomes:
 		return g.applyEscalation(e)
-	case WaveSent, Selected, Standby, Unselected, NotNeeded, QuorumReopened, AutoReplyClaimed, AutoReplyOutcomes:
+	case WaveSent, Selected, Standby, Unselected, NotNeeded, QuorumReopened, AutoReplyClaimed, AutoReplyOutcomes, CallEnded:
 		return g.applyQuotaEvent(e)
 	case ConfirmClaimed, ConfirmOutcomes:
 		return g.applyConfirm(e)

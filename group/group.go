@@ -150,6 +150,9 @@ type Recipient struct {
 	// accepted the last send ("" = the default one). See pool.go.
 	From     string `json:"from,omitempty"`
 	Provider string `json:"provider,omitempty"`
+	// AnsweredBy is the channel of the recipient's standing answer (a yes,
+	// a no or an option): "sms", "voice" or "email" (docs/design.md §17).
+	AnsweredBy string `json:"answered_by,omitempty"`
 
 	// Follow-ups, quiet hours and time zone (followup.go, quiet.go).
 	FollowupState
@@ -295,6 +298,10 @@ const (
 	// latest answer is that option (the API nests them as
 	// counts.responses).
 	CountResponsePrefix = "responses."
+	// CountByChannelPrefix + a channel counts the recipients whose
+	// standing answer came that way (AnsweredBy; the API nests them as
+	// counts.by_channel).
+	CountByChannelPrefix = "by_channel."
 )
 
 // CountKeys lists every key Counts returns, zero or not: the statuses in
@@ -314,13 +321,14 @@ type tally struct {
 	replied  bool
 	ack      crewcast.Ack
 	response string
+	by       string // AnsweredBy
 	selected bool
 	standby  bool
 	blocked  bool // failed, for a reason the carrier named
 }
 
 func tallyOf(r *Recipient) tally {
-	return tally{status: r.Status, replied: r.Replies > 0, ack: r.Ack, response: r.Response, selected: r.Selected, standby: r.Standby,
+	return tally{status: r.Status, replied: r.Replies > 0, ack: r.Ack, response: r.Response, by: r.AnsweredBy, selected: r.Selected, standby: r.Standby,
 		blocked: r.Status == crewcast.StatusFailed && errcode.Carrier(r.ErrorCode) != ""}
 }
 
@@ -337,6 +345,13 @@ func (t tally) add(c map[string]int, n int) {
 	}
 	if t.response != "" {
 		c[CountResponsePrefix+t.response] += n
+	}
+	if t.by != "" {
+		// Present only while someone answered that way, so counting afresh
+		// and counting changes give the same map.
+		if c[CountByChannelPrefix+t.by] += n; c[CountByChannelPrefix+t.by] == 0 {
+			delete(c, CountByChannelPrefix+t.by)
+		}
 	}
 	switch {
 	case t.replied:

@@ -289,6 +289,9 @@ func TestPropertyNeverSendsTwiceAndStatusesMoveForward(t *testing.T) {
 					fresh["acknowledged"]++
 					fresh["ack_"+string(r.Ack)]++
 				}
+				if r.AnsweredBy != "" {
+					fresh["by_channel."+r.AnsweredBy]++
+				}
 			}
 			if got := g.Counts(); !maps.Equal(got, fresh) {
 				rt.Fatalf("step %d: counts %v, counting afresh gives %v", step, got, fresh)

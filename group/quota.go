@@ -246,6 +246,8 @@ func (g *Group) applyQuotaEvent(e Event) error {
 				g.applyAutoReplyOutcome(v.At, i, o)
 			}
 		}
+	case CallEnded:
+		g.applyCallEnded(v)
 	default:
 		return fmt.Errorf("apply: unknown event %T", e)
 	}
@@ -314,6 +316,8 @@ func quotaEventTime(e Event) time.Time {
 		return v.At
 	case AutoReplyOutcomes:
 		return v.At
+	case CallEnded:
+		return v.At
 	}
 	return time.Time{}
 }
@@ -338,6 +342,8 @@ func newQuotaEvent(typ string) Event {
 		return &AutoReplyOutcomes{}
 	case TypeCodesAssigned:
 		return &CodesAssigned{}
+	case TypeCallEnded:
+		return &CallEnded{}
 	}
 	return newPoolEvent(typ)
 }
@@ -361,6 +367,8 @@ func derefQuotaEvent(e Event) Event {
 	case *AutoReplyOutcomes:
 		return *v
 	case *CodesAssigned:
+		return *v
+	case *CallEnded:
 		return *v
 	}
 	return derefPoolEvent(e)
@@ -390,6 +398,8 @@ func quotaEventIndices(e Event) []int {
 			out = append(out, o.Indices...)
 		}
 		return out
+	case CallEnded:
+		return []int{v.Index}
 	}
 	return poolEventIndices(e)
 }

@@ -88,9 +88,28 @@ func (a *api) answerTargetOf(r *http.Request) (answerTarget, *answerView, int, e
 	return t, nil, 0, nil
 }
 
+// linkGate throttles the client (429 past linkBurst) and reports whether
+// the link is a valid unsubscribe token (then handled by unsubscribe.go).
+func (a *api) linkGate(r *http.Request) (email.Token, bool, error) {
+	if err := a.throttle.linkAllowed(a.now(), a.clientAddr(r)); err != nil {
+		return email.Token{}, false, err
+	}
+	if len(a.cfg.AnswerKey) == 0 {
+		return email.Token{}, false, nil
+	}
+	tok, err := email.Verify(a.cfg.AnswerKey, r.PathValue("token"))
+	return tok, err == nil && tok.Kind == email.KindUnsubscribe, nil
+}
+
 // answerLinkPage is GET /a/{token}: the choice and a button; it changes
 // nothing.
 func (a *api) answerLinkPage(w http.ResponseWriter, r *http.Request) error {
+	if tok, ok, err := a.linkGate(r); err != nil || ok {
+		if err != nil {
+			return err
+		}
+		return a.unsubscribePage(w, r, tok)
+	}
 	t, v, status, err := a.answerTargetOf(r)
 	if err != nil {
 		return err
@@ -106,6 +125,12 @@ func (a *api) answerLinkPage(w http.ResponseWriter, r *http.Request) error {
 // same link posted again is the same event).
 func (a *api) answerLinkPost(w http.ResponseWriter, r *http.Request) error {
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	if tok, ok, err := a.linkGate(r); err != nil || ok {
+		if err != nil {
+			return err
+		}
+		return a.unsubscribePost(w, r, tok)
+	}
 	t, v, status, err := a.answerTargetOf(r)
 	if err != nil {
 		return err

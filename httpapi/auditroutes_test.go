@@ -79,10 +79,12 @@ func (p trackerPrivacy) HashedNumber(number string) string { return p.tr.HashedN
 // auditNotExpected lists the routes that change state but are rightly not
 // in the audit trail, with the reason.
 var auditNotExpected = map[string]string{
-	"POST /webhooks/telnyx":   "provider callbacks: the provider acts, not a person or key (the journal records them)",
-	"POST /webhooks/twilio":   "provider callbacks: the provider acts, not a person or key (the journal records them)",
-	"POST /v1/groups/preview": "changes nothing",
-	"POST /a/{token}":         "the recipient answers by email link, like a text reply (the group's journal records it)",
+	"POST /webhooks/telnyx":       "provider callbacks: the provider acts, not a person or key (the journal records them)",
+	"POST /webhooks/twilio":       "provider callbacks: the provider acts, not a person or key (the journal records them)",
+	"POST /webhooks/twilio/voice": "provider callbacks: the provider acts, not a person or key (the journal records them)",
+	"POST /webhooks/telnyx/voice": "provider callbacks: the provider acts, not a person or key (the journal records them)",
+	"POST /v1/groups/preview":     "changes nothing",
+	"POST /a/{token}":             "the recipient answers by email link, like a text reply (the group's journal records it)",
 }
 
 // Every state-changing route of the API leaves exactly one audit entry

@@ -100,6 +100,9 @@ type Config struct {
 	// AnswerKey signs and verifies the answer links of email steps
 	// (answerlink.go); empty: /a/{token} answers 404.
 	AnswerKey []byte
+	// VoiceKey signs the callback URLs of ladders' calls
+	// (tracker.VoiceCallbackToken); Telnyx callbacks need it.
+	VoiceKey []byte
 	// Logger receives request failures (never keys, numbers or bodies).
 	// Default: discard.
 	Logger *slog.Logger

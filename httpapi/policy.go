@@ -52,6 +52,8 @@ type recipientPolicyJSON struct {
 	FollowupsSent  int        `json:"followups_sent"`
 	NextFollowupAt *time.Time `json:"next_followup_at"`
 	HeldUntil      *time.Time `json:"held_until"`
+	// AnsweredBy is the channel of the standing answer (sms, voice, email).
+	AnsweredBy string `json:"answered_by,omitempty"`
 }
 
 // policyView is a group's committed state, for its policy fields; nil for
@@ -115,7 +117,7 @@ func (p *policyView) recipient(number string) recipientPolicyJSON {
 	if r == nil {
 		return recipientPolicyJSON{}
 	}
-	out := recipientPolicyJSON{FollowupsSent: r.FollowupsSent, NextFollowupAt: tsOrNil(p.g.NextFollowupAt(r))}
+	out := recipientPolicyJSON{FollowupsSent: r.FollowupsSent, NextFollowupAt: tsOrNil(p.g.NextFollowupAt(r)), AnsweredBy: r.AnsweredBy}
 	if r.Status == crewcast.StatusScheduled {
 		out.HeldUntil = tsOrNil(r.HeldUntil)
 	}

@@ -39,6 +39,8 @@ var routeTable = []route{
 
 	{http.MethodPost, "/webhooks/telnyx", public, (*api).webhookTelnyx},
 	{http.MethodPost, "/webhooks/twilio", public, (*api).webhookTwilio},
+	{http.MethodPost, "/webhooks/twilio/voice", public, (*api).webhookTwilioVoice},
+	{http.MethodPost, "/webhooks/telnyx/voice", public, (*api).webhookTelnyxVoice},
 
 	{http.MethodGet, "/a/{token}", public, (*api).answerLinkPage},
 	{http.MethodPost, "/a/{token}", public, (*api).answerLinkPost},

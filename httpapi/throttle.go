@@ -46,6 +46,7 @@ type throttle struct {
 	mu             sync.Mutex
 	pairs, clients *table // passwords
 	keys           *table // API keys
+	links          *table // requests to /a/{token} (unsubscribe.go)
 }
 
 // ThrottleConfig sets the throttling of failed sign-ins and bad API keys.
@@ -84,6 +85,7 @@ func newThrottle(c ThrottleConfig) *throttle {
 		pairs:   newTable(c.AccountBurst, c.AccountEvery),
 		clients: newTable(c.AddrBurst, c.AddrEvery),
 		keys:    newTable(c.KeyBurst, c.KeyEvery),
+		links:   newTable(linkBurst, linkEvery),
 	}
 }
 

@@ -375,6 +375,7 @@ var routeRoles = map[string]string{
 	"GET /debug/actors": "admin", "GET /debug/deadletters": "admin",
 	"GET /debug/cluster": "admin", "GET /debug/groups/{id}/journal": "admin",
 	"POST /webhooks/telnyx": "public", "POST /webhooks/twilio": "public",
+	"POST /webhooks/twilio/voice": "public", "POST /webhooks/telnyx/voice": "public",
 	"GET /a/{token}": "public", "POST /a/{token}": "public",
 	"POST /v1/groups": "dispatcher", "GET /v1/groups": "viewer", "GET /v1/groups/{id}": "viewer",
 	"GET /v1/groups/{id}/recipients": "viewer", "GET /v1/groups/{id}/events": "viewer",

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/email"
+	"github.com/crewcast/crewcast/group"
+	"github.com/crewcast/crewcast/store"
 	"github.com/crewcast/crewcast/tracker"
 )
 
@@ -39,24 +42,35 @@ func (s *Server) mailer(ctx context.Context, public string) (tracker.Mailer, []b
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	return smtpMailer{send: email.NewSender(cfg, timeout), key: key, public: public}, key, nil
+	return smtpMailer{send: email.NewSender(cfg, timeout), key: key, public: public, optOuts: s.st}, key, nil
 }
 
 // smtpMailer makes one email step's mail.
 type smtpMailer struct {
-	send   *email.Sender
-	key    []byte
-	public string
+	send    *email.Sender
+	key     []byte
+	public  string
+	optOuts store.EmailOptOuts
 }
 
+// MailStep sends the step's mail, unless the address opted out of email
+// (its List-Unsubscribe link): that step is skipped and says so.
 func (m smtpMailer) MailStep(ctx context.Context, st tracker.MailStep) error {
+	out, err := m.optOuts.EmailOptedOut(ctx, email.OptOutHash(m.key, st.To))
+	if err != nil { // nothing was handed over: certainly not sent
+		return &crewcast.SendError{Provider: "smtp", Class: crewcast.ClassNotSent, Detail: "the email opt-outs could not be read", Err: err}
+	}
+	if out {
+		return &group.StepSkipped{Reason: "the address opted out of email"}
+	}
 	keys := make([]string, len(st.Options))
 	for i, o := range st.Options {
 		keys[i] = o.Key
 	}
 	links := email.Links(m.key, m.public, st.GroupID, st.Recipient, keys)
 	msg := email.Message{To: st.To, Subject: subjectOf(st.Text), Text: st.Text,
-		MessageID: st.GroupID + "." + st.SendID + "@crewcast"}
+		MessageID:      st.GroupID + "." + st.SendID + "@crewcast",
+		UnsubscribeURL: email.UnsubscribeLink(m.key, m.public, st.GroupID, st.Recipient)}
 	for i, o := range st.Options {
 		msg.Options = append(msg.Options, email.Option{Key: o.Key, Label: o.Label, URL: links[i]})
 	}

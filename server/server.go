@@ -67,6 +67,9 @@ type Config struct {
 	TelnyxPublicKey          string // base64, 32 bytes
 	TelnyxAPIBase            string // default https://api.telnyx.com
 	TelnyxMessagingProfileID string
+	// TelnyxTeXMLConnectionID is the TeXML application connection a
+	// ladder's voice calls go through; "" means no voice steps on Telnyx.
+	TelnyxTeXMLConnectionID string
 	// TelnyxIdempotencyKeys sends claim keys as Idempotency-Key (only the
 	// simulator honours them).
 	TelnyxIdempotencyKeys bool
@@ -356,8 +359,13 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	callr, voiceKey, err := s.caller(ctx, providers, public)
+	if err != nil {
+		return err
+	}
 	s.tr, err = tracker.New(tracker.Config{
 		Mailer:   mailer,
+		Caller:   callr,
 		Webhooks: s.hooks,
 		Store:    s.st, Provider: prov, Providers: providers, Logger: cfg.Logger, Clock: cfg.Clock,
 		Metrics: s.reg.Service(), RuntimeMetrics: s.reg.Runtime(),
@@ -411,6 +419,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		ProviderStates:    s.providerStates,
 		SendersChanged:    s.sendersChanged,
 		AnswerKey:         answerKey,
+		VoiceKey:          voiceKey,
 	})
 	if err != nil {
 		return err
@@ -496,8 +505,9 @@ func (s *Server) provider(ctx context.Context, public string) (crewcast.Provider
 		k := sm.Keys()
 		// The demo goes through the real Telnyx adapter both ways: sends
 		// over HTTP to the simulator, signed webhooks back to our endpoint.
+		// Its calls too (TeXML): the demo shows a whole ladder.
 		c, err := telnyx.New(telnyx.Config{APIKey: k.TelnyxAPIKey, PublicKey: k.TelnyxPublicKey, APIBase: simURL,
-			SendIdempotencyKey: true, Logger: cfg.Logger, HTTPClient: s.providerClient()})
+			SendIdempotencyKey: true, Logger: cfg.Logger, HTTPClient: s.providerClient(), TeXMLConnectionID: "demo"})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -517,7 +527,8 @@ func (s *Server) provider(ctx context.Context, public string) (crewcast.Provider
 	if cfg.Provider == ProviderTelnyx || cfg.hasTelnyx() {
 		c, err := telnyx.New(telnyx.Config{APIKey: cfg.TelnyxAPIKey, PublicKey: cfg.TelnyxPublicKey, APIBase: cfg.TelnyxAPIBase,
 			MessagingProfileID: cfg.TelnyxMessagingProfileID, SendIdempotencyKey: cfg.TelnyxIdempotencyKeys, Logger: cfg.Logger,
-			HTTPClient: s.providerClient()})
+			TeXMLConnectionID: cfg.TelnyxTeXMLConnectionID,
+			HTTPClient:        s.providerClient()})
 		if err != nil {
 			return nil, nil, err
 		}

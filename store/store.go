@@ -49,6 +49,7 @@ type Store interface {
 	Consents
 	Senders
 	ServerKeys
+	EmailOptOuts
 
 	// Engine names the engine: "sqlite" or "postgres".
 	Engine() string
@@ -666,6 +667,16 @@ type ServerKeys interface {
 	// ServerKey returns the key stored under name; actor.ErrNotFound when
 	// there is none.
 	ServerKey(ctx context.Context, name string) ([]byte, error)
+}
+
+// EmailOptOuts keeps the addresses that opted out of email (an email's
+// List-Unsubscribe, docs/design.md §17), as keyed hashes: never the
+// address itself.
+type EmailOptOuts interface {
+	// OptOutEmail records addressHash as opted out (idempotent).
+	OptOutEmail(ctx context.Context, addressHash string) error
+	// EmailOptedOut reports whether addressHash is opted out.
+	EmailOptedOut(ctx context.Context, addressHash string) (bool, error)
 }
 
 // ---- Outbound webhooks (docs/design.md §13) ----

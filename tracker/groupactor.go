@@ -649,6 +649,10 @@ func (a *groupActor) applyEntry(e routed, now time.Time) bool {
 			case group.KeywordStart:
 				a.eff.Unsuppress = append(a.eff.Unsuppress, ev.From)
 			}
+		case crewcast.KindCallEnded: // how a ladder's call ended (voice.go)
+			if ce, ok := a.g.CallEnd(ev, now); ok {
+				a.emit(ce)
+			}
 		default:
 			if e.orphan && !a.knownMessage(ev) {
 				o, ok := a.g.Reconcile(ev, now)

@@ -40,7 +40,9 @@ type groupEnv struct {
 // groupConfig is the part of Config a group actor reads.
 type groupConfig struct {
 	// Mailer sends ladders' email steps (ladder.go); nil: none.
-	Mailer          Mailer
+	Mailer Mailer
+	// Caller places ladders' voice calls (voice.go); nil: none.
+	Caller          Caller
 	Clock           actor.Clock
 	Metrics         Metrics
 	Provider        string // the provider's name, in route keys and metrics
@@ -138,7 +140,7 @@ func (t *Tracker) newGroupEnv() *groupEnv {
 		cfg: groupConfig{Clock: t.cfg.Clock, Metrics: t.cfg.Metrics, Provider: t.cfg.Provider.Name(),
 			Webhooks: t.cfg.Webhooks, ConversationTTL: t.cfg.ConversationTTL, MaxBacklog: t.cfg.MaxBacklog,
 			ClaimBatch: t.cfg.ClaimBatch, SnapshotEvery: t.cfg.SnapshotEvery, CommitTimeout: t.cfg.CommitTimeout,
-			OptOutReply: t.cfg.OptOutReply, HelpReply: t.cfg.HelpReply, Mailer: t.cfg.Mailer,
+			OptOutReply: t.cfg.OptOutReply, HelpReply: t.cfg.HelpReply, Mailer: t.cfg.Mailer, Caller: t.cfg.Caller,
 			CalloutSettle: max(t.cfg.CalloutSettle, 0), ReplyCodeWindow: t.cfg.ReplyCodeWindow},
 		st: t.st, committer: t.committer,
 		work: t.work, sends: t.pool, pacer: t.pacer, room: t.room, hub: t.hub,

@@ -42,6 +42,9 @@ type MailStep struct {
 // ladderChannels are the channels whose steps the tracker can send.
 func (t *Tracker) ladderChannels() []string {
 	out := []string{group.ChannelSMS}
+	if t.cfg.Caller != nil {
+		out = append(out, group.ChannelVoice)
+	}
 	if t.cfg.Mailer != nil {
 		out = append(out, group.ChannelEmail)
 	}
@@ -75,6 +78,9 @@ func (t *Tracker) checkLadder(p *group.Policy) error {
 func (a *groupActor) channelJob(c *actor.Context[groupMsg], s group.FollowupSend) (sendJob, bool) {
 	g, e := a.g, a.env
 	r := g.Recipients[s.Index]
+	if g.StepOf(r).Channel == group.ChannelVoice && e.cfg.Caller != nil {
+		return a.callJob(s), true
+	}
 	if g.StepOf(r).Channel != group.ChannelEmail || e.cfg.Mailer == nil {
 		return sendJob{}, false
 	}
@@ -119,8 +125,12 @@ func EmailAnswer(groupID, eventID, number, groupFrom, option string, at time.Tim
 }
 
 // emailAnswerGroup is the group an email answer event goes to.
+// So is that of a voice answer or of a call's end (voice.go).
 func emailAnswerGroup(ev crewcast.Event) (string, bool) {
 	if ev.Provider == EmailProvider && ev.Kind == crewcast.KindInbound && ev.MessageID != "" {
+		return ev.MessageID, true
+	}
+	if ev.Provider == VoiceProvider && (ev.Kind == crewcast.KindInbound || ev.Kind == crewcast.KindCallEnded) && ev.MessageID != "" {
 		return ev.MessageID, true
 	}
 	return "", false

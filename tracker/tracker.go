@@ -43,6 +43,9 @@ type Config struct {
 	// Mailer sends the email steps of follow-up ladders (ladder.go);
 	// nil: groups with an email step are refused.
 	Mailer Mailer
+	// Caller places the voice calls of follow-up ladders (voice.go); nil:
+	// groups with a voice step are refused.
+	Caller Caller
 	// Provider sends messages and parses nothing here (webhooks are parsed
 	// by the HTTP layer). Required.
 	Provider crewcast.Provider

@@ -36,6 +36,10 @@ const (
 	GroupWaveSent       = "group.wave_sent"
 	GroupQuorumReopened = "group.quorum_reopened"
 	RecipientSelected   = "recipient.selected"
+	// Ladders' calls and mail (docs/design.md §17).
+	RecipientCallPlaced = "recipient.call_placed"
+	RecipientCallEnded  = "recipient.call_ended"
+	RecipientEmailSent  = "recipient.email_sent"
 	// EndpointTest is the event POST /v1/webhook-endpoints/{id}/test sends
 	// (to that endpoint only; nobody subscribes to it).
 	EndpointTest = "endpoint.test"
@@ -44,7 +48,7 @@ const (
 // EventTypes are the types an endpoint may subscribe to.
 var EventTypes = []string{GroupCreated, GroupCompleted, GroupCanceled, GroupPaused, GroupQuorumMet, GroupEscalated,
 	RecipientUpdated, RecipientReplied, RecipientResponded, InboundUnmatched, EndpointDisabled,
-	GroupWaveSent, GroupQuorumReopened, RecipientSelected}
+	GroupWaveSent, GroupQuorumReopened, RecipientSelected, RecipientCallPlaced, RecipientCallEnded, RecipientEmailSent}
 
 // ValidType reports whether typ may be subscribed to ("*" is every type).
 func ValidType(typ string) bool {
@@ -149,6 +153,7 @@ func Derive(c Change) []store.OutboxRow {
 			}
 		}
 	}
+	out = append(out, c.channelRows(gid)...)
 	seq := c.Group.Seq
 	if typ, ok := statusRules[c.Group.Status]; ok && c.Group.Status != c.PrevStatus {
 		out = append(out, groupRow(typ, c.Group, seq, c.Time))
@@ -158,6 +163,66 @@ func Derive(c Change) []store.OutboxRow {
 		// (group.created's counts), not as a change.
 		if d.Row.Status != d.PrevStatus && d.PrevStatus != "" {
 			out = append(out, recipientRow(RecipientUpdated, gid, c.recipient(d.Row), seq, c.Time))
+		}
+	}
+	return out
+}
+
+// channelData is a ladder attempt's event: the recipient, and for a
+// call's end its outcome and the digits pressed.
+type channelData struct {
+	recipientData
+	Outcome string `json:"outcome,omitempty"`
+	Digits  string `json:"digits,omitempty"`
+}
+
+// channelRows reports a commit's ladder attempts: a call placed or a mail
+// sent (a follow-up outcome accepted on that channel), a call's end.
+func (c Change) channelRows(gid string) []store.OutboxRow {
+	var out []store.OutboxRow
+	row := func(typ string, i int, seq uint64, outcome, digits string) {
+		if c.Recipient == nil {
+			return
+		}
+		d, ok := c.Recipient(i)
+		if !ok {
+			return
+		}
+		rj := c.recipient(d)
+		out = append(out, store.OutboxRow{MsgID: MsgID(gid, seq, typ, rj.Number), Type: typ, GroupID: gid, Seq: seq, CreatedAt: c.Time,
+			Payload: encode(typ, c.Time, channelData{recipientData: recipientData{GroupID: gid, Seq: seq, Recipient: rj}, Outcome: outcome, Digits: digits})})
+	}
+	for _, ev := range c.Events {
+		switch ev.Type {
+		case group.TypeFollowupOutcomes:
+			var v struct {
+				Outcomes []struct {
+					I       []int  `json:"i"`
+					Result  string `json:"result"`
+					Channel string `json:"channel"`
+				} `json:"outcomes"`
+			}
+			if json.Unmarshal(ev.Data, &v) != nil {
+				continue
+			}
+			for _, o := range v.Outcomes {
+				typ := map[string]string{group.ChannelVoice: RecipientCallPlaced, group.ChannelEmail: RecipientEmailSent}[o.Channel]
+				if typ == "" || o.Result != group.ResultAccepted {
+					continue
+				}
+				for _, i := range o.I {
+					row(typ, i, ev.Seq, "", "")
+				}
+			}
+		case group.TypeCallEnded:
+			var v struct {
+				I       *int   `json:"i"`
+				Outcome string `json:"outcome"`
+				Digits  string `json:"digits"`
+			}
+			if json.Unmarshal(ev.Data, &v) == nil && v.I != nil {
+				row(RecipientCallEnded, *v.I, ev.Seq, v.Outcome, v.Digits)
+			}
 		}
 	}
 	return out

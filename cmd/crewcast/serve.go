@@ -29,6 +29,7 @@ type serverFlags struct {
 	fs                                              *flag.FlagSet
 	addr, db, provider, publicURL, logLevel         string
 	telnyxKey, telnyxPub, telnyxBase, telnyxProfile string
+	telnyxTeXML                                     string
 	telnyxIdem                                      bool
 	twilioSID, twilioToken, twilioBase              string
 	adminKey                                        string
@@ -74,6 +75,7 @@ var serverFlagDocs = []flagSection{
 		{"telnyx-api-key", "CREWCAST_TELNYX_API_KEY"}, {"telnyx-public-key", "CREWCAST_TELNYX_PUBLIC_KEY"},
 		{"telnyx-messaging-profile", "CREWCAST_TELNYX_MESSAGING_PROFILE_ID"}, {"telnyx-api-base", "CREWCAST_TELNYX_API_BASE"},
 		{"telnyx-idempotency-keys", "CREWCAST_TELNYX_IDEMPOTENCY_KEYS"},
+		{"telnyx-texml-connection", "CREWCAST_TELNYX_TEXML_CONNECTION_ID"},
 		{"twilio-account-sid", "CREWCAST_TWILIO_ACCOUNT_SID"}, {"twilio-auth-token", "CREWCAST_TWILIO_AUTH_TOKEN"},
 		{"twilio-api-base", "CREWCAST_TWILIO_API_BASE"},
 	}},
@@ -110,6 +112,7 @@ func bindServerFlags(fs *flag.FlagSet, defaultDB string) *serverFlags {
 	fs.StringVar(&f.telnyxPub, "telnyx-public-key", "", "Telnyx webhook public key, base64 (Mission Control → Keys & Credentials)")
 	fs.StringVar(&f.telnyxBase, "telnyx-api-base", "", "Telnyx API origin (default https://api.telnyx.com; a simulator's URL in tests)")
 	fs.StringVar(&f.telnyxProfile, "telnyx-messaging-profile", "", "Telnyx messaging profile id")
+	fs.StringVar(&f.telnyxTeXML, "telnyx-texml-connection", "", "Telnyx TeXML application connection id the voice steps of follow-up ladders call through; empty: no voice steps on Telnyx")
 	fs.BoolVar(&f.telnyxIdem, "telnyx-idempotency-keys", false, "send claim keys as Idempotency-Key (only the simulator honours them)")
 	fs.StringVar(&f.twilioSID, "twilio-account-sid", "", "Twilio account SID")
 	fs.StringVar(&f.twilioToken, "twilio-auth-token", "", "Twilio auth token")
@@ -179,7 +182,7 @@ func (f *serverFlags) config(stderr io.Writer) (server.Config, error) {
 		SegmentPrice:   f.segmentPrice,
 		Addr:           f.addr, DB: f.db, Provider: f.provider, PublicURL: f.publicURL, SMTPURL: f.smtpURL, EmailFrom: f.emailFrom,
 		TelnyxAPIKey: f.telnyxKey, TelnyxPublicKey: f.telnyxPub, TelnyxAPIBase: f.telnyxBase,
-		TelnyxMessagingProfileID: f.telnyxProfile, TelnyxIdempotencyKeys: f.telnyxIdem,
+		TelnyxMessagingProfileID: f.telnyxProfile, TelnyxIdempotencyKeys: f.telnyxIdem, TelnyxTeXMLConnectionID: f.telnyxTeXML,
 		TwilioAccountSID: f.twilioSID, TwilioAuthToken: f.twilioToken, TwilioAPIBase: f.twilioBase,
 		AdminKey: f.adminKey, SendRate: f.sendRate, SendWorkers: f.sendWorkers, ProviderTimeout: f.providerTimeout,
 		QuietHours: f.quietHours, DefaultTimezone: f.defaultTZ,

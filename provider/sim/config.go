@@ -67,6 +67,10 @@ type Faults struct {
 	// "503" (see outage.go). POST /sim/faults sets one with
 	// {"provider","outage"}.
 	Outages map[string]string `json:"outages,omitempty"`
+	// VoiceAnswer is how people answer calls (voice.go) unless POST
+	// /sim/voice/script says otherwise for their number: a digit 1-9,
+	// "none" (no answer, the default), "busy", "machine" or "hangup".
+	VoiceAnswer string `json:"voice_answer,omitempty"`
 }
 
 // Defaults for the lists in Faults.
@@ -142,6 +146,9 @@ func (f Faults) Validate() error {
 	}
 	if f.RateLimitRate+f.Error5xxRate > 1 {
 		return fmt.Errorf("rate_limit_rate + error_5xx_rate must be at most 1, got %v", f.RateLimitRate+f.Error5xxRate)
+	}
+	if f.VoiceAnswer != "" && !validVoiceAnswer(f.VoiceAnswer) {
+		return fmt.Errorf("voice_answer must be a digit 1-9, none, busy, machine or hangup, got %q", f.VoiceAnswer)
 	}
 	for n, sc := range f.Script {
 		switch verb, arg, _ := strings.Cut(sc, ":"); verb {

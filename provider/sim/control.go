@@ -22,6 +22,8 @@ func (s *Sim) routes() *http.ServeMux {
 	mux.HandleFunc("GET /v2/messages/group/{id}", tnx(s.telnyxGetGroup))
 	mux.HandleFunc("POST /2010-04-01/Accounts/{sid}/Messages.json", tw(s.twilioSend))
 	mux.HandleFunc("GET /2010-04-01/Accounts/{sid}/Messages/{file}", tw(s.twilioGet))
+	mux.HandleFunc("POST /2010-04-01/Accounts/{sid}/Calls.json", tw(s.twilioCall))
+	mux.HandleFunc("POST /v2/texml/calls/{connection}", tnx(s.telnyxCall))
 
 	control := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.control(h)) }
 	control("GET /sim/keys", func(w http.ResponseWriter, r *http.Request) {
@@ -40,6 +42,10 @@ func (s *Sim) routes() *http.ServeMux {
 	control("GET /sim/mail", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"mail": s.receivedMail()})
 	})
+	control("GET /sim/calls", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"calls": s.Calls()})
+	})
+	control("POST /sim/voice/script", s.handleVoiceScript)
 	control("POST /sim/inbound", s.handleInbound)
 	control("GET /sim/faults", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Faults())

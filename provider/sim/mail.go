@@ -34,9 +34,12 @@ type Mail struct {
 	HTML    bool     `json:"html"` // it had an HTML part too
 	Links   []string `json:"links"`
 	// ListUnsubscribe is the List-Unsubscribe header's link, if any.
-	ListUnsubscribe string    `json:"list_unsubscribe,omitempty"`
-	MessageID       string    `json:"message_id,omitempty"`
-	At              time.Time `json:"at"`
+	ListUnsubscribe string `json:"list_unsubscribe,omitempty"`
+	// ListUnsubscribePost is the List-Unsubscribe-Post header (RFC 8058
+	// one-click: "List-Unsubscribe=One-Click"), if any.
+	ListUnsubscribePost string    `json:"list_unsubscribe_post,omitempty"`
+	MessageID           string    `json:"message_id,omitempty"`
+	At                  time.Time `json:"at"`
 }
 
 // MailBox is the SMTP server and what it received.
@@ -137,6 +140,7 @@ func parseMail(r io.Reader) (Mail, error) {
 	if lu := msg.Header.Get("List-Unsubscribe"); lu != "" {
 		m.ListUnsubscribe = strings.Trim(strings.Split(lu, ",")[0], " <>")
 	}
+	m.ListUnsubscribePost = msg.Header.Get("List-Unsubscribe-Post")
 	if err := readParts(&m, msg.Header.Get("Content-Type"), msg.Header.Get("Content-Transfer-Encoding"), msg.Body, 0); err != nil {
 		return Mail{}, err
 	}

@@ -25,11 +25,13 @@ const (
 // Send is one ledger row: one accepted send to one recipient. A group MMS
 // records one row per recipient, all with the group's message id.
 type Send struct {
-	ID         string    `json:"id"`
-	Provider   string    `json:"provider"`
-	From       string    `json:"from"`
-	To         string    `json:"to"`
-	Text       string    `json:"text"`
+	ID       string `json:"id"`
+	Provider string `json:"provider"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Text     string `json:"text"`
+	// Channel is "voice" for a call (Text is what it said); "" for a message.
+	Channel    string    `json:"channel,omitempty"`
 	ReceivedAt time.Time `json:"received_at"`
 }
 
@@ -53,23 +55,26 @@ type Sim struct {
 	log    *slog.Logger
 	mux    *http.ServeMux
 
-	mu         sync.Mutex
-	faults     Faults
-	ledger     []Send
-	messages   map[string]*message   // provider|id
-	idem       map[string]idemRecord // provider|Idempotency-Key
-	optOuts    map[string]bool       // see optOutKey
-	lastSender map[string]string     // our number → provider that last sent from it
-	threads    map[string]*message   // provider|our number|their number → latest message
-	mailbox    *MailBox              // the SMTP server (mail.go), nil until StartSMTP
-	stopped    bool
-	quit       chan struct{} // closed when Stop begins
-	srv        *http.Server
-	serveDone  chan struct{}
-	provLn     providerListeners // StartProvider's (outage.go)
-	listenURL  string
-	stopOnce   sync.Once
-	stopResult error
+	mu          sync.Mutex
+	faults      Faults
+	ledger      []Send
+	messages    map[string]*message   // provider|id
+	idem        map[string]idemRecord // provider|Idempotency-Key
+	optOuts     map[string]bool       // see optOutKey
+	lastSender  map[string]string     // our number → provider that last sent from it
+	threads     map[string]*message   // provider|our number|their number → latest message
+	mailbox     *MailBox              // the SMTP server (mail.go), nil until StartSMTP
+	calls       []*Call               // calls placed (voice.go)
+	callIdem    map[string]*Call      // I-Twilio-Idempotency-Token → call
+	voiceScript map[string]string     // number → how they answer calls
+	stopped     bool
+	quit        chan struct{} // closed when Stop begins
+	srv         *http.Server
+	serveDone   chan struct{}
+	provLn      providerListeners // StartProvider's (outage.go)
+	listenURL   string
+	stopOnce    sync.Once
+	stopResult  error
 }
 
 // idemRecord remembers which message an Idempotency-Key created.
@@ -120,8 +125,9 @@ func New(cfg Config) (*Sim, error) {
 		idem:       map[string]idemRecord{},
 		optOuts:    map[string]bool{},
 		lastSender: map[string]string{},
-		threads:    map[string]*message{},
-		quit:       make(chan struct{}),
+		callIdem:   map[string]*Call{}, voiceScript: map[string]string{},
+		threads: map[string]*message{},
+		quit:    make(chan struct{}),
 	}
 	s.token = cfg.ControlToken
 	if s.token == "" {
@@ -286,6 +292,7 @@ func (s *Sim) Reset() {
 	s.ledger = nil
 	s.idem = map[string]idemRecord{}
 	s.optOuts = map[string]bool{}
+	s.calls, s.callIdem = nil, map[string]*Call{}
 	if s.mailbox != nil {
 		s.mailbox.Reset()
 	}

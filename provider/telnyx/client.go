@@ -78,6 +78,9 @@ type Config struct {
 	// by Telnyx for number pools and alphanumeric senders). Group MMS does
 	// not take one.
 	MessagingProfileID string
+	// TeXMLConnectionID is the TeXML application connection voice calls
+	// are placed through (voice.go); "" means no calls.
+	TeXMLConnectionID string
 	// WebhookURL, when set, is sent as the per-message webhook_url unless
 	// the SendRequest names its own.
 	WebhookURL string
@@ -110,6 +113,7 @@ type Client struct {
 	webhookURL  string
 	failoverURL string
 	sendIdemKey bool
+	texmlConn   string
 	verifier    *Verifier
 	tolerance   time.Duration
 	http        *http.Client
@@ -157,6 +161,7 @@ func New(cfg Config) (*Client, error) {
 		webhookURL:  cfg.WebhookURL,
 		failoverURL: cfg.WebhookFailoverURL,
 		sendIdemKey: cfg.SendIdempotencyKey,
+		texmlConn:   cfg.TeXMLConnectionID,
 		verifier:    verifier,
 		tolerance:   cfg.Tolerance,
 		http:        adapter.HTTPClient(cfg.HTTPClient, DefaultTimeout),

@@ -154,6 +154,7 @@ func Run(t *testing.T, o Options) {
 		{"LargeCrewContacts", testLargeCrewContacts},
 		{"Templates", testTemplates},
 		{"TemplateFollowup", testTemplateFollowup},
+		{"EmailOptOuts", testEmailOptOuts},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -225,6 +225,7 @@ type ledgerSend struct {
 	From       string    `json:"from"`
 	To         string    `json:"to"`
 	Text       string    `json:"text"`
+	Channel    string    `json:"channel"` // "voice" for a call
 	ReceivedAt time.Time `json:"received_at"`
 }
 

@@ -1,5 +1,5 @@
 // Command chaos is crewcast's reliability harness (docs/reliability.md,
-// docs/testing.md T1, T2, T5, T6, T7, T10, T11, T14 (kill -9 while follow-ups fire), T18 (kill -9 while callouts fill), T17 (two providers: outages and kill -9 under a pool group) and, with several
+// docs/testing.md T1, T2, T5, T6, T7, T10, T11, T14 (kill -9 while follow-ups fire), T18 (kill -9 while callouts fill), T17 (two providers: outages and kill -9 under a pool group), T19 (kill -9 while calls are placed and mail is sent) and, with several
 // nodes, T8, T12, T13). It builds crewcast, runs the
 // provider simulator and the server as separate processes on loopback,
 // kills, corrupts and starves the server, and checks from the outside —
@@ -58,6 +58,7 @@ var scenarios = []struct {
 	{"T14", runT14},
 	{"T18", runT18},
 	{"T17", runT17},
+	{"T19", runT19},
 	{"T6", runT6},
 	{"T7", runT7},
 	{"T10", runT10},

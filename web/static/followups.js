@@ -93,6 +93,27 @@ export function policyButtons(g, canSend, on) {
   return out;
 }
 
+// CALL_OUTCOMES says how a ladder's call ended (recipient.call_ended).
+const CALL_OUTCOMES = {
+  answered: "answered",
+  no_answer: "no answer",
+  busy: "busy",
+  machine: "answering machine",
+  failed: "failed",
+};
+
+/** stepWords is a ladder step's attempt in words: "call: placed", "email sent". */
+function stepWords(channel, o) {
+  if (channel === "voice") {
+    if (o.result === "accepted") return "Call: placed";
+    if (o.result === "skipped") return "Call: skipped";
+    return `Call: ${outcomeWords(o)}`;
+  }
+  if (o.result === "accepted") return "Email sent";
+  if (o.result === "skipped") return "Email skipped";
+  return `Email: ${outcomeWords(o)}`;
+}
+
 function outcomeWords(o) {
   switch (o.result) {
     case "accepted":
@@ -119,12 +140,21 @@ export function describePolicyEvent(ev, d, by, index) {
   switch (ev.type) {
     case "followup.claimed": {
       const s = mine(d.sends)[0] || (d.sends || [])[0] || {};
+      if (s.channel === "voice") return { title: "Call claimed", detail: "committed before the call is placed" };
+      if (s.channel === "email") return { title: "Email claimed", detail: "committed before the mail is sent" };
       return { title: `Reminder ${s.n || ""} claimed`.replace("  ", " "), detail: "committed before the provider call" };
     }
     case "followup.outcomes": {
       const o = mine(d.outcomes)[0] || (d.outcomes || [])[0] || {};
-      return { title: `Reminder ${outcomeWords(o)}`, detail: [o.message_id ? `message ${o.message_id}` : "", o.detail || ""].filter(Boolean).join(" · ") };
+      const title = o.channel === "voice" || o.channel === "email" ? stepWords(o.channel, o) : `Reminder ${outcomeWords(o)}`;
+      const id = o.message_id && !o.message_id.startsWith("email:") ? `${o.channel === "voice" ? "call" : "message"} ${o.message_id.replace(/^call:/, "")}` : "";
+      return { title, detail: [id, o.detail || ""].filter(Boolean).join(" · ") };
     }
+    case "recipient.call_ended":
+      return {
+        title: `Call: ${CALL_OUTCOMES[d.outcome] || d.outcome || "ended"}`,
+        detail: d.digits ? `pressed ${d.digits}` : d.outcome === "answered" ? "hung up without pressing a key" : "",
+      };
     case "followup.stopped": {
       const r = mine(d.recipients)[0] || {};
       return { title: "No more reminders", detail: r.reason || "" };

@@ -284,6 +284,12 @@ export function describeEvent(ev, index) {
       };
     }
     case "reply.received":
+      if (d.channel === "voice" || d.channel === "email") {
+        return {
+          title: d.channel === "voice" ? "Answered by call" : "Answered by email",
+          detail: d.response ? `chose ${d.response}` : "",
+        };
+      }
       return {
         title: d.ack === "yes" ? "Replied — acknowledged" : d.ack === "no" ? "Replied — declined" : "Replied",
         detail: join(d.text !== undefined ? `“${d.text}”` : "", d.keyword ? `keyword ${d.keyword.toUpperCase()}` : ""),

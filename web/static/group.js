@@ -93,6 +93,16 @@ function tile(name, label, value, tone, hint) {
   );
 }
 
+// CHANNEL_LABELS name the ways an answer comes (counts.by_channel).
+const CHANNEL_LABELS = { sms: "Answered by text", voice: "Answered by call", email: "Answered by email" };
+
+/** channelTiles counts the answers per channel, once a ladder got one by call or email. */
+function channelTiles(g) {
+  const by = (g.counts && g.counts.by_channel) || {};
+  if (!by.voice && !by.email) return [];
+  return ["sms", "voice", "email"].map((c) => tile(`by_channel_${c}`, CHANNEL_LABELS[c], by[c] || 0, "info", "Standing answers that came this way"));
+}
+
 function counters(t, g) {
   if (hasAnswers(g)) {
     // One tile per response option plus "No reply yet" replace the
@@ -105,6 +115,7 @@ function counters(t, g) {
       tile("unconfirmed", "Unconfirmed", t.unconfirmed, "warn"),
       tile("unknown", "Unknown", t.unknown, "warn"),
       ...answerTiles(g, tile),
+      ...channelTiles(g),
     ];
     if (t.stopped) tiles.push(tile("not_sent", "Opted out / canceled", t.stopped, "muted"));
     return tiles;
@@ -120,6 +131,7 @@ function counters(t, g) {
     tile("ack_no", "No", t.ackNo, "bad", "Answered no"),
     tile("replied", "Replied", t.repliedOther, "info", "Replied with something other than yes or no"),
     tile("no_reply", "No reply", t.noReply, "neutral", "Texted, or about to be, and has not replied"),
+    ...channelTiles(g),
   ];
   if (t.scheduled) tiles.push(tile("scheduled", "Scheduled", t.scheduled, "neutral", "Held until the send time or the end of quiet hours"));
   if (t.stopped) tiles.push(tile("not_sent", "Opted out / canceled", t.stopped, "muted"));
