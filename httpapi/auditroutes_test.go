@@ -101,7 +101,7 @@ func TestEveryChangingRouteAppendsOneAuditEntry(t *testing.T) {
 	prov := &scriptProvider{attempts: map[string]int{}}
 	var trk *tracker.Tracker
 	e := newEnv(t, func(c *Config) {
-		tr, err := tracker.New(tracker.Config{Store: c.Store, Provider: prov, SweepInterval: time.Hour, CalloutSettle: -1})
+		tr, err := tracker.New(tracker.Config{Store: c.Store.(store.Store), Provider: prov, SweepInterval: time.Hour, CalloutSettle: -1})
 		trk = tr
 		if err != nil {
 			t.Fatal(err)

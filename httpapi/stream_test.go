@@ -448,7 +448,7 @@ func TestStreamErrors(t *testing.T) {
 
 // failingJournal makes Load fail after the stream started.
 type failingJournal struct {
-	store.Store
+	Store
 	failLoad chan struct{}
 }
 

@@ -515,5 +515,5 @@ func FuzzWebhookHandler(f *testing.F) {
 	})
 }
 
-// nopStore satisfies store.Store for handlers that never touch it.
-type nopStore struct{ store.Store }
+// nopStore satisfies Store for handlers that never touch it.
+type nopStore struct{ Store }
