@@ -18,6 +18,7 @@ import (
 // deliveries report (also filtered by class) and in the summary's counts.
 // Sent through the real Twilio adapter to the simulator's Twilio API.
 func TestCarrierTruthThroughTheAPI(t *testing.T) {
+	t.Parallel() // its own server and database
 	forEachEngine(t, func(t *testing.T, eng engine) {
 		to := numbers(4)
 		want := map[string]struct{ code, class, words string }{

@@ -40,6 +40,7 @@ func mailAPI(t *testing.T, srv *server.Server, method, path string, body any, ou
 // server: the mail carries one link per option; fetching a link changes
 // nothing; pressing its button records the answer.
 func TestEmailStepThroughSMTP(t *testing.T) {
+	t.Parallel() // its own server and database
 	box, err := sim.ServeSMTP("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

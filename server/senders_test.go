@@ -14,6 +14,7 @@ import (
 // its senders as healthy only for the providers it is configured with
 // (the demo: Telnyx).
 func TestServerSendersAndRegistrationGate(t *testing.T) {
+	t.Parallel() // its own server and database
 	for _, allow := range []bool{false, true} {
 		eng := engine{name: "sqlite", db: t.TempDir() + "/crewcast.db"}
 		srv := start(t, eng, sim.Faults{}, func(c *server.Config) { c.AllowUnregistered = allow })

@@ -10,6 +10,7 @@ import (
 // The tests' own copies of the API's shapes read only what
 // docs/openapi.yaml documents, with matching JSON types.
 func TestShapesMatchTheDocument(t *testing.T) {
+	t.Parallel() // its own processes, files and ports; the kill and database-cut tests stay serial
 	doc, err := apidoc.Load()
 	if err != nil {
 		t.Fatal(err)
