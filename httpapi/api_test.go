@@ -13,6 +13,7 @@ import (
 
 	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/apitype"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/store"
 	"github.com/crewcast/crewcast/tracker"
@@ -165,7 +166,7 @@ func TestGroupsCreate(t *testing.T) {
 		{name: "send key creates", method: "POST", path: "/v1/groups", body: createBody, key: "send", status: 201,
 			has: []string{`"status":"sending"`, `"pending":2`},
 			check: func(t *testing.T, e *env, resp *http.Response, b []byte) {
-				g := decode[groupJSON](t, b)
+				g := decode[apitype.Group](t, b)
 				if resp.Header.Get("Location") != "/v1/groups/"+g.ID {
 					t.Errorf("Location %q", resp.Header.Get("Location"))
 				}
@@ -259,7 +260,7 @@ func TestGroupsIdempotency(t *testing.T) {
 	if r1.StatusCode != 201 || r2.StatusCode != 200 {
 		t.Fatalf("statuses %d, %d; want 201, 200", r1.StatusCode, r2.StatusCode)
 	}
-	if decode[groupJSON](t, b1).ID != decode[groupJSON](t, b2).ID {
+	if decode[apitype.Group](t, b1).ID != decode[apitype.Group](t, b2).ID {
 		t.Errorf("same key and body gave two groups")
 	}
 	other := strings.Replace(createBody, "Crew call 7am", "Crew call 8am", 1)
@@ -279,7 +280,7 @@ func TestGroupsRead(t *testing.T) {
 		{name: "get", method: "GET", path: "/v1/groups/{id}", key: "read", status: 200,
 			has: []string{`"id":"{id}"`, `"counts":{`, `"acknowledged":0`, `"recipients":[`, `"sent_at":null`},
 			check: func(t *testing.T, e *env, _ *http.Response, b []byte) {
-				g := decode[groupJSON](t, b)
+				g := decode[apitype.Group](t, b)
 				var nums []string
 				for _, r := range g.Recipients {
 					nums = append(nums, r.Number)
@@ -307,7 +308,7 @@ func TestGroupsRead(t *testing.T) {
 				return map[string]string{"id": id}
 			},
 			check: func(t *testing.T, e *env, _ *http.Response, b []byte) {
-				g := decode[groupJSON](t, b)
+				g := decode[apitype.Group](t, b)
 				r := g.Recipients[0]
 				if r.Status != "delivered" || r.SentAt == nil || r.DeliveredAt == nil || r.ProviderMessageID == "" || r.Attempts != 1 {
 					t.Errorf("recipient %+v", r)
@@ -430,7 +431,7 @@ func TestGroupActions(t *testing.T) {
 	}
 	recipient := func(number, status string) func(t *testing.T, e *env, _ *http.Response, b []byte) {
 		return func(t *testing.T, e *env, _ *http.Response, b []byte) {
-			for _, r := range decode[groupJSON](t, b).Recipients {
+			for _, r := range decode[apitype.Group](t, b).Recipients {
 				if r.Number == number && r.Status != status {
 					t.Errorf("%s is %s, want %s", number, r.Status, status)
 				}
@@ -778,6 +779,8 @@ func TestOperationsRoutes(t *testing.T) {
 		{name: "debug actors read", method: "GET", path: "/debug/actors", key: "read", status: 403},
 		{name: "debug actors anonymous", method: "GET", path: "/debug/actors", status: 401},
 		{name: "debug deadletters not wired", method: "GET", path: "/debug/deadletters", key: "admin", status: 404},
+		{name: "debug deadletters admin", method: "GET", path: "/debug/deadletters", key: "admin", status: 200, has: []string{`"count":2`},
+			mod: func(c *Config) { c.DebugDeadLetters = func() any { return map[string]int{"count": 2} } }},
 		{name: "method not allowed", method: "DELETE", path: "/v1/groups", key: "admin", status: 405, code: "method_not_allowed",
 			check: func(t *testing.T, e *env, resp *http.Response, _ []byte) {
 				if a := resp.Header.Get("Allow"); !strings.Contains(a, "GET") || !strings.Contains(a, "POST") {

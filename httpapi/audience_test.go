@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crewcast/crewcast/apitype"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/tracker"
 )
@@ -44,8 +45,8 @@ func TestCreateGroupFromCrewsTagsContacts(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("create = %d %s", resp.StatusCode, b)
 	}
-	g := decode[groupJSON](t, b)
-	got := map[string]recipientJSON{}
+	g := decode[apitype.Group](t, b)
+	got := map[string]apitype.Recipient{}
 	var order []string
 	for _, r := range g.Recipients {
 		if _, dup := got[r.Number]; dup {
@@ -81,7 +82,7 @@ func TestCreateGroupFromCrewsTagsContacts(t *testing.T) {
 		t.Fatalf("create with repeated contacts = %d %s", resp.StatusCode, b)
 	}
 	order = order[:0]
-	for _, r := range decode[groupJSON](t, b).Recipients {
+	for _, r := range decode[apitype.Group](t, b).Recipients {
 		order = append(order, r.Number)
 	}
 	if want := "+15550100002,+15550100003,+15550100004,+15550100005"; strings.Join(order, ",") != want {
@@ -119,7 +120,7 @@ func TestCreateGroupWithSavedTemplateAndResponses(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("create = %d %s", resp.StatusCode, b)
 	}
-	g := decode[groupJSON](t, b)
+	g := decode[apitype.Group](t, b)
 	if g.Text != "Crew call 7am\nReply 1 Coming, 2 Can't make it" {
 		t.Fatalf("text = %q", g.Text)
 	}
@@ -139,7 +140,7 @@ func TestCreateGroupWithSavedTemplateAndResponses(t *testing.T) {
 		t.Fatalf("counts.responses not nested: %s", b)
 	}
 	resp, b = e.do("POST", "/v1/groups", `{"from":"+15550100000","crews":["Night"],"template":"Call-in","response_hint":false}`, "send", nil)
-	if g := decode[groupJSON](t, b); resp.StatusCode != http.StatusCreated || g.Text != "Crew call 7am" {
+	if g := decode[apitype.Group](t, b); resp.StatusCode != http.StatusCreated || g.Text != "Crew call 7am" {
 		t.Fatalf("without hint = %d %q", resp.StatusCode, g.Text)
 	}
 	resp, b = e.do("POST", "/v1/groups", `{"from":"+15550100000","crews":["Night"],"text":"x","quorum":{"response":"9","count":1},

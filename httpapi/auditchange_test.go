@@ -13,7 +13,7 @@ import (
 
 // noAppendStore refuses every AppendAudit: an entry reaches the log only
 // if it was handed to the store with the change it records.
-type noAppendStore struct{ store.Store }
+type noAppendStore struct{ Store }
 
 func (noAppendStore) AppendAudit(context.Context, ...store.AuditEntry) error {
 	return errors.New("AppendAudit is not how key and suppression changes are audited")

@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"time"
 
+	"github.com/crewcast/crewcast/apitype"
 	"github.com/crewcast/crewcast/group"
 )
 
@@ -47,54 +47,30 @@ func (b createRequest) quorum() (*group.Quorum, bool) {
 	return &q, b.Quorum.exactGiven
 }
 
-// wavesJSON is a group's waves: what was asked, how many went, and when
-// the next is due (null: none will be unless answers change).
-type wavesJSON struct {
-	Size   int        `json:"size"`
-	Every  string     `json:"every"`
-	Sent   int        `json:"sent"`
-	NextAt *time.Time `json:"next_at"`
-}
-
-// calloutJSON is a group's callout fields.
-type calloutJSON struct {
-	Waves         *wavesJSON `json:"waves,omitempty"`
-	ConfirmedText string     `json:"confirmed_text,omitempty"`
-	FilledText    string     `json:"filled_text,omitempty"`
-}
-
-// recipientCalloutJSON is a recipient's wave and selection: wave is
-// absent until they are texted.
-type recipientCalloutJSON struct {
-	Wave     int  `json:"wave,omitempty"`
-	Selected bool `json:"selected"`
-	Standby  bool `json:"standby"`
-}
-
-func (p *policyView) callout() calloutJSON {
+func (p *policyView) callout() apitype.Callout {
 	if p == nil || p.g.Policy == nil {
-		return calloutJSON{}
+		return apitype.Callout{}
 	}
 	g, pol := p.g, p.g.Policy
-	out := calloutJSON{ConfirmedText: pol.ConfirmedText}
+	out := apitype.Callout{ConfirmedText: pol.ConfirmedText}
 	if g.Exact() {
 		out.FilledText = g.AutoReplyText(group.AutoFilled)
 	}
 	if w := pol.Waves; w != nil {
-		out.Waves = &wavesJSON{Size: w.Size, Every: shortDuration(w.Every), Sent: g.WavesSent, NextAt: tsOrNil(g.NextWaveAt())}
+		out.Waves = &apitype.Waves{Size: w.Size, Every: shortDuration(w.Every), Sent: g.WavesSent, NextAt: tsOrNil(g.NextWaveAt())}
 	}
 	return out
 }
 
-func (p *policyView) recipientCallout(number string) recipientCalloutJSON {
+func (p *policyView) recipientCallout(number string) apitype.RecipientCallout {
 	if p == nil {
-		return recipientCalloutJSON{}
+		return apitype.RecipientCallout{}
 	}
 	r := p.g.Recipient(number)
 	if r == nil {
-		return recipientCalloutJSON{}
+		return apitype.RecipientCallout{}
 	}
-	return recipientCalloutJSON{Wave: r.Wave, Selected: r.Selected, Standby: r.Standby}
+	return apitype.RecipientCallout{Wave: r.Wave, Selected: r.Selected, Standby: r.Standby}
 }
 
 // CalloutActions is implemented by a Service that offers a dispatcher's

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crewcast/crewcast/apitype"
 	"github.com/crewcast/crewcast/group"
 )
 
@@ -28,7 +29,7 @@ func TestCalloutCreatedAndShown(t *testing.T) {
 					Quorum struct {
 						Exact bool `json:"exact"`
 					} `json:"quorum"`
-					Waves         *wavesJSON     `json:"waves"`
+					Waves         *apitype.Waves `json:"waves"`
 					ConfirmedText string         `json:"confirmed_text"`
 					FilledText    string         `json:"filled_text"`
 					Counts        map[string]any `json:"counts"`
@@ -54,7 +55,7 @@ func TestCalloutCreatedAndShown(t *testing.T) {
 				}
 				var got struct {
 					Counts     map[string]any   `json:"counts"`
-					Waves      wavesJSON        `json:"waves"`
+					Waves      apitype.Waves    `json:"waves"`
 					Recipients []map[string]any `json:"recipients"`
 				}
 				if err := json.Unmarshal(rbody, &got); err != nil {
@@ -131,7 +132,7 @@ func TestCalloutActions(t *testing.T) {
 	if resp.StatusCode != 201 {
 		t.Fatalf("create %d %s", resp.StatusCode, b)
 	}
-	id := decode[groupJSON](t, b).ID
+	id := decode[apitype.Group](t, b).ID
 	if resp, _ := e.do("POST", "/v1/groups/"+id+"/next-wave", "", "read", nil); resp.StatusCode != 403 {
 		t.Fatalf("read key: %d", resp.StatusCode)
 	}

@@ -483,74 +483,13 @@ func (a *api) importContacts(w http.ResponseWriter, r *http.Request) error {
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	rep := importJSON{Errors: []importErrorJSON{}}
-	addErr := func(line int, msg string) {
-		rep.ErrorsTotal++
-		if len(rep.Errors) < maxImportErrors {
-			rep.Errors = append(rep.Errors, importErrorJSON{Line: line, Error: msg})
-		}
-	}
-	header, err := cr.Read()
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe):
-		return err
-	case errors.Is(err, io.EOF):
-		return invalid("body", "empty CSV: the first line must be a header such as number,name,tags,timezone")
-	case err != nil:
-		return invalid("body", "line 1: "+csvMessage(err))
-	}
-	cols, err := parseImportHeader(header)
+	width, cols, err := readImportHeader(cr)
 	if err != nil {
-		return invalid("body", "line 1: "+err.Error())
+		return err
 	}
-	var rows []importRow
-	lineOf := map[string]int{}
-	now := a.now()
-	for {
-		rec, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		line, _ := cr.FieldPos(0)
-		if err != nil {
-			if errors.As(err, &mbe) {
-				return err
-			}
-			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				line = pe.StartLine
-			}
-			addErr(line, csvMessage(err))
-			continue
-		}
-		if len(rows)+rep.ErrorsTotal >= maxImportRows {
-			return newError(http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("at most %d rows per import", maxImportRows))
-		}
-		size := 0
-		for _, f := range rec {
-			size += len(f)
-		}
-		if size > maxImportLine {
-			addErr(line, fmt.Sprintf("line is longer than %d bytes", maxImportLine))
-			continue
-		}
-		if len(rec) > len(header) {
-			addErr(line, fmt.Sprintf("%d values for %d columns", len(rec), len(header)))
-			continue
-		}
-		row, msg := importRowOf(rec, cols, now)
-		if msg != "" {
-			addErr(line, msg)
-			continue
-		}
-		row.line = line
-		c := row.c
-		if first, ok := lineOf[c.Number]; ok {
-			addErr(line, fmt.Sprintf("number %s is already on line %d", c.Number, first))
-			continue
-		}
-		lineOf[c.Number] = line
-		rows = append(rows, row)
+	rows, err := readImportRows(cr, width, cols, a.now(), &rep)
+	if err != nil {
+		return err
 	}
 	if atomic && rep.ErrorsTotal > 0 {
 		writeJSON(w, http.StatusUnprocessableEntity, rep)
@@ -575,6 +514,91 @@ func (a *api) importContacts(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, rep)
 	return nil
+}
+
+// addError counts a bad line of an import and keeps its message while
+// fewer than maxImportErrors are kept.
+func (rep *importJSON) addError(line int, msg string) {
+	rep.ErrorsTotal++
+	if len(rep.Errors) < maxImportErrors {
+		rep.Errors = append(rep.Errors, importErrorJSON{Line: line, Error: msg})
+	}
+}
+
+// readImportHeader reads an import's header line and returns how many
+// columns it names and which is which.
+func readImportHeader(cr *csv.Reader) (int, importColumns, error) {
+	header, err := cr.Read()
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return 0, importColumns{}, err
+	case errors.Is(err, io.EOF):
+		return 0, importColumns{}, invalid("body", "empty CSV: the first line must be a header such as number,name,tags,timezone")
+	case err != nil:
+		return 0, importColumns{}, invalid("body", "line 1: "+csvMessage(err))
+	}
+	cols, err := parseImportHeader(header)
+	if err != nil {
+		return 0, importColumns{}, invalid("body", "line 1: "+err.Error())
+	}
+	return len(header), cols, nil
+}
+
+// readImportRows reads an import's lines after the header: the good ones
+// are returned, each bad one is added to rep. An error ends the import (a
+// body over the limit, too many rows).
+func readImportRows(cr *csv.Reader, width int, cols importColumns, now time.Time, rep *importJSON) ([]importRow, error) {
+	var rows []importRow
+	var mbe *http.MaxBytesError
+	lineOf := map[string]int{}
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		line, _ := cr.FieldPos(0)
+		if err != nil {
+			if errors.As(err, &mbe) {
+				return nil, err
+			}
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				line = pe.StartLine
+			}
+			rep.addError(line, csvMessage(err))
+			continue
+		}
+		if len(rows)+rep.ErrorsTotal >= maxImportRows {
+			return nil, newError(http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("at most %d rows per import", maxImportRows))
+		}
+		size := 0
+		for _, f := range rec {
+			size += len(f)
+		}
+		if size > maxImportLine {
+			rep.addError(line, fmt.Sprintf("line is longer than %d bytes", maxImportLine))
+			continue
+		}
+		if len(rec) > width {
+			rep.addError(line, fmt.Sprintf("%d values for %d columns", len(rec), width))
+			continue
+		}
+		row, msg := importRowOf(rec, cols, now)
+		if msg != "" {
+			rep.addError(line, msg)
+			continue
+		}
+		row.line = line
+		c := row.c
+		if first, ok := lineOf[c.Number]; ok {
+			rep.addError(line, fmt.Sprintf("number %s is already on line %d", c.Number, first))
+			continue
+		}
+		lineOf[c.Number] = line
+		rows = append(rows, row)
+	}
+	return rows, nil
 }
 
 // importRowOf reads one CSV record of an import; msg says what is wrong

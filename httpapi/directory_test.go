@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/crewcast/crewcast/apitype"
 )
 
 var csvHeader = map[string]string{"Content-Type": "text/csv"}
@@ -285,7 +287,7 @@ func TestCrewMemberOrder(t *testing.T) {
 		t.Fatalf("create group = %d %s", resp.StatusCode, b)
 	}
 	var order []string
-	for _, r := range decode[groupJSON](t, b).Recipients {
+	for _, r := range decode[apitype.Group](t, b).Recipients {
 		order = append(order, r.Number)
 	}
 	if want := "+15550100001,+15550100002,+15550100004,+15550100003"; strings.Join(order, ",") != want {

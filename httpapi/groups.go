@@ -15,6 +15,7 @@ import (
 
 	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/apitype"
 	"github.com/crewcast/crewcast/errcode"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/store"
@@ -22,72 +23,6 @@ import (
 )
 
 // ---- JSON shapes ----
-
-// groupJSON is a group as the API shows it (docs/design.md §10).
-type groupJSON struct {
-	ID          string           `json:"id"`
-	Status      string           `json:"status"`
-	PauseReason string           `json:"pause_reason"`
-	Mode        string           `json:"mode"`
-	From        string           `json:"from"`
-	Text        string           `json:"text"`
-	CreatedAt   *time.Time       `json:"created_at"`
-	UpdatedAt   *time.Time       `json:"updated_at"`
-	Seq         uint64           `json:"seq"`
-	Counts      group.CountsJSON `json:"counts"`
-	// Responses are the answers the group asks for and Quorum how many of
-	// one it needs (docs/design.md §11); absent when it asks for none.
-	Responses  []group.Option  `json:"responses,omitempty"`
-	Quorum     *quorumJSON     `json:"quorum,omitempty"`
-	Recipients []recipientJSON `json:"recipients,omitempty"`
-	policyJSON
-	calloutJSON
-}
-
-// quorumJSON is a group's quorum: met_at is null until it is met.
-type quorumJSON struct {
-	Response    string     `json:"response"`
-	Count       int        `json:"count"`
-	KeepSending bool       `json:"keep_sending"`
-	Exact       bool       `json:"exact"`
-	MetAt       *time.Time `json:"met_at"`
-}
-
-// recipientJSON is one recipient of a group.
-type recipientJSON struct {
-	Number            string     `json:"number"`
-	Name              string     `json:"name"`
-	Status            string     `json:"status"`
-	Attempts          int        `json:"attempts"`
-	ProviderMessageID string     `json:"provider_message_id"`
-	ErrorCode         string     `json:"error_code"`
-	ErrorClass        string     `json:"error_class"`  // errcode.Class: a carrier verdict or the base class
-	ErrorDetail       string     `json:"error_detail"` // plain language, from package errcode
-	ErrorURL          string     `json:"error_url"`    // the provider's page about error_code
-	ClaimedAt         *time.Time `json:"claimed_at"`
-	SentAt            *time.Time `json:"sent_at"`
-	DeliveredAt       *time.Time `json:"delivered_at"`
-	FailedAt          *time.Time `json:"failed_at"`
-	RepliedAt         *time.Time `json:"replied_at"`
-	ReplyText         string     `json:"reply_text"`
-	Ack               string     `json:"ack"`
-	UpdatedAt         *time.Time `json:"updated_at"`
-	// ContactID, Text and Response (docs/design.md §11): the contact this
-	// recipient was chosen as, the text they were sent (rendered for them),
-	// and the key of the response option they chose last.
-	ContactID string `json:"contact_id"`
-	Text      string `json:"text"`
-	Response  string `json:"response"`
-	// Code is the recipient's reply code for this group when their texts
-	// show one (docs/design.md §15); absent otherwise.
-	Code string `json:"code,omitempty"`
-	// ResolvedBy is who confirmed the recipient delivered by hand (a
-	// user's or key's name; "" when the name is not known); nil when no
-	// one did.
-	ResolvedBy *string `json:"resolved_by,omitempty"`
-	recipientPolicyJSON
-	recipientCalloutJSON
-}
 
 // tsOrNil returns nil for the zero time (JSON null) and the UTC time
 // otherwise.
@@ -99,9 +34,9 @@ func tsOrNil(t time.Time) *time.Time {
 	return &u
 }
 
-func groupOf(g store.GroupRow) groupJSON {
+func groupOf(g store.GroupRow) apitype.Group {
 	counts := group.ViewCounts(g.Counts)
-	out := groupJSON{
+	out := apitype.Group{
 		ID: g.ID, Status: string(g.Status), PauseReason: g.PauseReason, Mode: string(g.Mode), From: g.From,
 		Text: g.Text, CreatedAt: tsOrNil(g.CreatedAt), UpdatedAt: tsOrNil(g.UpdatedAt), Seq: g.Seq, Counts: counts,
 	}
@@ -109,14 +44,14 @@ func groupOf(g store.GroupRow) groupJSON {
 	if g.Answers != "" && json.Unmarshal([]byte(g.Answers), &ans) == nil {
 		out.Responses = ans.Responses
 		if q := ans.Quorum; q != nil {
-			out.Quorum = &quorumJSON{Response: q.Response, Count: q.Count, KeepSending: q.KeepSending, Exact: q.Exact, MetAt: tsOrNil(q.MetAt)}
+			out.Quorum = &apitype.Quorum{Response: q.Response, Count: q.Count, KeepSending: q.KeepSending, Exact: q.Exact, MetAt: tsOrNil(q.MetAt)}
 		}
 	}
 	return out
 }
 
-func recipientOf(d store.DeliveryRow) recipientJSON {
-	return recipientJSON{
+func recipientOf(d store.DeliveryRow) apitype.Recipient {
+	return apitype.Recipient{
 		Number: d.Number, Name: d.Name, Status: string(d.Status), Attempts: d.Attempts,
 		ProviderMessageID: d.ProviderMessageID, ErrorCode: d.ErrorCode, ErrorClass: errcode.Class(d.ErrorCode, d.ErrorClass),
 		ErrorDetail: errcode.Detail(d.ErrorCode, d.ErrorClass), ErrorURL: errcode.URL(d.ErrorCode),
@@ -390,7 +325,7 @@ func (a *api) createGroup(w http.ResponseWriter, r *http.Request) error {
 
 // groupView reads a group's projection, with its roster in the order the
 // client gave it (the group.created event's order) when withRecipients.
-func (a *api) groupView(ctx context.Context, id string, withRecipients bool) (groupJSON, error) {
+func (a *api) groupView(ctx context.Context, id string, withRecipients bool) (apitype.Group, error) {
 	var row store.GroupRow
 	var rows []store.DeliveryRow
 	var err error
@@ -401,21 +336,21 @@ func (a *api) groupView(ctx context.Context, id string, withRecipients bool) (gr
 		row, err = a.store.GetGroup(ctx, id)
 	}
 	if err != nil {
-		return groupJSON{}, err
+		return apitype.Group{}, err
 	}
 	g := groupOf(row)
 	pol, err := a.policyOf(ctx, id)
 	if err != nil {
-		return groupJSON{}, err
+		return apitype.Group{}, err
 	}
-	g.policyJSON = pol.group()
-	g.calloutJSON = pol.callout()
+	g.Policy = pol.group()
+	g.Callout = pol.callout()
 	if !withRecipients {
 		return g, nil
 	}
 	roster, err := a.roster(ctx, id)
 	if err != nil {
-		return groupJSON{}, err
+		return apitype.Group{}, err
 	}
 	index := make(map[string]int, len(roster))
 	for i, e := range roster {
@@ -436,9 +371,9 @@ func (a *api) groupView(ctx context.Context, id string, withRecipients bool) (gr
 	})
 	marked, err := a.resolvedBy(ctx, id)
 	if err != nil {
-		return groupJSON{}, err
+		return apitype.Group{}, err
 	}
-	g.Recipients = make([]recipientJSON, len(rows))
+	g.Recipients = make([]apitype.Recipient, len(rows))
 	for i, d := range rows {
 		rj := recipientOf(d)
 		rj.Text = g.Text
@@ -454,8 +389,8 @@ func (a *api) groupView(ctx context.Context, id string, withRecipients bool) (gr
 		if d.Code != "" { // the hint they were sent names their code
 			rj.Text = group.WithCodedHint(rj.Text, g.Responses, d.Code)
 		}
-		rj.recipientPolicyJSON = pol.recipient(d.Number)
-		rj.recipientCalloutJSON = pol.recipientCallout(d.Number)
+		rj.RecipientPolicy = pol.recipient(d.Number)
+		rj.RecipientCallout = pol.recipientCallout(d.Number)
 		g.Recipients[i] = rj
 	}
 	return g, nil
@@ -534,8 +469,8 @@ func (a *api) getGroup(w http.ResponseWriter, r *http.Request) error {
 }
 
 type groupListJSON struct {
-	Groups     []groupJSON `json:"groups"`
-	NextCursor string      `json:"next_cursor"`
+	Groups     []apitype.Group `json:"groups"`
+	NextCursor string          `json:"next_cursor"`
 }
 
 func (a *api) listGroups(w http.ResponseWriter, r *http.Request) error {
@@ -557,7 +492,7 @@ func (a *api) listGroups(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := groupListJSON{Groups: make([]groupJSON, len(rows)), NextCursor: next}
+	out := groupListJSON{Groups: make([]apitype.Group, len(rows)), NextCursor: next}
 	for i, g := range rows {
 		out.Groups[i] = groupOf(g)
 		if err := a.listSendAt(r.Context(), &out.Groups[i]); err != nil {
@@ -599,7 +534,7 @@ func groupSearch(r *http.Request, gq *store.GroupQuery) error {
 // listSendAt sets send_at on a listed group that still holds recipients
 // (counts.scheduled > 0), so a list can say "Scheduled for …"; it costs
 // one journal read for those groups only, none for the others.
-func (a *api) listSendAt(ctx context.Context, g *groupJSON) error {
+func (a *api) listSendAt(ctx context.Context, g *apitype.Group) error {
 	if g.Counts["scheduled"] == 0 {
 		return nil
 	}
@@ -614,8 +549,8 @@ func (a *api) listSendAt(ctx context.Context, g *groupJSON) error {
 }
 
 type recipientListJSON struct {
-	Recipients []recipientJSON `json:"recipients"`
-	NextCursor string          `json:"next_cursor"`
+	Recipients []apitype.Recipient `json:"recipients"`
+	NextCursor string              `json:"next_cursor"`
 }
 
 func (a *api) listRecipients(w http.ResponseWriter, r *http.Request) error {
@@ -640,11 +575,11 @@ func (a *api) listRecipients(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := recipientListJSON{Recipients: make([]recipientJSON, len(rows)), NextCursor: next}
+	out := recipientListJSON{Recipients: make([]apitype.Recipient, len(rows)), NextCursor: next}
 	for i, d := range rows {
 		out.Recipients[i] = recipientOf(d)
-		out.Recipients[i].recipientPolicyJSON = pol.recipient(d.Number)
-		out.Recipients[i].recipientCalloutJSON = pol.recipientCallout(d.Number)
+		out.Recipients[i].RecipientPolicy = pol.recipient(d.Number)
+		out.Recipients[i].RecipientCallout = pol.recipientCallout(d.Number)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

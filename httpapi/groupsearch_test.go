@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/apitype"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/tracker"
 )
@@ -91,7 +92,7 @@ func TestResolvedByNamesWhoMarked(t *testing.T) {
 	if r.StatusCode != 200 {
 		t.Fatalf("get: %d %s", r.StatusCode, b)
 	}
-	for _, rj := range decode[groupJSON](t, b).Recipients {
+	for _, rj := range decode[apitype.Group](t, b).Recipients {
 		switch {
 		case rj.Number == "+15550100001" && (rj.ResolvedBy == nil || *rj.ResolvedBy != "send"):
 			t.Errorf("the resolved recipient: status %s, resolved_by %v, want the key's name %q", rj.Status, rj.ResolvedBy, "send")

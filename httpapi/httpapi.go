@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/apikey"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/metrics"
@@ -76,10 +77,40 @@ type Suppressor interface {
 	AddSuppression(ctx context.Context, s store.Suppression, audit ...store.AuditEntry) error
 }
 
+// Store is what the API reads and writes directly (the tracker, Service,
+// makes every change to a group): the journal and snapshots a group view
+// is rebuilt from, the projections behind the reports, and the records the
+// API manages itself (keys, users and sessions, the audit trail,
+// suppressions, webhook endpoints, contacts, crews and templates, consent,
+// senders, leases for /debug/cluster), and the engine's health. Every
+// engine's store.Store is one; inbox, routes, reminders, retention,
+// erasure and the server's keys are not the API's.
+type Store interface {
+	actor.Journal
+	actor.SnapshotStore
+	store.Projections
+	store.Suppressions
+	store.Keys
+	store.Leases
+	store.Users
+	store.Sessions
+	store.Audit
+	store.Webhooks
+	store.Directory
+	store.Consents
+	store.Senders
+	store.EmailOptOuts
+	Engine() string
+	MigrationVersion(ctx context.Context) (int64, error)
+	Ping(ctx context.Context) error
+}
+
+var _ Store = store.Store(nil)
+
 // Config configures New. Zero fields take the defaults stated on each.
 type Config struct {
 	// Store serves reports, keys, suppressions and the journal. Required.
-	Store store.Store
+	Store Store
 	// Service is the delivery tracker. Required.
 	Service Service
 	// Providers are the webhook verifiers by name ("telnyx", "twilio"); a
@@ -293,7 +324,7 @@ func (c Config) validate() error {
 // api is the handler state shared by all routes.
 type api struct {
 	cfg       Config
-	store     store.Store
+	store     Store
 	svc       Service
 	log       *slog.Logger
 	now       func() time.Time

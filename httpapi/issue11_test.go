@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/apitype"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/store"
 )
@@ -90,7 +91,7 @@ func TestUnknownRecipientsResolveAndErrorsExplained(t *testing.T) {
 	}
 	recipient := func(number, status string) func(t *testing.T, e *env, _ *http.Response, b []byte) {
 		return func(t *testing.T, e *env, _ *http.Response, b []byte) {
-			for _, r := range decode[groupJSON](t, b).Recipients {
+			for _, r := range decode[apitype.Group](t, b).Recipients {
 				if r.Number == number && r.Status != status {
 					t.Errorf("%s is %s, want %s", number, r.Status, status)
 				}
@@ -106,7 +107,7 @@ func TestUnknownRecipientsResolveAndErrorsExplained(t *testing.T) {
 			body: `{"outcome":"delivered"}`, key: "send", status: 409, has: []string{"unconfirmed or unknown"}},
 		{name: "error explained with a link; reply counts split", setup: unknown, method: "GET", path: "/v1/groups/{id}", key: "read", status: 200,
 			check: func(t *testing.T, e *env, _ *http.Response, b []byte) {
-				g := decode[groupJSON](t, b)
+				g := decode[apitype.Group](t, b)
 				r := g.Recipients[2]
 				if r.ErrorCode != "40001" || !strings.Contains(r.ErrorDetail, "landline") ||
 					r.ErrorURL != "https://developers.telnyx.com/docs/messaging/messages/error-codes" {

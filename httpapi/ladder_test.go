@@ -3,6 +3,8 @@ package httpapi
 import (
 	"strings"
 	"testing"
+
+	"github.com/crewcast/crewcast/apitype"
 )
 
 // A follow-up ladder (docs/design.md §17) is taken in the request and
@@ -16,10 +18,10 @@ func TestGroupFollowupLadder(t *testing.T) {
 	if resp.StatusCode != 201 {
 		t.Fatalf("create: %d %s", resp.StatusCode, b)
 	}
-	g := decode[groupJSON](t, b)
+	g := decode[apitype.Group](t, b)
 	f := g.Followup
-	if f == nil || f.Max != 2 || len(f.Steps) != 2 || f.Steps[0] != (stepJSON{After: "5m", Channel: "sms"}) ||
-		f.Steps[1] != (stepJSON{After: "10m", Channel: "sms", Text: "Last call"}) {
+	if f == nil || f.Max != 2 || len(f.Steps) != 2 || f.Steps[0] != (apitype.FollowupStep{After: "5m", Channel: "sms"}) ||
+		f.Steps[1] != (apitype.FollowupStep{After: "10m", Channel: "sms", Text: "Last call"}) {
 		t.Fatalf("followup = %+v", f)
 	}
 	resp, b = e.do("POST", "/v1/groups", `{"from":"+15550100000","to":["+15550100001"],"text":"x",

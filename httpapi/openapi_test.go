@@ -2,10 +2,13 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -102,5 +105,83 @@ func TestResponseCheckerCatchesDrift(t *testing.T) {
 	}
 	if err := checkResponse(d, e.handler, httptest.NewRequest("GET", "/v1/none", nil), resp(404), []byte(`{"oops":1}`)); err == nil {
 		t.Error("a fallback body that is not the error envelope passed")
+	}
+}
+
+// addField wraps a handler so that every JSON object answer gains the
+// field name at the JSON pointer-like path at (keys and array indexes,
+// "" for the top level): a handler that starts answering a field the
+// document does not describe.
+func addField(h http.Handler, at []string, name string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		var v any
+		if json.Unmarshal(rec.Body.Bytes(), &v) == nil {
+			target := v
+			for _, k := range at {
+				switch c := target.(type) {
+				case map[string]any:
+					target = c[k]
+				case []any:
+					i, _ := strconv.Atoi(k)
+					if i < len(c) {
+						target = c[i]
+					}
+				}
+			}
+			if obj, ok := target.(map[string]any); ok {
+				obj[name] = "surprise"
+			}
+		}
+		b, _ := json.Marshal(v)
+		maps.Copy(w.Header(), rec.Header())
+		w.Header().Del("Content-Length")
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(b)
+	})
+}
+
+// TestValidatorRefusesAHandlersUndocumentedField serves real answers
+// through a handler that adds one field the document does not describe,
+// at the top level and nested (a group's recipient, a list's item), and
+// checks that the response validation every test uses refuses each, while
+// the same answers unchanged pass.
+func TestValidatorRefusesAHandlersUndocumentedField(t *testing.T) {
+	d := loadDoc(t)
+	e := newEnv(t, nil)
+	id := e.createGroup("+15550100001", "+15550100002")
+	cases := []struct {
+		path string
+		at   []string
+	}{
+		{"/v1/groups/" + id, nil},
+		{"/v1/groups/" + id, []string{"recipients", "0"}},
+		{"/v1/groups/" + id, []string{"counts"}},
+		{"/v1/groups", []string{"groups", "0"}},
+		{"/v1/groups/" + id + "/recipients", []string{"recipients", "1"}},
+		{"/v1/reports/deliveries", []string{"deliveries", "0"}},
+		{"/v1/version", nil},
+	}
+	for _, c := range cases {
+		for _, h := range []http.Handler{e.handler, addField(e.handler, c.at, "undocumented_field")} {
+			req := httptest.NewRequest("GET", c.path, nil)
+			req.Header.Set("Authorization", "Bearer "+e.keys["admin"])
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("GET %s: %d %s", c.path, rec.Code, rec.Body.Bytes())
+			}
+			err := checkResponse(d, e.handler, req, rec.Result(), rec.Body.Bytes())
+			changed := h != e.handler
+			switch {
+			case !changed && err != nil:
+				t.Errorf("GET %s as served was refused: %v", c.path, err)
+			case changed && err == nil:
+				t.Errorf("GET %s with undocumented_field at %v passed the validation:\n%s", c.path, c.at, rec.Body.Bytes())
+			case changed && !strings.Contains(err.Error(), "undocumented_field"):
+				t.Errorf("GET %s: refused, but not for the added field: %v", c.path, err)
+			}
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/apitype"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/tracker"
 )
@@ -15,46 +16,6 @@ import (
 // The policy fields of docs/design.md §12 on groups and recipients. They are not
 // in the projections: a group with a policy is rebuilt from its snapshot
 // and journal for the view (groups without one cost one journal read).
-
-// policyJSON is a group's policy as the API shows it.
-type policyJSON struct {
-	SendAt      *time.Time    `json:"send_at,omitempty"`
-	Priority    string        `json:"priority,omitempty"`
-	Followup    *followupJSON `json:"followup,omitempty"`
-	Escalate    *escalateJSON `json:"escalate,omitempty"`
-	QuietHours  string        `json:"quiet_hours,omitempty"`
-	EscalatedAt *time.Time    `json:"escalated_at,omitempty"`
-}
-
-type followupJSON struct {
-	After string     `json:"after"`
-	Max   int        `json:"max"`
-	Text  string     `json:"text"`
-	Steps []stepJSON `json:"steps,omitempty"`
-}
-
-// stepJSON is one step of a follow-up ladder (docs/design.md §17).
-type stepJSON struct {
-	After   string `json:"after"`
-	Channel string `json:"channel"`
-	Text    string `json:"text,omitempty"`
-}
-
-type escalateJSON struct {
-	After string   `json:"after"`
-	Crews []string `json:"crews"`
-	To    []string `json:"to"`
-	Text  string   `json:"text"`
-}
-
-// recipientPolicyJSON is a recipient's follow-up and hold state.
-type recipientPolicyJSON struct {
-	FollowupsSent  int        `json:"followups_sent"`
-	NextFollowupAt *time.Time `json:"next_followup_at"`
-	HeldUntil      *time.Time `json:"held_until"`
-	// AnsweredBy is the channel of the standing answer (sms, voice, email).
-	AnsweredBy string `json:"answered_by,omitempty"`
-}
 
 // policyView is a group's committed state, for its policy fields; nil for
 // a group without a policy.
@@ -81,23 +42,23 @@ func (a *api) policyOf(ctx context.Context, id string) (*policyView, error) {
 	return &policyView{g: &g}, nil
 }
 
-func (p *policyView) group() policyJSON {
+func (p *policyView) group() apitype.Policy {
 	if p == nil || p.g.Policy == nil {
-		return policyJSON{}
+		return apitype.Policy{}
 	}
 	pol := p.g.Policy
-	out := policyJSON{SendAt: tsOrNil(pol.SendAt), Priority: pol.Priority, EscalatedAt: tsOrNil(p.g.EscalatedAt())}
+	out := apitype.Policy{SendAt: tsOrNil(pol.SendAt), Priority: pol.Priority, EscalatedAt: tsOrNil(p.g.EscalatedAt())}
 	if out.Priority == "" {
 		out.Priority = group.PriorityNormal
 	}
 	if f := pol.Followup; f != nil {
-		out.Followup = &followupJSON{After: shortDuration(f.After), Max: f.Max, Text: p.g.FollowupText()}
+		out.Followup = &apitype.Followup{After: shortDuration(f.After), Max: f.Max, Text: p.g.FollowupText()}
 		for _, s := range f.Steps {
-			out.Followup.Steps = append(out.Followup.Steps, stepJSON{After: shortDuration(s.After), Channel: s.Channel, Text: s.Text})
+			out.Followup.Steps = append(out.Followup.Steps, apitype.FollowupStep{After: shortDuration(s.After), Channel: s.Channel, Text: s.Text})
 		}
 	}
 	if e := pol.Escalate; e != nil {
-		out.Escalate = &escalateJSON{After: shortDuration(e.After), Crews: nonNil(e.Crews), To: nonNil(e.To), Text: e.Text}
+		out.Escalate = &apitype.Escalate{After: shortDuration(e.After), Crews: nonNil(e.Crews), To: nonNil(e.To), Text: e.Text}
 		if out.Escalate.Text == "" {
 			out.Escalate.Text = group.DefaultEscalationText
 		}
@@ -109,15 +70,15 @@ func (p *policyView) group() policyJSON {
 	return out
 }
 
-func (p *policyView) recipient(number string) recipientPolicyJSON {
+func (p *policyView) recipient(number string) apitype.RecipientPolicy {
 	if p == nil {
-		return recipientPolicyJSON{}
+		return apitype.RecipientPolicy{}
 	}
 	r := p.g.Recipient(number)
 	if r == nil {
-		return recipientPolicyJSON{}
+		return apitype.RecipientPolicy{}
 	}
-	out := recipientPolicyJSON{FollowupsSent: r.FollowupsSent, NextFollowupAt: tsOrNil(p.g.NextFollowupAt(r)), AnsweredBy: r.AnsweredBy}
+	out := apitype.RecipientPolicy{FollowupsSent: r.FollowupsSent, NextFollowupAt: tsOrNil(p.g.NextFollowupAt(r)), AnsweredBy: r.AnsweredBy}
 	if r.Status == crewcast.StatusScheduled {
 		out.HeldUntil = tsOrNil(r.HeldUntil)
 	}
@@ -145,9 +106,9 @@ func (a *api) nudgeGroup(w http.ResponseWriter, r *http.Request) error {
 
 // retryFailedJSON is the answer of POST /v1/groups/{id}/retry-failed.
 type retryFailedJSON struct {
-	Retried int       `json:"retried"`
-	Skipped int       `json:"skipped"`
-	Group   groupJSON `json:"group"`
+	Retried int           `json:"retried"`
+	Skipped int           `json:"skipped"`
+	Group   apitype.Group `json:"group"`
 }
 
 func (a *api) retryFailed(w http.ResponseWriter, r *http.Request) error {

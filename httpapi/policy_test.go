@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/apitype"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/tracker"
 )
@@ -23,9 +24,9 @@ func TestGroupPolicyFields(t *testing.T) {
 	if resp.StatusCode != 201 {
 		t.Fatalf("create: %d %s", resp.StatusCode, b)
 	}
-	g := decode[groupJSON](t, b)
+	g := decode[apitype.Group](t, b)
 	if g.SendAt == nil || g.SendAt.Format(time.RFC3339) != sendAt || g.Priority != "normal" || g.QuietHours != "22:00-06:30" {
-		t.Fatalf("group policy %+v", g.policyJSON)
+		t.Fatalf("group policy %+v", g.Policy)
 	}
 	if g.Followup == nil || g.Followup.After != "10m" || g.Followup.Max != 2 || g.Followup.Text != "Reminder: Crew call 7am" {
 		t.Fatalf("followup %+v", g.Followup)
@@ -62,7 +63,7 @@ func TestGroupPolicyFields(t *testing.T) {
 	}
 	r := list.Recipients[0]
 	if r.FollowupsSent != 1 || r.NextFollowupAt == nil || !r.NextFollowupAt.Equal(now.Add(20*time.Minute)) || r.HeldUntil != nil {
-		t.Fatalf("after a follow-up: %+v", r.recipientPolicyJSON)
+		t.Fatalf("after a follow-up: %+v", r.RecipientPolicy)
 	}
 	if r.Status != string(crewcast.StatusSent) {
 		t.Fatalf("status %s", r.Status)
@@ -127,7 +128,7 @@ func TestGroupPolicyActions(t *testing.T) {
 	if resp.StatusCode != 201 {
 		t.Fatalf("create %d %s", resp.StatusCode, b)
 	}
-	gid := decode[groupJSON](t, b).ID
+	gid := decode[apitype.Group](t, b).ID
 	// Nobody was texted yet: 409.
 	if resp, b := e2.do("POST", "/v1/groups/"+gid+"/nudge", "", "send", nil); resp.StatusCode != 409 {
 		t.Fatalf("nudge before any send: %d %s", resp.StatusCode, b)
@@ -142,8 +143,8 @@ func TestGroupPolicyActions(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("nudge: %d %s", resp.StatusCode, b)
 	}
-	if g := decode[groupJSON](t, b); g.Recipients[0].NextFollowupAt == nil || g.Recipients[0].NextFollowupAt.After(e2.clock.Now()) {
-		t.Fatalf("next follow-up not now: %+v", g.Recipients[0].recipientPolicyJSON)
+	if g := decode[apitype.Group](t, b); g.Recipients[0].NextFollowupAt == nil || g.Recipients[0].NextFollowupAt.After(e2.clock.Now()) {
+		t.Fatalf("next follow-up not now: %+v", g.Recipients[0].RecipientPolicy)
 	}
 	resp, b = e2.do("POST", "/v1/groups/"+gid+"/retry-failed", "", "send", nil)
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"retried":1`) || !strings.Contains(string(b), `"skipped":2`) {

@@ -66,48 +66,8 @@ func (a *api) previewGroup(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := previewJSON{Suppressed: []previewSuppressed{}, Invalid: []previewInvalid{}, Samples: []previewSampleJSON{}}
 	a.previewCost(&out, req.Text, group.Created{}, nil) // nobody texted yet: zero segments
-	// Numbers that are no phone numbers are listed, not fatal: the
-	// preview shows what a send would reach once they are fixed.
-	clean := func(in string) bool {
-		if _, err := group.NormalizeNumber(in); err != nil {
-			out.InvalidTotal++
-			if len(out.Invalid) < previewListMax {
-				out.Invalid = append(out.Invalid, previewInvalid{Input: in, Error: err.Error()})
-			}
-			return false
-		}
-		return true
-	}
-	var to []string
-	for _, n := range req.To {
-		if clean(n) {
-			to = append(to, n)
-		}
-	}
-	var recips []group.RecipientInput
-	for _, rc := range req.Recipients {
-		if clean(rc.Number) {
-			recips = append(recips, rc)
-		}
-	}
-	var resolved []group.RecipientInput
-	for _, rc := range req.Resolved {
-		if clean(rc.Number) {
-			resolved = append(resolved, rc)
-		}
-	}
+	to, recips, resolved, numbers := previewValid(&out, req)
 	req.To, req.Recipients, req.Resolved = to, recips, resolved
-	var numbers []string
-	for _, list := range [][]group.RecipientInput{recips, resolved} {
-		for _, rc := range list {
-			n, _ := group.NormalizeNumber(rc.Number)
-			numbers = append(numbers, n)
-		}
-	}
-	for _, n := range to {
-		e, _ := group.NormalizeNumber(n)
-		numbers = append(numbers, e)
-	}
 	sup, err := a.store.Suppressed(r.Context(), numbers)
 	if err != nil {
 		return err
@@ -153,6 +113,43 @@ func (a *api) previewGroup(w http.ResponseWriter, r *http.Request) error {
 	a.previewCost(&out, req.Text, created, reached)
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// previewValid keeps the request's numbers that parse and lists those
+// that do not in out: not fatal, the preview shows what a send would
+// reach once they are fixed. numbers are the valid ones, normalised, for
+// the suppression lookup.
+func previewValid(out *previewJSON, req group.Request) (to []string, recips, resolved []group.RecipientInput, numbers []string) {
+	clean := func(in string) (string, bool) {
+		n, err := group.NormalizeNumber(in)
+		if err != nil {
+			out.InvalidTotal++
+			if len(out.Invalid) < previewListMax {
+				out.Invalid = append(out.Invalid, previewInvalid{Input: in, Error: err.Error()})
+			}
+			return "", false
+		}
+		return n, true
+	}
+	for _, n := range req.To {
+		if e, ok := clean(n); ok {
+			to = append(to, n)
+			numbers = append(numbers, e)
+		}
+	}
+	for _, rc := range req.Recipients {
+		if e, ok := clean(rc.Number); ok {
+			recips = append(recips, rc)
+			numbers = append(numbers, e)
+		}
+	}
+	for _, rc := range req.Resolved {
+		if e, ok := clean(rc.Number); ok {
+			resolved = append(resolved, rc)
+			numbers = append(numbers, e)
+		}
+	}
+	return to, recips, resolved, numbers
 }
 
 // fieldErrorsTotal is fieldErrors for a list cut at group.MaxFieldErrors.

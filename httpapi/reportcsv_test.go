@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crewcast/crewcast/apitype"
 	"github.com/crewcast/crewcast/group"
 )
 
@@ -22,7 +23,7 @@ func TestGroupCSVColumnsAndFilename(t *testing.T) {
 	if resp.StatusCode != 201 {
 		t.Fatalf("create: %d %s", resp.StatusCode, b)
 	}
-	g := decode[groupJSON](t, b)
+	g := decode[apitype.Group](t, b)
 	now := e.clock.Now()
 	e.apply(g.ID, group.Claimed{At: now, Sends: []group.Send{{ID: "s0", Indices: []int{0}}, {ID: "s1", Indices: []int{1}}}},
 		group.Outcomes{At: now, Outcomes: []group.Outcome{{SendID: "s0", Indices: []int{0}, Result: group.ResultAccepted, MessageID: "m0"},

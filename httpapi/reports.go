@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crewcast/crewcast"
+	"github.com/crewcast/crewcast/apitype"
 	"github.com/crewcast/crewcast/errcode"
 	"github.com/crewcast/crewcast/store"
 	"github.com/crewcast/crewcast/tracker"
@@ -74,12 +75,6 @@ func abortStream() { panic(http.ErrAbortHandler) }
 
 // ---- deliveries ----
 
-// deliveryJSON is one delivery row of a report.
-type deliveryJSON struct {
-	GroupID string `json:"group_id"`
-	recipientJSON
-}
-
 // deliveryCSVHeader is the base columns, then the answer columns
 // (deliveryCSVExtra, reportcsv.go).
 var deliveryCSVHeader = slices.Concat(deliveryCSVBase, deliveryCSVExtra)
@@ -96,8 +91,8 @@ func deliveryCSVRow(d store.DeliveryRow) []string {
 }
 
 type deliveryListJSON struct {
-	Deliveries []deliveryJSON `json:"deliveries"`
-	NextCursor string         `json:"next_cursor"`
+	Deliveries []apitype.Delivery `json:"deliveries"`
+	NextCursor string             `json:"next_cursor"`
 }
 
 // deliveryQuery reads the report filters shared by deliveries and summary.
@@ -167,9 +162,9 @@ func (a *api) reportDeliveries(w http.ResponseWriter, r *http.Request) error {
 }
 
 func deliveryList(rows []store.DeliveryRow, next string) deliveryListJSON {
-	out := deliveryListJSON{Deliveries: make([]deliveryJSON, len(rows)), NextCursor: next}
+	out := deliveryListJSON{Deliveries: make([]apitype.Delivery, len(rows)), NextCursor: next}
 	for i, d := range rows {
-		out.Deliveries[i] = deliveryJSON{GroupID: d.GroupID, recipientJSON: recipientOf(d)}
+		out.Deliveries[i] = apitype.Delivery{GroupID: d.GroupID, Recipient: recipientOf(d)}
 	}
 	return out
 }
@@ -327,9 +322,9 @@ func (a *api) reportSummary(w http.ResponseWriter, r *http.Request) error {
 // ---- per-recipient history ----
 
 type recipientReportJSON struct {
-	Number      string           `json:"number"`
-	Suppression *suppressionJSON `json:"suppression"`
-	Deliveries  []deliveryJSON   `json:"deliveries"`
+	Number      string             `json:"number"`
+	Suppression *suppressionJSON   `json:"suppression"`
+	Deliveries  []apitype.Delivery `json:"deliveries"`
 	// Confirmations are the STOP and HELP answers crewcast sent this
 	// person in the groups of this page.
 	Confirmations []confirmationJSON `json:"confirmations"`
@@ -418,25 +413,9 @@ func (a *api) reportRecipient(w http.ResponseWriter, r *http.Request) error {
 
 // ---- replies ----
 
-type replyJSON struct {
-	Provider   string     `json:"provider"`
-	EventID    string     `json:"event_id"`
-	GroupID    string     `json:"group_id"`
-	Number     string     `json:"number"`
-	To         string     `json:"to"`
-	Text       string     `json:"text"`
-	Media      []string   `json:"media"`
-	ReceivedAt *time.Time `json:"received_at"`
-	// PossibleOptOut: a stop word among other words, for a person to decide.
-	PossibleOptOut bool `json:"possible_opt_out"`
-	// Ambiguous: a bare answer while several of the person's groups were
-	// open (docs/design.md §15); applied to none.
-	Ambiguous bool `json:"ambiguous"`
-}
-
 type replyListJSON struct {
-	Replies    []replyJSON `json:"replies"`
-	NextCursor string      `json:"next_cursor"`
+	Replies    []apitype.Reply `json:"replies"`
+	NextCursor string          `json:"next_cursor"`
 }
 
 func (a *api) listReplies(w http.ResponseWriter, r *http.Request) error {
@@ -463,17 +442,23 @@ func (a *api) listReplies(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := replyListJSON{Replies: make([]replyJSON, len(rows)), NextCursor: next}
+	out := replyListJSON{Replies: make([]apitype.Reply, len(rows)), NextCursor: next}
 	for i, rp := range rows {
-		media := rp.Media
-		if media == nil {
-			media = []string{}
-		}
-		out.Replies[i] = replyJSON{Provider: rp.Provider, EventID: rp.EventID, GroupID: rp.GroupID, Number: rp.Number,
-			To: rp.To, Text: rp.Text, Media: media, ReceivedAt: tsOrNil(rp.ReceivedAt), PossibleOptOut: rp.PossibleOptOut, Ambiguous: rp.Ambiguous}
+		out.Replies[i] = replyOf(rp)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// replyOf renders a stored reply as the API shows it (webhookout.Unmatched
+// renders the same shape; TestWebhookShapesMatchAPI compares them).
+func replyOf(rp store.Reply) apitype.Reply {
+	media := rp.Media
+	if media == nil {
+		media = []string{}
+	}
+	return apitype.Reply{Provider: rp.Provider, EventID: rp.EventID, GroupID: rp.GroupID, Number: rp.Number,
+		To: rp.To, Text: rp.Text, Media: media, ReceivedAt: tsOrNil(rp.ReceivedAt), PossibleOptOut: rp.PossibleOptOut, Ambiguous: rp.Ambiguous}
 }
 
 // ---- suppressions ----

@@ -109,6 +109,10 @@ func TestSendersAPI(t *testing.T) {
 	if resp, _ := e.do("PATCH", "/v1/senders/+15550100099", `{"pool":"x"}`, admin, nil); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("patch unknown: %d", resp.StatusCode)
 	}
+	resp, b = e.do("GET", "/v1/senders/+15550100002", "", admin, nil)
+	if got := decode[senderJSON](t, b); resp.StatusCode != http.StatusOK || got.Number != "+15550100002" || got.Pool != "night" {
+		t.Fatalf("get %d %s", resp.StatusCode, b)
+	}
 	if resp, _ := e.do("DELETE", "/v1/senders/+15550100002", "", admin, nil); resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("delete: %d", resp.StatusCode)
 	}

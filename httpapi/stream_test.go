@@ -65,6 +65,7 @@ func (e *env) openStreamAs(path, lastID string, auth func(*http.Request)) *sseCl
 		cancel()
 		e.t.Fatalf("open stream: %v", err)
 	}
+	validateResponse(e.t, e.handler, req, resp, nil) // status and content type: the body never ends
 	c := &sseClient{t: e.t, resp: resp, r: bufio.NewReader(resp.Body), cancel: cancel}
 	e.t.Cleanup(c.close)
 	if resp.StatusCode != 200 {
@@ -447,7 +448,7 @@ func TestStreamErrors(t *testing.T) {
 
 // failingJournal makes Load fail after the stream started.
 type failingJournal struct {
-	store.Store
+	Store
 	failLoad chan struct{}
 }
 

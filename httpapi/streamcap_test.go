@@ -15,7 +15,7 @@ import (
 
 // countingLoads counts reads of the all-groups journal.
 type countingLoads struct {
-	store.Store
+	Store
 	n atomic.Int64
 }
 

@@ -347,7 +347,9 @@ func TestUserSessionCSRF(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		b, _ := io.ReadAll(r.Body)
 		r.Body.Close()
+		validateResponse(t, e.handler, req, r, b)
 		return r.StatusCode
 	}
 	if s := form(map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}); s != 403 {
@@ -483,7 +485,12 @@ func (e *env) statusOnly(c *http.Cookie, method, path string) int {
 	if err != nil {
 		e.t.Fatalf("%s %s: %v", method, path, err)
 	}
-	r.Body.Close()
+	defer r.Body.Close()
+	var b []byte
+	if ct := r.Header.Get("Content-Type"); ct != "text/event-stream" {
+		b, _ = io.ReadAll(r.Body)
+	}
+	validateResponse(e.t, e.handler, req, r, b)
 	return r.StatusCode
 }
 

@@ -200,8 +200,9 @@ func TestWebhookConcurrentDuplicates(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			_, _ = io.Copy(io.Discard, resp.Body)
+			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
+			validateResponse(t, h.handler, req, resp, b)
 			statuses[i] = resp.StatusCode
 		})
 	}
@@ -359,6 +360,7 @@ func TestWebhookBodyLimit(t *testing.T) {
 		req := httptest.NewRequest("POST", path, body)
 		rec := httptest.NewRecorder()
 		h.handler.ServeHTTP(rec, req)
+		validateResponse(t, h.handler, req, rec.Result(), rec.Body.Bytes())
 		if rec.Code != http.StatusRequestEntityTooLarge || errorOf(t, rec.Body.Bytes()).Code != "too_large" {
 			t.Errorf("%s: %d %s", path, rec.Code, rec.Body.Bytes())
 		}
@@ -513,5 +515,5 @@ func FuzzWebhookHandler(f *testing.F) {
 	})
 }
 
-// nopStore satisfies store.Store for handlers that never touch it.
-type nopStore struct{ store.Store }
+// nopStore satisfies Store for handlers that never touch it.
+type nopStore struct{ Store }

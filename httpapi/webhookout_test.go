@@ -189,4 +189,23 @@ func TestWebhookShapesMatchAPI(t *testing.T) {
 			t.Fatalf("webhook shape differs from the API:\n api %s\nhook %s", a, h)
 		}
 	}
+	// An inbound message that matched no group: GET /v1/replies and the
+	// inbound.unmatched event's data.reply (with and without media).
+	for _, media := range [][]string{nil, {"https://example.com/a.jpg"}} {
+		rp := store.Reply{Provider: "telnyx", EventID: "ev1", Number: "+15550100001", To: "+15550100000",
+			Text: "can't stop by", Media: media, ReceivedAt: now, PossibleOptOut: true}
+		row := webhookout.Unmatched("unmatched", 3, rp, now)
+		var body struct {
+			Data struct {
+				Reply json.RawMessage `json:"reply"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(row.Payload, &body); err != nil {
+			t.Fatal(err)
+		}
+		a, _ := json.Marshal(replyOf(rp))
+		if string(a) != string(body.Data.Reply) {
+			t.Fatalf("inbound.unmatched reply differs from the API:\n api %s\nhook %s", a, body.Data.Reply)
+		}
+	}
 }

@@ -35,6 +35,7 @@ func (s *syncBuffer) String() string {
 // The retention schedule runs on the injected clock: an hour of a manual
 // clock runs it, with hardly any real time gone by.
 func TestRetentionRunsOnTheInjectedClock(t *testing.T) {
+	t.Parallel() // its own server and database
 	clk := actor.NewManualClock(time.Now())
 	var logs syncBuffer
 	start(t, engine{name: "sqlite", db: filepath.Join(t.TempDir(), "crewcast.db")}, sim.Faults{}, func(c *server.Config) {

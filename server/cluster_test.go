@@ -45,6 +45,7 @@ func clusterView(t *testing.T, srv *server.Server, query string) debugCluster {
 // to the other node is forwarded to the owner (with the cluster secret) or,
 // without a secret, answered 503 with Retry-After.
 func TestClusterCommandsReachTheOwner(t *testing.T) {
+	t.Parallel() // its own server and database
 	forEachEngine(t, func(t *testing.T, eng engine) {
 		if eng.name != "postgres" {
 			t.Skip("several nodes need PostgreSQL; SQLite is one node (TestSecondServerOnOneSQLiteFileRefuses)")
@@ -133,6 +134,7 @@ func testClusterCommands(t *testing.T, eng engine) {
 // owner's commits live (NOTIFY crewcast_changes), and resumes with
 // Last-Event-ID on yet another node without a gap.
 func TestClusterStreamOnAnyNode(t *testing.T) {
+	t.Parallel() // its own server and database
 	forEachEngine(t, func(t *testing.T, eng engine) {
 		if eng.name != "postgres" {
 			t.Skip("several nodes need PostgreSQL; SQLite is one node (TestSecondServerOnOneSQLiteFileRefuses)")
@@ -226,6 +228,7 @@ func TestClusterStreamOnAnyNode(t *testing.T) {
 // template rendered from their contact, is gone from the group and from
 // every table.
 func TestClusterErasureRunsOnTheOwner(t *testing.T) {
+	t.Parallel() // its own server and database
 	forEachEngine(t, func(t *testing.T, eng engine) {
 		if eng.name != "postgres" {
 			t.Skip("several nodes need PostgreSQL; SQLite is one node (TestSecondServerOnOneSQLiteFileRefuses)")

@@ -106,6 +106,7 @@ func notSentAgain(t *testing.T, srv *server.Server, number, when string) {
 // sent. The STOP is in the contact's consent history with its words; the
 // erasure deletes that history, not the suppression.
 func TestStopSurvivesImportErasureAndRestart(t *testing.T) {
+	t.Parallel() // its own server and database
 	forEachEngine(t, func(t *testing.T, eng engine) {
 		ctx := context.Background()
 		to := numbers(2)

@@ -16,6 +16,7 @@ import (
 // Escalation crews (docs/design.md §12) are resolved to their members' numbers
 // from the directory, by id or name; an unknown crew is a 422 naming it.
 func TestEscalationCrewsResolveFromTheDirectory(t *testing.T) {
+	t.Parallel() // its own server and database
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "crews.db")})
 	if err != nil {

@@ -85,6 +85,7 @@ func findValues(where string, raw []byte, values []string) []string {
 // database (SQLite: the file, its WAL and a backup taken afterwards;
 // PostgreSQL: every row of every table) and the logs.
 func TestErasureLeavesNothingOfThePerson(t *testing.T) {
+	t.Parallel() // its own server and database
 	forEachEngine(t, func(t *testing.T, eng engine) {
 		logs := &lockedBuffer{}
 		hooks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -20,6 +20,7 @@ func counterValue(t *testing.T, w *primaryWatch) float64 {
 // identity again is nothing; a new timeline or system identifier is one
 // failover, counted once.
 func TestPrimaryWatchCountsFailovers(t *testing.T) {
+	t.Parallel() // its own server and database
 	w := newPrimaryWatch()
 	t0 := time.Unix(1_800_000_000, 0)
 	steps := []struct {

@@ -18,6 +18,7 @@ import (
 // server generates a hash key on first start, keeps it in the database,
 // and keeps the erased opt-out as its keyed hash, across a restart.
 func TestErasedStopStaysWithoutConfiguredHashKey(t *testing.T) {
+	t.Parallel() // its own server and database
 	forEachEngine(t, func(t *testing.T, eng engine) {
 		ctx := context.Background()
 		to := numbers(2)

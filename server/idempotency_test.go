@@ -17,6 +17,7 @@ import (
 // used it. The same Idempotency-Key from two API keys makes two groups;
 // from the same API key, the same group; with a different body, 422.
 func TestIdempotencyKeysAreScopedToTheAPIKey(t *testing.T) {
+	t.Parallel() // its own server and database
 	forEachEngine(t, func(t *testing.T, eng engine) {
 		srv := start(t, eng, sim.Faults{}, nil)
 		other, _, err := apikey.Create(context.Background(), srv.Store(), "other sender", []apikey.Scope{apikey.ScopeSend}, time.Now())

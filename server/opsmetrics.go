@@ -18,7 +18,7 @@ import (
 // failure). Both come from the store, at most once per ttl, so frequent
 // scrapes cost two indexed queries per ttl.
 type opsCollector struct {
-	st  store.Store
+	st  opsStore
 	now func() time.Time
 	ttl time.Duration
 
@@ -34,7 +34,14 @@ type opsCollector struct {
 // "at least" this many.
 const maxPausedCounted = 1000
 
-func newOpsCollector(st store.Store, now func() time.Time) *opsCollector {
+// opsStore is what the collector reads: the inbox's oldest pending entry
+// and the paused groups.
+type opsStore interface {
+	PendingInbox(ctx context.Context, after store.InboxRef, limit int) ([]store.InboxEntry, error)
+	ListGroups(ctx context.Context, q store.GroupQuery) (rows []store.GroupRow, next string, err error)
+}
+
+func newOpsCollector(st opsStore, now func() time.Time) *opsCollector {
 	return &opsCollector{st: st, now: now, ttl: 5 * time.Second,
 		inboxAge: prometheus.NewDesc("crewcast_inbox_oldest_pending_age_seconds",
 			"Age of the oldest webhook made durable but not yet applied to its group (0 when none waits).", nil, nil),

@@ -15,6 +15,7 @@ import (
 )
 
 func TestOpsCollector(t *testing.T) {
+	t.Parallel() // its own server and database
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "ops.db")})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestPolicyDefaultsFromConfig(t *testing.T) {
+	t.Parallel() // its own server and database
 	d, err := Config{QuietHours: "21:00-07:00", DefaultTimezone: "Europe/Berlin"}.policyDefaults()
 	if err != nil || d.Quiet == nil || d.Quiet.String() != "21:00-07:00" || d.Timezone != "Europe/Berlin" {
 		t.Fatalf("%+v %v", d, err)

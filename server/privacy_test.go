@@ -17,6 +17,7 @@ import (
 // its report in GET /v1/retention and in metrics; erasure of a known, an
 // unknown and a malformed number.
 func TestRetentionAndErasureThroughTheAPI(t *testing.T) {
+	t.Parallel() // its own server and database
 	forEachEngine(t, func(t *testing.T, eng engine) {
 		srv := start(t, eng, sim.Faults{}, func(c *server.Config) { c.Retention.HashKey = []byte("k") })
 		code, b := apiDo(t, srv, http.MethodGet, "/v1/retention", nil)

@@ -21,6 +21,7 @@ import (
 // row, replaying the exact request must change nothing — not even on a
 // newer group to the same number — and is counted as a replay.
 func TestCapturedTwilioReplyReplayedAfterInboxPurge(t *testing.T) {
+	t.Parallel() // its own server and database
 	forEachEngine(t, func(t *testing.T, eng engine) {
 		ctx := context.Background()
 		seed := int64(11)

@@ -14,6 +14,7 @@ import (
 // its senders as healthy for the providers it is configured with (the
 // demo: both, docs/design.md §16).
 func TestServerSendersAndRegistrationGate(t *testing.T) {
+	t.Parallel() // its own server and database
 	for _, allow := range []bool{false, true} {
 		eng := engine{name: "sqlite", db: t.TempDir() + "/crewcast.db"}
 		srv := start(t, eng, sim.Faults{}, func(c *server.Config) { c.AllowUnregistered = allow })

@@ -293,7 +293,7 @@ func isPostgresURL(db string) bool {
 // Start listens, opens the store, starts the provider, the tracker and the
 // HTTP server. On error everything started is stopped again.
 func (s *Server) Start(ctx context.Context) (err error) {
-	cfg := s.cfg
+	cfg := s.cfg // startTracker sets cfg.Retention.HashKey on this copy
 	defer func() {
 		if err != nil {
 			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -301,19 +301,50 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			_ = s.Stop(sctx)
 		}
 	}()
+	public, err := s.listenAndOpen(ctx, &cfg)
+	if err != nil {
+		return err
+	}
+	prov, providers, err := s.provider(ctx, public)
+	if err != nil {
+		return err
+	}
+	sealer, err := s.startMetricsAndHooks(ctx, &cfg)
+	if err != nil {
+		return err
+	}
+	policy, err := cfg.policyDefaults()
+	if err != nil {
+		return err
+	}
+	keys, err := s.startTracker(ctx, &cfg, prov, providers, policy, public)
+	if err != nil {
+		return err
+	}
+	if err := s.serveHTTP(&cfg, providers, policy, sealer, keys); err != nil {
+		return err
+	}
+	s.startBackground(&cfg)
+	cfg.Logger.Info("crewcast listening", "url", s.url, "provider", cfg.Provider, "store", s.st.Engine())
+	return nil
+}
+
+// listenAndOpen listens on cfg.Addr, takes the SQLite file's serve lock
+// (one node), opens the store, and returns the public base URL.
+func (s *Server) listenAndOpen(ctx context.Context, cfg *Config) (public string, err error) {
 	s.ln, err = (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
+		return "", fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
 	s.url = "http://" + s.ln.Addr().String()
-	public := strings.TrimRight(cfg.PublicURL, "/")
+	public = strings.TrimRight(cfg.PublicURL, "/")
 	if public == "" {
 		public = s.url
 	}
 	if !isPostgresURL(cfg.DB) {
 		// SQLite means one node: a second server on the file refuses here.
 		if s.dbLock, err = sqlite.LockServe(cfg.DB); err != nil {
-			return err
+			return "", err
 		}
 	}
 	if cfg.Cluster.enabled() {
@@ -322,22 +353,25 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.st, err = OpenStore(ctx, cfg.DB, cfg.DBSchema, cfg.Clock.Now, cfg.Logger)
 	}
 	if err != nil {
-		return fmt.Errorf("open store: %w", err)
+		return "", fmt.Errorf("open store: %w", err)
 	}
-	prov, providers, err := s.provider(ctx, public)
-	if err != nil {
-		return err
-	}
+	return public, nil
+}
+
+// startMetricsAndHooks makes the metrics registry (with the store-backed
+// collectors) and the outbound webhook worker, whose endpoints it loads;
+// the worker runs from startBackground.
+func (s *Server) startMetricsAndHooks(ctx context.Context, cfg *Config) (*webhookout.Sealer, error) {
 	s.reg = metrics.New()
 	// The recipients gauge is one GROUP BY per 15 s at most, however
 	// often /metrics is scraped.
 	if err := s.reg.WatchRecipients(s.st.CountByStatus, 15*time.Second, time.Now); err != nil {
-		return err
+		return nil, err
 	}
 	s.reg.Registerer().MustRegister(newOpsCollector(s.st, time.Now)) // inbox age, paused groups (opsmetrics.go)
 	sealer, err := webhookout.NewSealer(cfg.WebhookSecretKey)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !sealer.Keyed() {
 		cfg.Logger.Warn("webhook endpoint secrets are stored in clear; set " + webhookout.SecretKeyEnv + " to seal them")
@@ -345,23 +379,30 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	s.hooks = webhookout.New(webhookout.Config{Store: s.st, Sealer: sealer, AllowPrivate: cfg.WebhookAllowPrivate,
 		Logger: cfg.Logger, Registerer: s.reg.Registerer(), Now: cfg.Clock.Now})
 	if err := s.hooks.Refresh(ctx); err != nil {
-		return fmt.Errorf("webhook endpoints: %w", err)
+		return nil, fmt.Errorf("webhook endpoints: %w", err)
 	}
-	policy, err := cfg.policyDefaults()
-	if err != nil {
-		return err
-	}
+	return sealer, nil
+}
+
+// startTracker reads the hash keys, sets up the mailer, and makes and
+// starts the tracker and its retainer (and the cluster's lease keeper
+// when clustered); then it makes sure of the bootstrap admin key. It
+// returns the keys answer links and voice callbacks are signed with.
+func (s *Server) startTracker(ctx context.Context, cfg *Config, prov crewcast.Provider, providers map[string]crewcast.Provider,
+	policy group.PolicyDefaults, public string) (linkKeys, error) {
+	var none linkKeys
 	var pastKeys [][]byte
+	var err error
 	if cfg.Retention.HashKey, pastKeys, err = s.hashKey(ctx); err != nil {
-		return err
+		return none, err
 	}
 	mailer, answerKey, err := s.mailer(ctx, public)
 	if err != nil {
-		return err
+		return none, err
 	}
 	callr, voiceKey, err := s.caller(ctx, providers, public)
 	if err != nil {
-		return err
+		return none, err
 	}
 	s.tr, err = tracker.New(tracker.Config{
 		Mailer:   mailer,
@@ -377,7 +418,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Clustered: cfg.Cluster.enabled(), // owns nothing until startCluster
 	})
 	if err != nil {
-		return err
+		return none, err
 	}
 	for name := range providers {
 		s.reg.Service().ProviderUp(name, true) // crewcast_provider_up: a circuit starts closed
@@ -387,21 +428,31 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	// Senders before the start: a group resumed at start sends through
 	// its sender's provider, at its pace (docs/design.md §16).
 	if err := s.tr.LoadSenders(ctx); err != nil {
-		return err
+		return none, err
 	}
 	if err := s.tr.Start(ctx); err != nil {
-		return err
+		return none, err
 	}
 	if cfg.Cluster.enabled() {
 		if err := s.startCluster(); err != nil {
-			return err
+			return none, err
 		}
 	}
 	if cfg.AdminKey != "" {
 		if _, err := apikey.EnsureBootstrap(ctx, s.st, cfg.AdminKey, cfg.Clock.Now()); err != nil {
-			return fmt.Errorf("bootstrap admin key: %w", err)
+			return none, fmt.Errorf("bootstrap admin key: %w", err)
 		}
 	}
+	return linkKeys{answer: answerKey, voice: voiceKey}, nil
+}
+
+// linkKeys are the keys of what crewcast signs for others to bring back:
+// email answer links and voice callback URLs.
+type linkKeys struct{ answer, voice []byte }
+
+// serveHTTP builds the API and board handler and serves it on the
+// listener.
+func (s *Server) serveHTTP(cfg *Config, providers map[string]crewcast.Provider, policy group.PolicyDefaults, sealer *webhookout.Sealer, keys linkKeys) error {
 	handler, err := httpapi.New(httpapi.Config{
 		Store: s.st, Service: s.tr, Providers: providers, SendingProvider: cfg.Provider, PolicyDefaults: policy, PublicURL: cfg.PublicURL, Logger: cfg.Logger,
 		Metrics: s.reg, Board: web.Handler(), Done: s.done, Heartbeat: cfg.Heartbeat, StreamMaxLifetime: cfg.StreamMaxLifetime,
@@ -418,14 +469,14 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		SenderHealth:      newSenderHealth(providers, s.tr.ProviderUp),
 		ProviderStates:    s.providerStates,
 		SendersChanged:    s.sendersChanged,
-		AnswerKey:         answerKey,
-		VoiceKey:          voiceKey,
+		AnswerKey:         keys.answer,
+		VoiceKey:          keys.voice,
 	})
 	if err != nil {
 		return err
 	}
 	handler = httpapi.WithRequestID(handler, cfg.Logger) // X-Request-Id, request_id in logs
-	s.http = newHTTPServer(handler, cfg)
+	s.http = newHTTPServer(handler, *cfg)
 	go func() {
 		err := s.http.Serve(s.ln)
 		if errors.Is(err, http.ErrServerClosed) {
@@ -433,6 +484,12 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		}
 		s.served <- err
 	}()
+	return nil
+}
+
+// startBackground starts the retention loop (when scheduled), the
+// primary watch and the webhook worker.
+func (s *Server) startBackground(cfg *Config) {
 	if cfg.RetentionInterval > 0 {
 		s.wg.Add(1)
 		go s.retentionLoop()
@@ -444,8 +501,6 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		defer close(s.hooksDone)
 		s.hooks.Run(hctx)
 	}()
-	cfg.Logger.Info("crewcast listening", "url", s.url, "provider", cfg.Provider, "store", s.st.Engine())
-	return nil
 }
 
 // newHTTPServer is the http.Server of handler with crewcast's timeouts.

@@ -290,6 +290,7 @@ func journal(t *testing.T, srv *server.Server, id string) []group.Event {
 // pacing off and quick webhooks: every recipient reaches a final status,
 // each is sent exactly once, and every webhook is processed.
 func TestThousandRecipientsComplete(t *testing.T) {
+	t.Parallel() // its own server and database
 	forEachEngine(t, func(t *testing.T, eng engine) {
 		const n = 1000
 		srv := start(t, eng, sim.Faults{DelayMS: [2]int{0, 5}, FailRate: 0.05, UnknownRate: 0.05}, nil)
@@ -386,6 +387,7 @@ func apiGroup(t *testing.T, srv *server.Server, id string) map[string]apiRecipie
 // is sent again only after POST …/resolve not_delivered — exactly once. The
 // one whose webhooks arrive is reconciled to delivered without an operator.
 func TestAmbiguousSendsThroughTheAPI(t *testing.T) {
+	t.Parallel() // its own server and database
 	forEachEngine(t, func(t *testing.T, eng engine) {
 		to := numbers(4)
 		silent, heard := to[0], to[1]
@@ -526,6 +528,7 @@ func counterValue(t *testing.T, srv *server.Server, series string) float64 {
 // recipient stay as they were, each event observed once, and no status
 // ever moved backwards.
 func TestWebhooksReplayedAfterRestartAreHarmless(t *testing.T) {
+	t.Parallel() // its own server and database
 	forEachEngine(t, func(t *testing.T, eng engine) {
 		tapTransport := &http.Transport{Proxy: nil}
 		tap := &webhookTap{client: &http.Client{Timeout: 10 * time.Second, Transport: tapTransport}}

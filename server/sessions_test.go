@@ -77,6 +77,7 @@ func boardSignIn(t *testing.T, srv *server.Server, email, pw string) string {
 // A board session is kept in the database: a restart (an upgrade) does
 // not sign the dispatcher out, and signing out afterwards still works.
 func TestSessionSurvivesRestart(t *testing.T) {
+	t.Parallel() // its own server and database
 	forEachEngine(t, func(t *testing.T, eng engine) {
 		srv1 := start(t, eng, sim.Faults{}, nil)
 		email, pw := boardUser(t, srv1, "dee@example.com")
@@ -107,6 +108,7 @@ func TestSessionSurvivesRestart(t *testing.T) {
 // serves with it; disabling the user on one node ends their sessions on
 // the other.
 func TestClusterSessionOnAnyNode(t *testing.T) {
+	t.Parallel() // its own server and database
 	forEachEngine(t, func(t *testing.T, eng engine) {
 		if eng.name != "postgres" {
 			t.Skip("several nodes need PostgreSQL; SQLite is one node")

@@ -17,6 +17,7 @@ import (
 // database file refuses to start, saying why, and leaves the first one
 // serving; once the first stops, a new server starts on the file.
 func TestSecondServerOnOneSQLiteFileRefuses(t *testing.T) {
+	t.Parallel() // its own server and database
 	eng := engine{name: "sqlite", db: filepath.Join(t.TempDir(), "crewcast.db")}
 	first := start(t, eng, sim.Faults{}, nil)
 	id := createGroup(t, first, []string{"+15550100001"})

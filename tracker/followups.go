@@ -472,7 +472,10 @@ func (a *groupActor) recoverPolicySends(now time.Time) {
 // and the journal after it: a read for views that need more than the
 // projections hold (the policy fields of docs/design.md §12). ok is false for a
 // group that does not exist.
-func LoadGroup(ctx context.Context, st store.Store, id string) (g group.Group, ok bool, err error) {
+func LoadGroup(ctx context.Context, st interface {
+	actor.Journal
+	actor.SnapshotStore
+}, id string) (g group.Group, ok bool, err error) {
 	res, err := actor.Recover(ctx, st, st, id, decodeSnapshot, applyEvent)
 	if err != nil {
 		return group.Group{}, false, err

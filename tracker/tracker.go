@@ -472,46 +472,10 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 	if e := req.TooMany(); e != nil {
 		return "", false, &ValidationError{Fields: []group.FieldError{*e}, Total: 1}
 	}
-	// Normalize every number once: for the suppression lookup and for Plan.
-	type norm struct {
-		e164 string
-		err  error
-	}
-	memo := make(map[string]norm, len(req.To)+len(req.Recipients)+1)
-	normalize := func(n string) (string, error) {
-		if group.IsCanonical(n) { // a crew's members: already E.164
-			return n, nil
-		}
-		if v, ok := memo[n]; ok {
-			return v.e164, v.err
-		}
-		e, err := group.NormalizeNumber(n)
-		memo[n] = norm{e, err}
-		return e, err
-	}
-	var nums []string
-	for _, n := range req.To {
-		if e, err := normalize(n); err == nil {
-			nums = append(nums, e)
-		}
-	}
-	for _, r := range req.Recipients {
-		if e, err := normalize(r.Number); err == nil {
-			nums = append(nums, e)
-		}
-	}
-	for _, r := range req.Resolved {
-		if e, err := normalize(r.Number); err == nil {
-			nums = append(nums, e)
-		}
-	}
-	sup, err := t.suppressed(ctx, nums, false)
+	normalize := memoNormalize()
+	suppressed, err := t.suppressedOf(ctx, req, normalize)
 	if err != nil {
-		return "", false, unavailable(ctx, "read suppressions", err)
-	}
-	suppressed := make(map[string]bool, len(sup))
-	for n := range sup {
-		suppressed[n] = true
+		return "", false, err
 	}
 	settings := t.cfg.Settings
 	if opts.CheckAfter > 0 {
@@ -565,6 +529,56 @@ func (t *Tracker) Create(ctx context.Context, req group.Request, opts CreateOpti
 		return "", false, unavailable(ctx, "create group", err)
 	}
 	return id, true, nil
+}
+
+// memoNormalize returns a number normaliser that parses each distinct
+// input once: the suppression lookup and the plan both need every number.
+func memoNormalize() func(string) (string, error) {
+	type norm struct {
+		e164 string
+		err  error
+	}
+	memo := map[string]norm{}
+	return func(n string) (string, error) {
+		if group.IsCanonical(n) { // a crew's members: already E.164
+			return n, nil
+		}
+		if v, ok := memo[n]; ok {
+			return v.e164, v.err
+		}
+		e, err := group.NormalizeNumber(n)
+		memo[n] = norm{e, err}
+		return e, err
+	}
+}
+
+// suppressedOf reads which of the request's numbers are suppressed (the
+// ones that do not parse are the plan's field errors, not looked up).
+func (t *Tracker) suppressedOf(ctx context.Context, req group.Request, normalize func(string) (string, error)) (map[string]bool, error) {
+	var nums []string
+	add := func(n string) {
+		if e, err := normalize(n); err == nil {
+			nums = append(nums, e)
+		}
+	}
+	for _, n := range req.To {
+		add(n)
+	}
+	for _, r := range req.Recipients {
+		add(r.Number)
+	}
+	for _, r := range req.Resolved {
+		add(r.Number)
+	}
+	sup, err := t.suppressed(ctx, nums, false)
+	if err != nil {
+		return nil, unavailable(ctx, "read suppressions", err)
+	}
+	suppressed := make(map[string]bool, len(sup))
+	for n := range sup {
+		suppressed[n] = true
+	}
+	return suppressed, nil
 }
 
 // askTimeout bounds how long an API call waits for a group actor.

@@ -154,6 +154,7 @@ func richGroup(id string) *fakeGroup {
 // WCAG 2.1 A/AA violation may remain. At phone width it also checks that
 // the roster, drawn as cards, still exposes a table with column headers.
 func TestBoardAccessibility(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	src := axeSource(t)
 	f := newFakeAPI(t)
 	f.addGroup(richGroup("grp_rich"))
@@ -358,6 +359,7 @@ const liveLog = `(() => {
 // changed no number says nothing; a new reply and a failure are announced
 // as events, and a burst of them is coalesced instead of flooding.
 func TestBoardAnnouncesChanges(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	f := newFakeAPI(t)
 	g := richGroup("grp_live")
 	for i := range g.Recipients[:4] {
@@ -475,6 +477,7 @@ func activeDescription(t *testing.T, ctx context.Context) string {
 // whose History button has focus. It also checks that each row's buttons
 // say whom they act on.
 func TestBoardKeepsFocus(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	f := newFakeAPI(t)
 	f.addGroup(richGroup("grp_rich"))
 	srv := newServer(t, f)

@@ -16,6 +16,7 @@ import (
 // names the bootstrap key "Setup key", keeps the raw action code in a
 // tooltip, and leaves the CSV as it was (issue 33 item 5).
 func TestAuditInWords(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	srv, key := startServer(t, "bootstrap", server.Config{})
 	gid := createVia(t, srv.URL()+"/v1/groups", key, map[string]any{"from": "+15550100000", "to": []string{"+15550100001", "+15550100002"}, "text": "Crew call 7am\nsite B"})
 	b := openTab(t)

@@ -39,6 +39,7 @@ func counter(name string) string {
 // refused retry, resolving an unconfirmed recipient through the dialog,
 // canceling a group, phone layout and sign-out.
 func TestBoardInBrowser(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	f := newFakeAPI(t)
 	srv := httptest.NewServer(f.handler())
 	// Registered before the browser, so it runs after the browser closed.

@@ -18,6 +18,7 @@ import (
 // 30003 (unreachable) are counted in tiles of their own, not as "Failed",
 // and each row explains its error in plain words with the provider's link.
 func TestBoardShowsCarrierTruth(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	crew := []string{"+15550100301", "+15550100302", "+15550100303", "+15550100304", "+15550100305"}
 	want := map[string]struct{ code, tile, words string }{
 		crew[0]: {"30007", "carrier_filtered", "spam"},

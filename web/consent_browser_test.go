@@ -15,6 +15,7 @@ import (
 // consent column wrote; an import that tries to opt a suppressed number
 // back in says it kept the opt-out.
 func TestBoardContactConsent(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	ada, bo := "+15550100311", "+15550100312"
 	srv, key := startServer(t, "consent", server.Config{})
 	b := openTab(t)

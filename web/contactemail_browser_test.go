@@ -12,6 +12,7 @@ import (
 // TestBoardContactEmail (issue 31 item 4): the contact form takes an email,
 // the list shows it, and editing the contact shows it back.
 func TestBoardContactEmail(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	ada := "+15550100321"
 	srv, key := startServer(t, "contactemail", server.Config{})
 	b := openTab(t)

@@ -19,6 +19,7 @@ import (
 // typographic quotes, dashes and ellipsis by plain ones — after which the
 // text is GSM-7 and nothing is marked.
 func TestBoardPreviewShowsCostAndUCS2(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	faults := sim.DefaultFaults()
 	srv, key := startServer(t, "cost", server.Config{DemoFaults: &faults, SegmentPrice: "0.0079", ProviderTimeout: 2 * time.Second,
 		Settings: group.Settings{CheckAfter: time.Minute}})

@@ -20,6 +20,7 @@ import (
 // per option update live. The simulator's ledger then holds one message
 // per person, each with their own name.
 func TestBoardCrewsEndToEnd(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	ada, bo, cy := "+15550100301", "+15550100302", "+15550100303"
 	faults := sim.DefaultFaults()
 	faults.DelayMS = [2]int{20, 120}

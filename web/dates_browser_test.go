@@ -20,6 +20,7 @@ import (
 // new key's secret has a copy button that puts it on the clipboard and
 // says "Copied" (issue 33 item 7).
 func TestBoardDatesAndCopy(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	srv, key := startServer(t, "dates", server.Config{})
 	exp := time.Date(2031, 1, 15, 18, 30, 0, 0, time.UTC).Format(time.RFC3339)
 	createVia(t, srv.URL()+"/v1/keys", key, map[string]any{"scopes": []string{"read"}, "name": "contractor", "expires_at": exp})

@@ -44,6 +44,7 @@ var demoCrew = []struct{ number, name, fate string }{
 // the banner counts all three, the failed one's error is explained with a
 // link, and the unknown recipient can be resolved from the board.
 func TestBoardDemoExampleGroupIsHonest(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	faults := sim.DefaultFaults()
 	faults.DelayMS = [2]int{20, 200}
 	faults.Script = map[string]string{}

@@ -17,6 +17,7 @@ import (
 // PATCH), and a contact is deleted from the contacts page through a
 // confirmation; the API agrees with what the page shows.
 func TestBoardEditsCrewsAndContacts(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	ada, bo, cy := "+15550100801", "+15550100802", "+15550100803"
 	srv, key := startServer(t, "e2e", server.Config{ProviderTimeout: 2 * time.Second, Settings: group.Settings{CheckAfter: time.Minute}})
 	for n, name := range map[string]string{ada: "Ada Lovelace", bo: "Bo Diddley", cy: "Cy Young"} {

@@ -20,6 +20,7 @@ import (
 // watch the counters reach final states without reloading, and resolve the
 // unconfirmed recipient through the confirmation dialog.
 func TestBoardEndToEndDemo(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	crew := []string{"+15550100201", "+15550100202", "+15550100203", "+15550100204", "+15550100205"}
 	faults := sim.DefaultFaults()
 	faults.DelayMS = [2]int{20, 200}

@@ -20,6 +20,7 @@ import (
 // override the server's name) whose rows carry each person's text and
 // chosen option.
 func TestBoardExportCSV(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	ada, bo := "+15550100601", "+15550100602"
 	faults := sim.DefaultFaults()
 	faults.DelayMS = [2]int{10, 50}

@@ -19,6 +19,7 @@ import (
 // next reminder, and drives "Nudge non-responders now" and "Retry all
 // failed" through their confirmation dialogs on the real server.
 func TestBoardFollowups(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	crew := []string{"+15550100301", "+15550100302", "+15550100303"}
 	faults := sim.DefaultFaults()
 	faults.DelayMS = [2]int{10, 50}

@@ -18,6 +18,7 @@ import (
 // "Delivered"; every progress bar on the list and the group page has an
 // accessible name.
 func TestBoardMarkedByAndBarNames(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	eli := "+15550102005"
 	faults := sim.DefaultFaults()
 	faults.DelayMS = [2]int{10, 50}
@@ -77,6 +78,7 @@ func waitTrue(t *testing.T, b *tab, expr string) bool {
 // working under a search: a new group that matches appears, one that does
 // not stays out.
 func TestBoardGroupSearch(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	srv, key := startServer(t, "e2e", server.Config{})
 	mk := func(from, text string) string {
 		return createVia(t, srv.URL()+"/v1/groups", key, map[string]any{"from": from, "to": []string{"+15550103001"}, "text": text})

@@ -20,6 +20,7 @@ import (
 // it through a confirmation; a person's history across groups
 // (#/people/{number}) opens from the inbox and from a roster row.
 func TestBoardRepliesOptOutsAndPeople(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	ada, bo, extra := "+15550100901", "+15550100902", "+15550100999"
 	faults := sim.DefaultFaults()
 	faults.DelayMS = [2]int{10, 50}

@@ -12,6 +12,7 @@ import (
 
 // The API keys page says when a key expires.
 func TestBoardKeysShowExpiry(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	srv, key := startServer(t, "expiry", server.Config{})
 	exp := time.Now().Add(30 * 24 * time.Hour).UTC().Format(time.RFC3339)
 	id := createVia(t, srv.URL()+"/v1/keys", key, map[string]any{"scopes": []string{"read"}, "name": "contractor", "expires_at": exp})

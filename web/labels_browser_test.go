@@ -19,6 +19,7 @@ import (
 // group page's tiles do (Yes, No, Replied); Unknown and Unconfirmed rows
 // each explain themselves in one line.
 func TestBoardLabelsDoNotMislead(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	ada, bo, cy, dee, eli, fay := "+15550101001", "+15550101002", "+15550101003", "+15550101004", "+15550101005", "+15550101006"
 	faults := sim.DefaultFaults()
 	faults.DelayMS = [2]int{10, 50}

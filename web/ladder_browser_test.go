@@ -17,6 +17,7 @@ import (
 // form's ladder; a malformed line is caught by the form; the group is
 // created with the steps, and the preview says when each goes.
 func TestBoardFollowupLadder(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	srv, key := startServer(t, "e2e", server.Config{ProviderTimeout: 2 * time.Second, Settings: group.Settings{CheckAfter: time.Minute}})
 	b := openTab(t)
 	ctx, wait, do, text := b.ctx, b.wait, b.do, b.text

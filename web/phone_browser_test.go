@@ -82,6 +82,7 @@ const unlabelledJS = `(() => {
 // violation on any page (TestBoardAccessibility covers the group pages'
 // states in both colour schemes).
 func TestBoardFitsPhone(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	src := axeSource(t)
 	srv, key := startServer(t, "phone", server.Config{})
 	base := srv.URL()

@@ -19,6 +19,7 @@ import (
 // and one click opts the number out (through POST /v1/suppressions, so the
 // audit trail names the dispatcher); a plain reply gets no such button.
 func TestBoardPossibleOptOut(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	cy, di := "+15550100931", "+15550100932"
 	faults := sim.DefaultFaults()
 	faults.DelayMS = [2]int{10, 50}

@@ -19,6 +19,7 @@ import (
 // not "Sending"/"in progress", and can be canceled from the list card; a
 // recipient held by quiet hours says "Held until <time>".
 func TestBoardScheduledGroup(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	srv, key := startServer(t, "e2e", server.Config{ProviderTimeout: 2 * time.Second, Settings: group.Settings{CheckAfter: time.Minute}})
 	chicago, err := time.LoadLocation("America/Chicago")
 	if err != nil {

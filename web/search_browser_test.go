@@ -18,6 +18,7 @@ import (
 // the roster, combines with the status/answer filter, and the matching row
 // still updates live while the search is on.
 func TestBoardRosterSearch(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	ada := "+15550102000"
 	faults := sim.DefaultFaults()
 	faults.DelayMS = [2]int{10, 50}

@@ -21,6 +21,7 @@ import (
 // and removes it through the confirmation dialog; both changes are in the
 // audit log. axe stays clean on the page.
 func TestBoardSenders(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	srv, key := startServer(t, "senders", server.Config{})
 	base := srv.URL()
 	gid := createVia(t, base+"/v1/groups", key, map[string]any{"from": "+15550100000", "to": []string{"+15550100001", "+15550100002"},

@@ -23,6 +23,7 @@ import (
 // says "Scheduled", goes out at its time, the simulator's answers count
 // and the CSV export names each person's chosen option.
 func TestBoardSendFormHasEverything(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	ada, bo, cy, dee, sue := "+15550100701", "+15550100702", "+15550100703", "+15550100704", "+15550100709"
 	faults := sim.DefaultFaults()
 	faults.DelayMS = [2]int{10, 50}

@@ -14,6 +14,7 @@ import (
 // retention has not run, runs a pass, and the line says when it ran and
 // what it did (issue 20).
 func TestSettingsShowRetention(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	srv, key := startServer(t, "e2e", server.Config{})
 	b := openTab(t)
 	wait, do := b.wait, b.do
@@ -28,6 +29,7 @@ func TestSettingsShowRetention(t *testing.T) {
 // each retention policy does, whether a hash key is set, the default
 // quiet hours, the store and the server's version and providers (issue 33 item 6).
 func TestSettingsInWords(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	srv, key := startServer(t, "settings", server.Config{QuietHours: "21:00-07:00", DefaultTimezone: "America/Chicago"})
 	b := openTab(t)
 	b.signIn(srv.URL()+"/", key)

@@ -61,6 +61,7 @@ func signInViewer(t *testing.T, srv *server.Server, key string) (*tab, string) {
 // The board keeps following the live list across the reconnects a short
 // stream lifetime forces.
 func TestBoardStreamLifetime(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	srv, key := startServer(t, "streams", server.Config{StreamMaxLifetime: 700 * time.Millisecond})
 	b, _ := signInViewer(t, srv, key)
 	b.wait("two reconnects after the stream lifetime", `window.__opens >= 3`)
@@ -72,6 +73,7 @@ func TestBoardStreamLifetime(t *testing.T) {
 // off) is sent to the sign-in page once the stream's re-check ends it,
 // with no other request made by the page.
 func TestBoardStreamEndsWithAccess(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	srv, key := startServer(t, "streams", server.Config{})
 	b, id := signInViewer(t, srv, key) // no groups: nothing on the stream makes the page fetch
 	if status, raw := callAPI(t, "PATCH", srv.URL()+"/v1/users/"+id, key, `{"disabled":true}`); status != 200 {

@@ -18,6 +18,7 @@ import (
 // templates, and "Use this template" opens the New message form filled
 // with its text and responses. axe stays clean on the page.
 func TestBoardTemplates(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	srv, key := startServer(t, "e2e", server.Config{ProviderTimeout: 2 * time.Second, Settings: group.Settings{CheckAfter: time.Minute}})
 	b := openTab(t)
 	ctx, wait, do, text := b.ctx, b.wait, b.do, b.text

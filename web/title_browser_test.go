@@ -19,6 +19,7 @@ import (
 // with the template source ("Hi {{first_name}}, …"). (Two people get
 // different texts, so the group's text is the template.)
 func TestBoardTitleRendersTemplate(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	srv, key := startServer(t, "e2e", server.Config{ProviderTimeout: 2 * time.Second, Settings: group.Settings{CheckAfter: time.Minute}})
 	id := createVia(t, srv.URL()+"/v1/groups", key, map[string]any{"from": "+15550100000",
 		"recipients": []map[string]any{{"number": "+15550100501", "name": "Ada Lovelace"}, {"number": "+15550100502", "name": "Bo Diddley"}},

@@ -24,6 +24,7 @@ import (
 // in the API); the admin's audit page shows both people's actions and
 // filters them.
 func TestBoardPeopleAndAudit(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	srv, key := startServer(t, "e2e", server.Config{ProviderTimeout: 2 * time.Second, Settings: group.Settings{CheckAfter: time.Minute}})
 
 	b := openTab(t)

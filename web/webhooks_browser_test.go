@@ -17,6 +17,7 @@ import (
 // "Send test" (a 204 endpoint logs an ok attempt; a 410 one is disabled)
 // and "Enable again".
 func TestBoardWebhookEndpoints(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	okSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	t.Cleanup(okSrv.Close)
 	goneSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusGone) }))
@@ -58,6 +59,7 @@ func TestBoardWebhookEndpoints(t *testing.T) {
 // send a test and see its HTTP status, list its attempts, disable it and
 // delete it through the confirmation dialog; and runs axe on the page.
 func TestBoardWebhookEndpointsManage(t *testing.T) {
+	t.Parallel() // its own server, database and Chromium
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	t.Cleanup(hook.Close)
 	srv, key := startServer(t, "admin", server.Config{WebhookAllowPrivate: true})

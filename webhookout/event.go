@@ -14,6 +14,7 @@ import (
 
 	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/apitype"
 	"github.com/crewcast/crewcast/errcode"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/store"
@@ -243,15 +244,15 @@ type Body struct {
 }
 
 type groupData struct {
-	GroupID string    `json:"group_id"`
-	Seq     uint64    `json:"seq"`
-	Group   GroupJSON `json:"group"`
+	GroupID string        `json:"group_id"`
+	Seq     uint64        `json:"seq"`
+	Group   apitype.Group `json:"group"`
 }
 
 type recipientData struct {
-	GroupID   string        `json:"group_id"`
-	Seq       uint64        `json:"seq"`
-	Recipient RecipientJSON `json:"recipient"`
+	GroupID   string            `json:"group_id"`
+	Seq       uint64            `json:"seq"`
+	Recipient apitype.Recipient `json:"recipient"`
 }
 
 func encode(typ string, at time.Time, data any) []byte {
@@ -269,10 +270,10 @@ func groupRow(typ string, g store.GroupRow, seq uint64, at time.Time) store.Outb
 }
 
 // recipient is d as the API shows it, with the commit's extras.
-func (c Change) recipient(d store.DeliveryRow) RecipientJSON {
+func (c Change) recipient(d store.DeliveryRow) apitype.Recipient {
 	rj := RecipientOf(d)
 	if c.Extra != nil {
-		rj.add(c.Extra(d.Number))
+		addExtra(&rj, c.Extra(d.Number))
 	}
 	return rj
 }
@@ -295,29 +296,15 @@ func (c Change) recipientsRows(typ string, ev actor.Event) []store.OutboxRow {
 	return out
 }
 
-func recipientRow(typ, gid string, rj RecipientJSON, seq uint64, at time.Time) store.OutboxRow {
+func recipientRow(typ, gid string, rj apitype.Recipient, seq uint64, at time.Time) store.OutboxRow {
 	return store.OutboxRow{MsgID: MsgID(gid, seq, typ, rj.Number), Type: typ, GroupID: gid, Seq: seq, CreatedAt: at,
 		Payload: encode(typ, at, recipientData{GroupID: gid, Seq: seq, Recipient: rj})}
 }
 
-// ReplyJSON is an inbound message as GET /v1/replies shows it.
-type ReplyJSON struct {
-	Provider   string     `json:"provider"`
-	EventID    string     `json:"event_id"`
-	GroupID    string     `json:"group_id"`
-	Number     string     `json:"number"`
-	To         string     `json:"to"`
-	Text       string     `json:"text"`
-	Media      []string   `json:"media"`
-	ReceivedAt *time.Time `json:"received_at"`
-	// PossibleOptOut: a stop word among other words, for a person to decide.
-	PossibleOptOut bool `json:"possible_opt_out"`
-}
-
 type unmatchedData struct {
-	GroupID string    `json:"group_id"` // always "": it matched no group
-	Seq     uint64    `json:"seq"`      // in the unmatched journal
-	Reply   ReplyJSON `json:"reply"`
+	GroupID string        `json:"group_id"` // always "": it matched no group
+	Seq     uint64        `json:"seq"`      // in the unmatched journal
+	Reply   apitype.Reply `json:"reply"`
 }
 
 // Unmatched returns the inbound.unmatched row of an inbound message that
@@ -327,7 +314,7 @@ func Unmatched(key string, seq uint64, r store.Reply, at time.Time) store.Outbox
 	if media == nil {
 		media = []string{}
 	}
-	data := unmatchedData{Seq: seq, Reply: ReplyJSON{Provider: r.Provider, EventID: r.EventID, Number: r.Number,
+	data := unmatchedData{Seq: seq, Reply: apitype.Reply{Provider: r.Provider, EventID: r.EventID, Number: r.Number,
 		To: r.To, Text: r.Text, Media: media, ReceivedAt: tsOrNil(r.ReceivedAt), PossibleOptOut: r.PossibleOptOut}}
 	return store.OutboxRow{MsgID: MsgID(key, seq, InboundUnmatched, r.Provider+":"+r.EventID+":"+r.Number),
 		Type: InboundUnmatched, Seq: seq, CreatedAt: at, Payload: encode(InboundUnmatched, at, data)}
@@ -361,53 +348,11 @@ func Test(e store.WebhookEndpoint, nonce string, at time.Time) store.OutboxRow {
 		Endpoint: e.ID, CreatedAt: at, Payload: encode(EndpointTest, at, data)}
 }
 
-// ---- the API's shapes (kept equal to httpapi's by a test there) ----
+// ---- store rows in the API's shapes (package apitype; httpapi renders them the same way, which a test there checks) ----
 
-// GroupJSON is a group as GET /v1/groups/{id} shows it, without recipients.
-type GroupJSON struct {
-	ID          string           `json:"id"`
-	Status      string           `json:"status"`
-	PauseReason string           `json:"pause_reason"`
-	Mode        string           `json:"mode"`
-	From        string           `json:"from"`
-	Text        string           `json:"text"`
-	CreatedAt   *time.Time       `json:"created_at"`
-	UpdatedAt   *time.Time       `json:"updated_at"`
-	Seq         uint64           `json:"seq"`
-	Counts      group.CountsJSON `json:"counts"`
-}
-
-// RecipientJSON is a recipient as GET /v1/groups/{id}/recipients shows it.
-type RecipientJSON struct {
-	Number            string     `json:"number"`
-	Name              string     `json:"name"`
-	Status            string     `json:"status"`
-	Attempts          int        `json:"attempts"`
-	ProviderMessageID string     `json:"provider_message_id"`
-	ErrorCode         string     `json:"error_code"`
-	ErrorClass        string     `json:"error_class"`
-	ErrorDetail       string     `json:"error_detail"`
-	ErrorURL          string     `json:"error_url"`
-	ClaimedAt         *time.Time `json:"claimed_at"`
-	SentAt            *time.Time `json:"sent_at"`
-	DeliveredAt       *time.Time `json:"delivered_at"`
-	FailedAt          *time.Time `json:"failed_at"`
-	RepliedAt         *time.Time `json:"replied_at"`
-	ReplyText         string     `json:"reply_text"`
-	Ack               string     `json:"ack"`
-	UpdatedAt         *time.Time `json:"updated_at"`
-	// Design §11 and §12, as the API shows them (see RecipientExtra).
-	ContactID      string     `json:"contact_id"`
-	Text           string     `json:"text"`
-	Response       string     `json:"response"`
-	FollowupsSent  int        `json:"followups_sent"`
-	NextFollowupAt *time.Time `json:"next_followup_at"`
-	HeldUntil      *time.Time `json:"held_until"`
-	// Callouts that fill: the wave (absent until texted), selected, standby.
-	Wave     int  `json:"wave,omitempty"`
-	Selected bool `json:"selected"`
-	Standby  bool `json:"standby"`
-}
+// RecipientJSON is the recipient shape of package apitype, under the name
+// the tracker's tests decode webhook bodies with.
+type RecipientJSON = apitype.Recipient
 
 // RecipientExtra is what the API shows of a recipient beyond its delivery
 // row: the contact, the text they were sent, their follow-ups.
@@ -422,7 +367,7 @@ type RecipientExtra struct {
 	Standby        bool
 }
 
-func (r *RecipientJSON) add(x RecipientExtra) {
+func addExtra(r *apitype.Recipient, x RecipientExtra) {
 	r.ContactID, r.Text, r.FollowupsSent = x.ContactID, x.Text, x.FollowupsSent
 	r.NextFollowupAt, r.HeldUntil = tsOrNil(x.NextFollowupAt), tsOrNil(x.HeldUntil)
 	r.Wave, r.Selected, r.Standby = x.Wave, x.Selected, x.Standby
@@ -437,14 +382,14 @@ func tsOrNil(t time.Time) *time.Time {
 }
 
 // GroupOf renders a group row as the API does.
-func GroupOf(g store.GroupRow) GroupJSON {
-	return GroupJSON{ID: g.ID, Status: string(g.Status), PauseReason: g.PauseReason, Mode: string(g.Mode), From: g.From,
+func GroupOf(g store.GroupRow) apitype.Group {
+	return apitype.Group{ID: g.ID, Status: string(g.Status), PauseReason: g.PauseReason, Mode: string(g.Mode), From: g.From,
 		Text: g.Text, CreatedAt: tsOrNil(g.CreatedAt), UpdatedAt: tsOrNil(g.UpdatedAt), Seq: g.Seq, Counts: group.ViewCounts(g.Counts)}
 }
 
 // RecipientOf renders a delivery row as the API does.
-func RecipientOf(d store.DeliveryRow) RecipientJSON {
-	return RecipientJSON{Number: d.Number, Name: d.Name, Status: string(d.Status), Attempts: d.Attempts,
+func RecipientOf(d store.DeliveryRow) apitype.Recipient {
+	return apitype.Recipient{Number: d.Number, Name: d.Name, Status: string(d.Status), Attempts: d.Attempts,
 		ProviderMessageID: d.ProviderMessageID, ErrorCode: d.ErrorCode, ErrorClass: errcode.Class(d.ErrorCode, d.ErrorClass),
 		ErrorDetail: errcode.Detail(d.ErrorCode, d.ErrorClass), ErrorURL: errcode.URL(d.ErrorCode),
 		ClaimedAt: tsOrNil(d.ClaimedAt), SentAt: tsOrNil(d.SentAt), DeliveredAt: tsOrNil(d.DeliveredAt),

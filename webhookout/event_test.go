@@ -10,6 +10,7 @@ import (
 
 	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/actor"
+	"github.com/crewcast/crewcast/apitype"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/store"
 )
@@ -131,9 +132,9 @@ func TestUnmatchedAndDisabledBodies(t *testing.T) {
 	var b struct {
 		Type string `json:"type"`
 		Data struct {
-			GroupID string    `json:"group_id"`
-			Seq     uint64    `json:"seq"`
-			Reply   ReplyJSON `json:"reply"`
+			GroupID string        `json:"group_id"`
+			Seq     uint64        `json:"seq"`
+			Reply   apitype.Reply `json:"reply"`
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(r.Payload, &b); err != nil {

@@ -60,9 +60,25 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
+// Store is what a Worker reads and writes: the endpoints, the outbox it
+// dispatches into deliveries, the deliveries it claims, tries and
+// records, and the purge of what retention lets go. Every engine's
+// store.Store is one; the worker needs nothing else of it.
+type Store interface {
+	ListWebhookEndpoints(ctx context.Context) ([]store.WebhookEndpoint, error)
+	DispatchOutbox(ctx context.Context, now time.Time, limit int) (int, error)
+	ClaimWebhookDeliveries(ctx context.Context, c store.WebhookClaim) ([]store.WebhookDelivery, error)
+	ReleaseWebhookClaims(ctx context.Context, owner string, now time.Time) (int, error)
+	RecordWebhookAttempts(ctx context.Context, os []store.WebhookOutcome) (disabled []bool, err error)
+	WebhookQueue(ctx context.Context) (pending int, oldest time.Time, err error)
+	PurgeWebhooks(ctx context.Context, before, dropPending time.Time) (int, error)
+}
+
+var _ Store = store.Store(nil)
+
 // Config configures a Worker.
 type Config struct {
-	Store  store.Store
+	Store  Store
 	Sealer *Sealer
 	// Client sends the requests; default NewClient(AllowPrivate).
 	Client       *http.Client

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+
+	"github.com/crewcast/crewcast/apitype"
 )
 
 // The operator's actions on a group, one API call each (docs/design.md §7):
@@ -59,9 +61,9 @@ func retryAll(ctx context.Context, cf *clientFlags, id string, stdout io.Writer)
 		return err
 	}
 	var out struct {
-		Retried int       `json:"retried"`
-		Skipped int       `json:"skipped"`
-		Group   groupView `json:"group"`
+		Retried int           `json:"retried"`
+		Skipped int           `json:"skipped"`
+		Group   apitype.Group `json:"group"`
 	}
 	if _, err := c.doJSON(ctx, "POST", "/v1/groups/"+url.PathEscape(id)+"/retry-failed", struct{}{}, nil, &out); err != nil {
 		return explain(err)
@@ -104,7 +106,7 @@ func groupAction(ctx context.Context, cf *clientFlags, path string, body any, nu
 	if body == nil {
 		body = struct{}{}
 	}
-	var g groupView
+	var g apitype.Group
 	if _, err := c.doJSON(ctx, "POST", path, body, nil, &g); err != nil {
 		return explain(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crewcast/crewcast/group"
+	"github.com/crewcast/crewcast/apitype"
 )
 
 // The API client behind send, status and report: plain net/http and the
@@ -177,56 +177,11 @@ func (c *apiClient) doJSON(ctx context.Context, method, path string, body any, h
 	return resp.StatusCode, nil
 }
 
-// ---- API shapes ----
-
-type groupView struct {
-	ID          string           `json:"id"`
-	Status      string           `json:"status"`
-	PauseReason string           `json:"pause_reason"`
-	Mode        string           `json:"mode"`
-	From        string           `json:"from"`
-	Text        string           `json:"text"`
-	CreatedAt   *time.Time       `json:"created_at"`
-	Seq         uint64           `json:"seq"`
-	Counts      group.CountsJSON `json:"counts"`
-	Responses   []responseOption `json:"responses"`
-	Quorum      *struct {
-		Response string     `json:"response"`
-		Count    int        `json:"count"`
-		MetAt    *time.Time `json:"met_at"`
-	} `json:"quorum"`
-	Recipients []recipientView `json:"recipients"`
-}
-
-// responseOption is one answer a group asks for.
-type responseOption struct {
-	Key   string `json:"key"`
-	Label string `json:"label"`
-	Ack   string `json:"ack,omitempty"`
-}
-
-type recipientView struct {
-	GroupID           string     `json:"group_id"`
-	Number            string     `json:"number"`
-	Name              string     `json:"name"`
-	Status            string     `json:"status"`
-	Attempts          int        `json:"attempts"`
-	ProviderMessageID string     `json:"provider_message_id"`
-	ErrorCode         string     `json:"error_code"`
-	ErrorClass        string     `json:"error_class"`
-	ErrorDetail       string     `json:"error_detail"` // plain language; optional
-	SentAt            *time.Time `json:"sent_at"`
-	DeliveredAt       *time.Time `json:"delivered_at"`
-	RepliedAt         *time.Time `json:"replied_at"`
-	ReplyText         string     `json:"reply_text"`
-	Ack               string     `json:"ack"`
-	UpdatedAt         *time.Time `json:"updated_at"`
-	Response          string     `json:"response"`
-}
+// ---- API shapes (package apitype) ----
 
 // finished reports whether a group will change no more without an
 // operator: complete or canceled.
-func (g groupView) finished() bool { return g.Status == "complete" || g.Status == "canceled" }
+func finished(g apitype.Group) bool { return g.Status == "complete" || g.Status == "canceled" }
 
 // ---- event streams ----
 

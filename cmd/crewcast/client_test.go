@@ -21,6 +21,7 @@ import (
 	"github.com/crewcast/crewcast"
 	"github.com/crewcast/crewcast/actor"
 	"github.com/crewcast/crewcast/apikey"
+	"github.com/crewcast/crewcast/apitype"
 	"github.com/crewcast/crewcast/group"
 	"github.com/crewcast/crewcast/httpapi"
 	"github.com/crewcast/crewcast/store"
@@ -620,18 +621,18 @@ func TestErrorText(t *testing.T) {
 	for _, c := range []struct{ code, class, want string }{
 		{"", "", "-"}, {"30007", "carrier", "30007 carrier"}, {"", "timeout", "timeout"}, {"40008", "", "40008"},
 	} {
-		if got := errorText(recipientView{ErrorCode: c.code, ErrorClass: c.class}); got != c.want {
+		if got := errorText(apitype.Recipient{ErrorCode: c.code, ErrorClass: c.class}); got != c.want {
 			t.Errorf("%q %q: %q, want %q", c.code, c.class, got, c.want)
 		}
 	}
 }
 
 func TestProgressLine(t *testing.T) {
-	g := groupView{Status: "sending", Counts: map[string]int{"pending": 2, "sent": 1, "delivered": 3, "replied": 1}}
+	g := apitype.Group{Status: "sending", Counts: map[string]int{"pending": 2, "sent": 1, "delivered": 3, "replied": 1}}
 	if got, want := progressLine(g), "sending  3/6 delivered · 1 sent · 2 pending · 1 replied"; got != want {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
-	g = groupView{Status: "paused", PauseReason: "sender not registered", Counts: map[string]int{"pending": 1}}
+	g = apitype.Group{Status: "paused", PauseReason: "sender not registered", Counts: map[string]int{"pending": 1}}
 	if got := progressLine(g); !strings.HasSuffix(got, "— paused: sender not registered") {
 		t.Errorf("paused: %q", got)
 	}
@@ -765,7 +766,7 @@ func TestAttentionShowsErrorDetail(t *testing.T) {
 	defer srv.Close()
 	c := &apiClient{base: srv.URL, key: "k", http: srv.Client()}
 	var out bytes.Buffer
-	g := groupView{ID: "grp9", Status: "complete", Counts: map[string]int{"failed": 1, "unconfirmed": 2, "delivered": 3}}
+	g := apitype.Group{ID: "grp9", Status: "complete", Counts: map[string]int{"failed": 1, "unconfirmed": 2, "delivered": 3}}
 	err := attention(context.Background(), c, g, &out)
 	var ee exitError
 	if !errors.As(err, &ee) || ee.code != exitFailed || ee.msg != "3 recipients need attention: 1 failed, 2 unconfirmed" {

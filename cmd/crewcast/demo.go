@@ -198,28 +198,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if sm := srv.Sim(); sm != nil {
 		fmt.Fprintf(stdout, "  simulator: %s (control token %s)\n", sm.URL(), sm.ControlToken())
 	}
-	if fresh {
-		// A small pool on both simulated providers (docs/design.md §16).
-		if err := srv.EnsureDemoPool(ctx); err != nil {
-			_ = srv.Stop(context.Background())
-			return err
-		}
-		fmt.Fprintf(stdout, "  sender pool: %q (2 Telnyx + 2 Twilio numbers; send with \"pool\":%q)\n", server.DemoPool, server.DemoPool)
-	}
-	if !*noExample && fresh {
-		req := group.Request{From: demoFrom, Mode: crewcast.ModeIndividual,
-			Text: "Crew call: site B, 7:00 tomorrow. Reply YES if you can make it, NO if not."}
-		for _, c := range demoCrew {
-			req.Recipients = append(req.Recipients, group.RecipientInput{Number: c.number, Name: c.name})
-		}
-		id, _, err := srv.Tracker().Create(ctx, req, tracker.CreateOptions{By: "demo"})
-		if err != nil {
-			_ = srv.Stop(context.Background())
-			return fmt.Errorf("create the example group: %w", err)
-		}
-		fmt.Fprintf(stdout, "  example group: %s/#/groups/%s\n", srv.URL(), id)
-	} else if !*noExample {
-		fmt.Fprintln(stdout, "  example group: created on the first run with this database (see the board)")
+	if err := demoFirstRun(ctx, srv, stdout, fresh, !*noExample); err != nil {
+		_ = srv.Stop(context.Background())
+		return err
 	}
 	fmt.Fprintf(stdout, "\nFor the command line (crewcast send, status, ...), paste into another terminal:\n\n")
 	fmt.Fprintf(stdout, "export CREWCAST_URL=%s\nexport CREWCAST_KEY=%s\n\n", srv.URL(), key)
@@ -229,6 +210,33 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return srv.Stop(sctx)
+}
+
+// demoFirstRun sets up what a fresh database gets (a sender pool on both
+// simulated providers, docs/design.md §16, and the example group) and
+// says what it did.
+func demoFirstRun(ctx context.Context, srv *server.Server, stdout io.Writer, fresh, example bool) error {
+	if fresh {
+		if err := srv.EnsureDemoPool(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "  sender pool: %q (2 Telnyx + 2 Twilio numbers; send with \"pool\":%q)\n", server.DemoPool, server.DemoPool)
+	}
+	if example && fresh {
+		req := group.Request{From: demoFrom, Mode: crewcast.ModeIndividual,
+			Text: "Crew call: site B, 7:00 tomorrow. Reply YES if you can make it, NO if not."}
+		for _, c := range demoCrew {
+			req.Recipients = append(req.Recipients, group.RecipientInput{Number: c.number, Name: c.name})
+		}
+		id, _, err := srv.Tracker().Create(ctx, req, tracker.CreateOptions{By: "demo"})
+		if err != nil {
+			return fmt.Errorf("create the example group: %w", err)
+		}
+		fmt.Fprintf(stdout, "  example group: %s/#/groups/%s\n", srv.URL(), id)
+	} else if example {
+		fmt.Fprintln(stdout, "  example group: created on the first run with this database (see the board)")
+	}
+	return nil
 }
 
 // demoAdminKey returns the demo's admin key: with --data the one kept in

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/crewcast/crewcast/apitype"
 )
 
 // crewcast groups list: the groups a server has, newest first, through
@@ -61,12 +63,12 @@ Flags:
 	if *status != "" {
 		v.Set("status", *status)
 	}
-	var groups []groupView
+	var groups []apitype.Group
 	more := false
 	for {
 		var page struct {
-			Groups     []groupView `json:"groups"`
-			NextCursor string      `json:"next_cursor"`
+			Groups     []apitype.Group `json:"groups"`
+			NextCursor string          `json:"next_cursor"`
 		}
 		if _, err := c.doJSON(ctx, "GET", "/v1/groups?"+v.Encode(), nil, nil, &page); err != nil {
 			return explain(err)
@@ -85,7 +87,7 @@ Flags:
 	return printGroups(stdout, groups, more)
 }
 
-func printGroups(stdout io.Writer, groups []groupView, more bool) error {
+func printGroups(stdout io.Writer, groups []apitype.Group, more bool) error {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tCREATED\tRECIPIENTS\tDELIVERED\tFAILED\tTEXT")
 	for _, g := range groups {

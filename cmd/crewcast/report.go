@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/crewcast/crewcast/apitype"
 )
 
 func init() {
@@ -105,15 +107,15 @@ func deliveriesTable(ctx context.Context, c *apiClient, path string, q url.Value
 	rows := 0
 	for {
 		var page struct {
-			Deliveries []recipientView `json:"deliveries"`
-			NextCursor string          `json:"next_cursor"`
+			Deliveries []apitype.Delivery `json:"deliveries"`
+			NextCursor string             `json:"next_cursor"`
 		}
 		if _, err := c.doJSON(ctx, "GET", path+"?"+q.Encode(), nil, nil, &page); err != nil {
 			return explain(err)
 		}
 		for _, d := range page.Deliveries {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.GroupID, d.Number, dash(d.Name), d.Status, d.Attempts,
-				fmtTime(d.SentAt), fmtTime(d.DeliveredAt), errorText(d), fmtTime(d.UpdatedAt))
+				fmtTime(d.SentAt), fmtTime(d.DeliveredAt), errorText(d.Recipient), fmtTime(d.UpdatedAt))
 			rows++
 		}
 		if page.NextCursor == "" || (limit > 0 && rows >= limit) {

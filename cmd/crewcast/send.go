@@ -12,6 +12,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/crewcast/crewcast/apitype"
 )
 
 func init() {
@@ -33,20 +35,20 @@ func (l *listFlag) Set(v string) error {
 }
 
 type createBody struct {
-	From       string           `json:"from,omitempty"`
-	Pool       string           `json:"pool,omitempty"`
-	To         []string         `json:"to,omitempty"`
-	Crews      []string         `json:"crews,omitempty"`
-	Tags       []string         `json:"tags,omitempty"`
-	Contacts   []string         `json:"contacts,omitempty"`
-	Template   string           `json:"template,omitempty"`
-	Responses  []responseOption `json:"responses,omitempty"`
-	Quorum     *quorumBody      `json:"quorum,omitempty"`
-	Text       string           `json:"text,omitempty"`
-	Mode       string           `json:"mode,omitempty"`
-	MediaURLs  []string         `json:"media_urls,omitempty"`
-	CheckAfter string           `json:"check_after,omitempty"`
-	policyBody                  // --followup, --escalate-to, --send-at… (send_policy.go)
+	From       string                   `json:"from,omitempty"`
+	Pool       string                   `json:"pool,omitempty"`
+	To         []string                 `json:"to,omitempty"`
+	Crews      []string                 `json:"crews,omitempty"`
+	Tags       []string                 `json:"tags,omitempty"`
+	Contacts   []string                 `json:"contacts,omitempty"`
+	Template   string                   `json:"template,omitempty"`
+	Responses  []apitype.ResponseOption `json:"responses,omitempty"`
+	Quorum     *quorumBody              `json:"quorum,omitempty"`
+	Text       string                   `json:"text,omitempty"`
+	Mode       string                   `json:"mode,omitempty"`
+	MediaURLs  []string                 `json:"media_urls,omitempty"`
+	CheckAfter string                   `json:"check_after,omitempty"`
+	policyBody                          // --followup, --escalate-to, --send-at… (send_policy.go)
 }
 
 func runSend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -113,20 +115,8 @@ Flags:
 	}
 	body := createBody{From: *from, Pool: *pool, To: to, Text: *text, Mode: *mode, MediaURLs: media, Crews: crews, Tags: tags,
 		Contacts: contacts, Template: *template, policyBody: pol}
-	if *responses != "" {
-		opts, err := parseResponses(*responses)
-		if err != nil {
-			return err
-		}
-		body.Responses = opts
-	}
-	if *quorum != "" {
-		k, n, ok := strings.Cut(*quorum, ":")
-		count, err := strconv.Atoi(n)
-		if !ok || err != nil || count < 1 || k == "" {
-			return usagef("--quorum %q: want KEY:COUNT, such as 1:3", *quorum)
-		}
-		body.Quorum = &quorumBody{Response: k, Count: count}
+	if err := body.answers(*responses, *quorum); err != nil {
+		return err
 	}
 	if *checkAfter > 0 {
 		body.CheckAfter = checkAfter.String()
@@ -135,7 +125,7 @@ Flags:
 	if *idem != "" {
 		h.Set("Idempotency-Key", *idem)
 	}
-	var g groupView
+	var g apitype.Group
 	status, err := c.doJSON(ctx, "POST", "/v1/groups", body, h, &g)
 	if err != nil {
 		return explain(err)
@@ -154,6 +144,27 @@ Flags:
 	return attention(ctx, c, final, stdout)
 }
 
+// answers sets the body's response options and quorum from --responses
+// and --quorum.
+func (b *createBody) answers(responses, quorum string) error {
+	if responses != "" {
+		opts, err := parseResponses(responses)
+		if err != nil {
+			return err
+		}
+		b.Responses = opts
+	}
+	if quorum != "" {
+		k, n, ok := strings.Cut(quorum, ":")
+		count, err := strconv.Atoi(n)
+		if !ok || err != nil || count < 1 || k == "" {
+			return usagef("--quorum %q: want KEY:COUNT, such as 1:3", quorum)
+		}
+		b.Quorum = &quorumBody{Response: k, Count: count}
+	}
+	return nil
+}
+
 // attentionStatuses are the outcomes that need a person: failed may be
 // retried, unconfirmed and unknown resolved.
 var attentionStatuses = []string{"failed", "unconfirmed", "unknown"}
@@ -163,7 +174,7 @@ const maxListed = 50
 
 // attention lists the recipients of a finished group that need a person and
 // returns an exit error when there are any.
-func attention(ctx context.Context, c *apiClient, g groupView, out io.Writer) error {
+func attention(ctx context.Context, c *apiClient, g apitype.Group, out io.Writer) error {
 	total := 0
 	var parts []string
 	for _, st := range attentionStatuses {
@@ -185,7 +196,7 @@ func attention(ctx context.Context, c *apiClient, g groupView, out io.Writer) er
 			continue
 		}
 		var page struct {
-			Recipients []recipientView `json:"recipients"`
+			Recipients []apitype.Recipient `json:"recipients"`
 		}
 		q := url.Values{"status": {st}, "limit": {strconv.Itoa(maxListed)}}
 		if _, err := c.doJSON(ctx, "GET", "/v1/groups/"+url.PathEscape(g.ID)+"/recipients?"+q.Encode(), nil, nil, &page); err != nil {
@@ -231,7 +242,7 @@ func explain(err error) error {
 }
 
 // progressLine summarises a group's counts on one line.
-func progressLine(g groupView) string {
+func progressLine(g apitype.Group) string {
 	c := g.Counts
 	total := 0
 	for _, k := range []string{"pending", "sending", "sent", "delivered", "failed", "unconfirmed", "unknown", "opted_out", "canceled"} {
@@ -261,9 +272,9 @@ func progressLine(g groupView) string {
 //
 // It returns the finished group; an interrupted follow is an exitError
 // (exitIncomplete).
-func follow(ctx context.Context, c *apiClient, g groupView, out io.Writer, tty bool) (groupView, error) {
+func follow(ctx context.Context, c *apiClient, g apitype.Group, out io.Writer, tty bool) (apitype.Group, error) {
 	last := ""
-	show := func(g groupView) {
+	show := func(g apitype.Group) {
 		line := progressLine(g)
 		switch {
 		case tty:
@@ -274,7 +285,7 @@ func follow(ctx context.Context, c *apiClient, g groupView, out io.Writer, tty b
 		last = line
 	}
 	show(g)
-	if g.finished() {
+	if finished(g) {
 		return g, done(out, tty)
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -335,7 +346,7 @@ func follow(ctx context.Context, c *apiClient, g groupView, out io.Writer, tty b
 			}
 			return g, err
 		case <-changed:
-			var cur groupView
+			var cur apitype.Group
 			if _, err := c.doJSON(ctx, "GET", "/v1/groups/"+g.ID+"?recipients=0", nil, nil, &cur); err != nil {
 				if ctx.Err() != nil {
 					continue // Ctrl-C: reported above
@@ -343,7 +354,7 @@ func follow(ctx context.Context, c *apiClient, g groupView, out io.Writer, tty b
 				return g, err
 			}
 			show(cur)
-			if cur.finished() {
+			if finished(cur) {
 				return cur, done(out, tty)
 			}
 		}
@@ -364,14 +375,14 @@ type quorumBody struct {
 
 // parseResponses reads '1=Coming,2=Cannot': the first option's ack is yes
 // and the second's no when there are exactly two, so YES/NO answer them.
-func parseResponses(s string) ([]responseOption, error) {
-	var out []responseOption
+func parseResponses(s string) ([]apitype.ResponseOption, error) {
+	var out []apitype.ResponseOption
 	for _, part := range strings.Split(s, ",") {
 		k, l, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok || strings.TrimSpace(k) == "" || strings.TrimSpace(l) == "" {
 			return nil, usagef("--responses %q: want KEY=LABEL,KEY=LABEL such as '1=Coming,2=Cannot'", s)
 		}
-		out = append(out, responseOption{Key: strings.TrimSpace(k), Label: strings.TrimSpace(l)})
+		out = append(out, apitype.ResponseOption{Key: strings.TrimSpace(k), Label: strings.TrimSpace(l)})
 	}
 	if len(out) == 2 {
 		out[0].Ack, out[1].Ack = "yes", "no"
@@ -381,7 +392,7 @@ func parseResponses(s string) ([]responseOption, error) {
 
 // tallyLine summarises the answers of a group with response options:
 // "1 Coming 2 · 2 Cannot 0 · no reply 3 · quorum 2/3".
-func tallyLine(g groupView) string {
+func tallyLine(g apitype.Group) string {
 	if len(g.Responses) == 0 {
 		return ""
 	}

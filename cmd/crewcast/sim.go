@@ -41,19 +41,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	token := fs.String("token", "", fmt.Sprintf("bearer token the /sim/* control routes require, at least %d characters (env CREWCAST_SIM_TOKEN; default: a random one, printed)", sim.MinControlToken))
 
 	def := sim.DefaultFaults()
-	failRate := fs.Float64("fail-rate", 0, "probability a recipient's delivery fails with a code from --fail-codes")
-	failCodes := fs.String("fail-codes", strings.Join(sim.DefaultFailCodes, ","), "Telnyx delivery error codes a failure draws from")
-	twilioFailCodes := fs.String("twilio-fail-codes", strings.Join(sim.DefaultTwilioFailCodes, ","), "Twilio ErrorCodes a failure draws from")
-	unknownRate := fs.Float64("unknown-rate", 0, "probability the outcome stays unknown (delivery_unconfirmed / unknown)")
-	duplicateRate := fs.Float64("duplicate-rate", 0, "probability a webhook is posted twice")
-	reorder := fs.Bool("reorder", false, "let the final webhook arrive before the sent one")
-	delay := fs.String("delay-ms", fmt.Sprintf("%d,%d", def.DelayMS[0], def.DelayMS[1]), "min,max delay in ms before each webhook event")
-	rateLimitRate := fs.Float64("rate-limit-rate", 0, "probability a send gets 429 (Telnyx 10011, Twilio 20429); nothing recorded")
-	error5xxRate := fs.Float64("error-5xx-rate", 0, "probability a send gets 500; nothing recorded")
-	acceptTimeoutRate := fs.Float64("accept-timeout-rate", 0, "probability a send is recorded but its connection is closed without an answer")
-	dropRate := fs.Float64("drop-rate", 0, "probability a webhook is never posted")
-	replyRate := fs.Float64("reply-rate", 0, "probability a delivered recipient replies with one of --reply-texts")
-	replyTexts := fs.String("reply-texts", strings.Join(sim.DefaultReplyTexts, ","), "comma-separated replies")
+	knobs := addFaultFlags(fs, def)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -92,37 +80,10 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				return
 			}
 			cfg.TelnyxSigningKey = ed25519.NewKeyFromSeed(b)
-		case "fail-rate":
-			faults.FailRate = *failRate
-		case "fail-codes":
-			faults.FailCodes = splitList(*failCodes)
-		case "twilio-fail-codes":
-			faults.TwilioFailCodes = splitList(*twilioFailCodes)
-		case "unknown-rate":
-			faults.UnknownRate = *unknownRate
-		case "duplicate-rate":
-			faults.DuplicateRate = *duplicateRate
-		case "reorder":
-			faults.Reorder = *reorder
-		case "delay-ms":
-			d, err := sim.ParseDelay(*delay)
-			if err != nil {
-				flagErr = fmt.Errorf("--delay-ms: %w", err)
-				return
+		default:
+			if err := knobs.apply(f.Name, &faults); err != nil {
+				flagErr = err
 			}
-			faults.DelayMS = d
-		case "rate-limit-rate":
-			faults.RateLimitRate = *rateLimitRate
-		case "error-5xx-rate":
-			faults.Error5xxRate = *error5xxRate
-		case "accept-timeout-rate":
-			faults.AcceptTimeoutRate = *acceptTimeoutRate
-		case "drop-rate":
-			faults.DropRate = *dropRate
-		case "reply-rate":
-			faults.ReplyRate = *replyRate
-		case "reply-texts":
-			faults.ReplyTexts = splitList(*replyTexts)
 		}
 	})
 	if flagErr != nil {
@@ -140,7 +101,18 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	url, err := s.Start(ctx, *addr)
+	return serveSim(ctx, s, simListen{addr: *addr, smtp: *smtpAddr, telnyx: *telnyxAddr, twilio: *twilioAddr}, *token == "", stdout)
+}
+
+// simListen is where `crewcast sim` listens: its shared address, and the
+// optional SMTP and per-provider listeners ("" for none).
+type simListen struct{ addr, smtp, telnyx, twilio string }
+
+// serveSim starts s on its listeners, prints what a server needs to use it
+// (the environment lines, and the control token when it was generated),
+// and serves until ctx is done.
+func serveSim(ctx context.Context, s *sim.Sim, at simListen, printToken bool, stdout io.Writer) error {
+	url, err := s.Start(ctx, at.addr)
 	if err != nil {
 		stopErr := s.Stop(context.Background())
 		if stopErr != nil {
@@ -148,13 +120,13 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return err
 	}
-	tnxBase, twBase, err := startProviderListeners(ctx, s, url, *telnyxAddr, *twilioAddr)
+	tnxBase, twBase, err := startProviderListeners(ctx, s, url, at.telnyx, at.twilio)
 	if err != nil {
 		return errors.Join(err, s.Stop(context.Background()))
 	}
 	smtpURL := ""
-	if *smtpAddr != "" {
-		got, err := s.StartSMTP(*smtpAddr)
+	if at.smtp != "" {
+		got, err := s.StartSMTP(at.smtp)
 		if err != nil {
 			return errors.Join(fmt.Errorf("--smtp-addr: %w", err), s.Stop(context.Background()))
 		}
@@ -167,7 +139,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintf(stdout, "CREWCAST_TELNYX_API_BASE=%s\nCREWCAST_TELNYX_API_KEY=%s\nCREWCAST_TELNYX_PUBLIC_KEY=%s\n", tnxBase, k.TelnyxAPIKey, k.TelnyxPublicKey)
 	fmt.Fprintf(stdout, "CREWCAST_TWILIO_API_BASE=%s\nCREWCAST_TWILIO_ACCOUNT_SID=%s\nCREWCAST_TWILIO_AUTH_TOKEN=%s\n", twBase, k.TwilioAccountSID, k.TwilioAuthToken)
-	if *token == "" {
+	if printToken {
 		// The /sim/* routes need it (Authorization: Bearer); one given by
 		// flag or environment is known to its owner and not repeated.
 		fmt.Fprintf(stdout, "CREWCAST_SIM_TOKEN=%s\n", s.ControlToken())
@@ -176,6 +148,71 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return s.Stop(sctx)
+}
+
+// faultFlags are the fault knobs of `crewcast sim`: a flag given on the
+// command line overrides the preset's value (apply), one not given leaves
+// it.
+type faultFlags struct {
+	failRate, unknownRate, duplicateRate, rateLimitRate, error5xxRate, acceptTimeoutRate, dropRate, replyRate *float64
+	failCodes, twilioFailCodes, delay, replyTexts                                                             *string
+	reorder                                                                                                   *bool
+}
+
+func addFaultFlags(fs *flag.FlagSet, def sim.Faults) faultFlags {
+	return faultFlags{
+		failRate:          fs.Float64("fail-rate", 0, "probability a recipient's delivery fails with a code from --fail-codes"),
+		failCodes:         fs.String("fail-codes", strings.Join(sim.DefaultFailCodes, ","), "Telnyx delivery error codes a failure draws from"),
+		twilioFailCodes:   fs.String("twilio-fail-codes", strings.Join(sim.DefaultTwilioFailCodes, ","), "Twilio ErrorCodes a failure draws from"),
+		unknownRate:       fs.Float64("unknown-rate", 0, "probability the outcome stays unknown (delivery_unconfirmed / unknown)"),
+		duplicateRate:     fs.Float64("duplicate-rate", 0, "probability a webhook is posted twice"),
+		reorder:           fs.Bool("reorder", false, "let the final webhook arrive before the sent one"),
+		delay:             fs.String("delay-ms", fmt.Sprintf("%d,%d", def.DelayMS[0], def.DelayMS[1]), "min,max delay in ms before each webhook event"),
+		rateLimitRate:     fs.Float64("rate-limit-rate", 0, "probability a send gets 429 (Telnyx 10011, Twilio 20429); nothing recorded"),
+		error5xxRate:      fs.Float64("error-5xx-rate", 0, "probability a send gets 500; nothing recorded"),
+		acceptTimeoutRate: fs.Float64("accept-timeout-rate", 0, "probability a send is recorded but its connection is closed without an answer"),
+		dropRate:          fs.Float64("drop-rate", 0, "probability a webhook is never posted"),
+		replyRate:         fs.Float64("reply-rate", 0, "probability a delivered recipient replies with one of --reply-texts"),
+		replyTexts:        fs.String("reply-texts", strings.Join(sim.DefaultReplyTexts, ","), "comma-separated replies"),
+	}
+}
+
+// apply sets the fault of the flag named name (given on the command line);
+// other flags' names change nothing.
+func (k faultFlags) apply(name string, faults *sim.Faults) error {
+	switch name {
+	case "fail-rate":
+		faults.FailRate = *k.failRate
+	case "fail-codes":
+		faults.FailCodes = splitList(*k.failCodes)
+	case "twilio-fail-codes":
+		faults.TwilioFailCodes = splitList(*k.twilioFailCodes)
+	case "unknown-rate":
+		faults.UnknownRate = *k.unknownRate
+	case "duplicate-rate":
+		faults.DuplicateRate = *k.duplicateRate
+	case "reorder":
+		faults.Reorder = *k.reorder
+	case "delay-ms":
+		d, err := sim.ParseDelay(*k.delay)
+		if err != nil {
+			return fmt.Errorf("--delay-ms: %w", err)
+		}
+		faults.DelayMS = d
+	case "rate-limit-rate":
+		faults.RateLimitRate = *k.rateLimitRate
+	case "error-5xx-rate":
+		faults.Error5xxRate = *k.error5xxRate
+	case "accept-timeout-rate":
+		faults.AcceptTimeoutRate = *k.acceptTimeoutRate
+	case "drop-rate":
+		faults.DropRate = *k.dropRate
+	case "reply-rate":
+		faults.ReplyRate = *k.replyRate
+	case "reply-texts":
+		faults.ReplyTexts = splitList(*k.replyTexts)
+	}
+	return nil
 }
 
 // startProviderListeners starts the providers' own listeners that were

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/crewcast/crewcast/apitype"
 )
 
 func init() {
@@ -25,7 +27,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	var g groupView
+	var g apitype.Group
 	if _, err := c.doJSON(ctx, "GET", "/v1/groups/"+url.PathEscape(pos[0]), nil, nil, &g); err != nil {
 		return err
 	}
@@ -88,7 +90,7 @@ func oneLine(s string, max int) string {
 
 // errorText is a recipient's ERROR cell: its code and class, whichever
 // are known.
-func errorText(r recipientView) string {
+func errorText(r apitype.Recipient) string {
 	var parts []string
 	for _, p := range []string{r.ErrorCode, r.ErrorClass} {
 		if p != "" {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/crewcast/crewcast/apitype"
 )
 
 // crewcast templates …: saved message texts with their response options
@@ -19,11 +21,11 @@ func init() {
 }
 
 type templateView struct {
-	ID        string           `json:"id"`
-	Name      string           `json:"name"`
-	Text      string           `json:"text"`
-	Responses []responseOption `json:"responses"`
-	UpdatedAt *time.Time       `json:"updated_at"`
+	ID        string                   `json:"id"`
+	Name      string                   `json:"name"`
+	Text      string                   `json:"text"`
+	Responses []apitype.ResponseOption `json:"responses"`
+	UpdatedAt *time.Time               `json:"updated_at"`
 }
 
 func runTemplates(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -50,7 +52,7 @@ Flags:
 	if err != nil {
 		return err
 	}
-	var opts []responseOption
+	var opts []apitype.ResponseOption
 	if sub == "create" {
 		if strings.TrimSpace(*text) == "" {
 			return usagef("templates create: --text is required")
@@ -125,7 +127,7 @@ func listTemplates(ctx context.Context, c *apiClient, stdout io.Writer) error {
 }
 
 // responsesLine writes options as --responses takes them: "1=Coming,2=Cannot".
-func responsesLine(opts []responseOption) string {
+func responsesLine(opts []apitype.ResponseOption) string {
 	parts := make([]string, len(opts))
 	for i, o := range opts {
 		parts[i] = o.Key + "=" + o.Label

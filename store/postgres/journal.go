@@ -174,10 +174,25 @@ func (s *Store) Commit(ctx context.Context, units []actor.Unit) ([]error, error)
 		}
 		return results, nil
 	}
+	if err := s.commitEach(ctx, tx, units, effs, pending, checked, state, results, now); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("postgres: commit: %w", err)
+	}
+	return results, nil
+}
+
+// commitEach is Commit's per-unit path: rounds of the units that pass
+// planRound, each in its own savepoint in one pipelined batch; the first
+// that fails is rolled back to its savepoint, its error recorded
+// (unitFailed), and the units after it planned and sent again.
+func (s *Store) commitEach(ctx context.Context, tx pgx.Tx, units []actor.Unit, effs [][]*store.Effects, pending []int,
+	checked map[int]int64, state commitState, results []error, now time.Time) error {
 	for len(pending) > 0 {
 		sent := planRound(units, effs, pending, checked, state.clone(), results)
 		if len(sent) == 0 {
-			break
+			return nil
 		}
 		b := &pgx.Batch{}
 		var owner []int // owner[q] is the index in sent of query q's unit
@@ -185,7 +200,7 @@ func (s *Store) Commit(ctx context.Context, units []actor.Unit) ([]error, error)
 			before := b.Len()
 			b.Queue(`SAVEPOINT unit`)
 			if err := queueUnit(b, &units[i], effs[i], now, s.stamp(checked)); err != nil {
-				return nil, err
+				return err
 			}
 			b.Queue(`RELEASE SAVEPOINT unit`)
 			for range b.Len() - before {
@@ -194,7 +209,7 @@ func (s *Store) Commit(ctx context.Context, units []actor.Unit) ([]error, error)
 		}
 		failed, uerr, err := runBatch(ctx, tx, b, owner)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		// Units before the failed one are in the transaction now.
 		upTo := len(sent)
@@ -212,38 +227,44 @@ func (s *Store) Commit(ctx context.Context, units []actor.Unit) ([]error, error)
 			addSuppressed(effs[i], state.suppressed)
 		}
 		if failed < 0 {
-			break
+			return nil
 		}
 		fi := sent[failed]
-		if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT unit`); err != nil {
-			return nil, fmt.Errorf("postgres: commit: rollback unit: %w", err)
+		if results[fi], err = unitFailed(ctx, tx, &units[fi], effs[fi], uerr, state); err != nil {
+			return err
 		}
-		if _, err := tx.Exec(ctx, `RELEASE SAVEPOINT unit`); err != nil {
-			return nil, fmt.Errorf("postgres: commit: release: %w", err)
-		}
-		switch {
-		case errors.Is(uerr, actor.ErrConflict):
-			// Another writer moved the head: learn where it is now.
-			var head int64
-			if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM journal WHERE key = $1`, units[fi].Key).Scan(&head); err != nil {
-				return nil, fmt.Errorf("postgres: commit: read head: %w", err)
-			}
-			state.heads[units[fi].Key] = uint64(head)
-			uerr = &actor.ConflictError{Key: units[fi].Key, Expected: units[fi].ExpectSeq, Actual: uint64(head)}
-		case errors.Is(uerr, store.ErrIdempotencyConflict):
-			for _, e := range effs[fi] {
-				if e.Idempotency != nil {
-					state.idem[e.Idempotency.Key] = true
-				}
-			}
-		}
-		results[fi] = uerr
 		pending = sent[failed+1:]
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("postgres: commit: %w", err)
+	return nil
+}
+
+// unitFailed rolls the failed unit u back to its savepoint and returns the
+// error it ends with, learning what it says into state: the journal's
+// head after a conflict (read again), an idempotency key that exists.
+func unitFailed(ctx context.Context, tx pgx.Tx, u *actor.Unit, effs []*store.Effects, uerr error, state commitState) (error, error) {
+	if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT unit`); err != nil {
+		return nil, fmt.Errorf("postgres: commit: rollback unit: %w", err)
 	}
-	return results, nil
+	if _, err := tx.Exec(ctx, `RELEASE SAVEPOINT unit`); err != nil {
+		return nil, fmt.Errorf("postgres: commit: release: %w", err)
+	}
+	switch {
+	case errors.Is(uerr, actor.ErrConflict):
+		// Another writer moved the head: learn where it is now.
+		var head int64
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM journal WHERE key = $1`, u.Key).Scan(&head); err != nil {
+			return nil, fmt.Errorf("postgres: commit: read head: %w", err)
+		}
+		state.heads[u.Key] = uint64(head)
+		uerr = &actor.ConflictError{Key: u.Key, Expected: u.ExpectSeq, Actual: uint64(head)}
+	case errors.Is(uerr, store.ErrIdempotencyConflict):
+		for _, e := range effs {
+			if e.Idempotency != nil {
+				state.idem[e.Idempotency.Key] = true
+			}
+		}
+	}
+	return uerr, nil
 }
 
 // planRound checks pending units in order against plan (a copy of the
@@ -321,142 +342,189 @@ func (s *Store) commitBulk(ctx context.Context, tx pgx.Tx, units []actor.Unit, e
 // deliveries, routes, suppressions), inbox acks keep the last non-empty
 // target, replies keep the first of a duplicate, events append in order.
 func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent []int, now time.Time, st stamp) error {
-	var evKeys, evTypes []string
-	var evSeqs, evTimes, evEpochs []int64
-	var evData [][]byte
-	type remOp struct {
-		due    int64
-		delete bool
-	}
-	rems := map[[2]string]remOp{}
-	var remOrder [][2]string
-	var groups []store.GroupRow
-	var deliveries []store.DeliveryRow
-	acks := map[[2]string]string{}
-	var ackOrder [][2]string
-	var routes []store.Route
-	type supOp struct {
-		sp     store.Suppression
-		delete bool
-	}
-	sups := map[string]supOp{}
-	var supOrder []string
-	var replies []store.Reply
-	var idem []*store.IdempotencyKey
-	var audit []store.AuditEntry
-	var outbox []store.OutboxRow
-	var consent []store.ConsentEntry
+	m := merged{rems: map[[2]string]remOp{}, acks: map[[2]string]string{}, sups: map[string]supOp{}}
 	for _, i := range sent {
-		u := &units[i]
-		for j, ev := range u.Events {
-			evKeys = append(evKeys, u.Key)
-			evSeqs = append(evSeqs, int64(u.ExpectSeq)+int64(j)+1)
-			evTypes = append(evTypes, ev.Type)
-			d := ev.Data
-			if d == nil {
-				d = []byte{}
-			}
-			evData = append(evData, d)
-			evTimes = append(evTimes, store.Nanos(sqlq.OrNow(ev.Time, now)))
-			evEpochs = append(evEpochs, st.epoch(u.Key))
-		}
-		for _, r := range u.Reminders {
-			k := [2]string{u.Key, r.Name}
-			if _, ok := rems[k]; !ok {
-				remOrder = append(remOrder, k)
-			}
-			rems[k] = remOp{due: store.Nanos(r.Due), delete: r.Delete}
-		}
+		m.addEvents(&units[i], now, st)
 		for _, e := range effs[i] {
-			if e.Group != nil {
-				groups = append(groups, *e.Group)
-			}
-			deliveries = append(deliveries, e.Deliveries...)
-			for _, r := range e.InboxDone {
-				k := [2]string{r.Provider, r.EventID}
-				prev, ok := acks[k]
-				if !ok {
-					ackOrder = append(ackOrder, k)
-				}
-				if r.Target != "" {
-					prev = r.Target
-				}
-				acks[k] = prev
-			}
-			routes = append(routes, e.Routes...)
-			for _, sp := range e.Suppress {
-				prev, ok := sups[sp.Number]
-				if !ok {
-					supOrder = append(supOrder, sp.Number)
-				}
-				if ok && !prev.delete && !store.LiftedByStart(prev.sp.Reason) && store.LiftedByStart(sp.Reason) {
-					continue // a STOP does not replace an operator's suppression
-				}
-				sp.CreatedAt = sqlq.OrNow(sp.CreatedAt, now)
-				sups[sp.Number] = supOp{sp: sp}
-			}
-			for _, n := range e.Unsuppress {
-				prev, ok := sups[n]
-				if !ok {
-					supOrder = append(supOrder, n)
-				}
-				if ok && !prev.delete && !store.LiftedByStart(prev.sp.Reason) {
-					continue // a START does not lift an operator's suppression
-				}
-				sups[n] = supOp{delete: true}
-			}
-			replies = append(replies, e.Replies...)
-			if e.Idempotency != nil {
-				idem = append(idem, e.Idempotency)
-			}
-			audit = append(audit, e.Audit...)
-			outbox = append(outbox, e.Outbox...)
-			consent = append(consent, e.Consent...)
+			m.addEffects(e, now)
 		}
 	}
-	if len(evKeys) > 0 {
+	return m.queue(b, now, st)
+}
+
+// merged gathers the rows of several units for queueMerged, in unit
+// order: the later of two writes to one key wins, as it would unit by
+// unit.
+type merged struct {
+	evKeys, evTypes           []string
+	evSeqs, evTimes, evEpochs []int64
+	evData                    [][]byte
+	rems                      map[[2]string]remOp
+	remOrder                  [][2]string
+	groups                    []store.GroupRow
+	deliveries                []store.DeliveryRow
+	acks                      map[[2]string]string
+	ackOrder                  [][2]string
+	routes                    []store.Route
+	sups                      map[string]supOp
+	supOrder                  []string
+	replies                   []store.Reply
+	idem                      []*store.IdempotencyKey
+	audit                     []store.AuditEntry
+	outbox                    []store.OutboxRow
+	consent                   []store.ConsentEntry
+}
+
+type remOp struct {
+	due    int64
+	delete bool
+}
+
+type supOp struct {
+	sp     store.Suppression
+	delete bool
+}
+
+// addEvents adds a unit's events and reminders.
+func (m *merged) addEvents(u *actor.Unit, now time.Time, st stamp) {
+	for j, ev := range u.Events {
+		m.evKeys = append(m.evKeys, u.Key)
+		m.evSeqs = append(m.evSeqs, int64(u.ExpectSeq)+int64(j)+1)
+		m.evTypes = append(m.evTypes, ev.Type)
+		d := ev.Data
+		if d == nil {
+			d = []byte{}
+		}
+		m.evData = append(m.evData, d)
+		m.evTimes = append(m.evTimes, store.Nanos(sqlq.OrNow(ev.Time, now)))
+		m.evEpochs = append(m.evEpochs, st.epoch(u.Key))
+	}
+	for _, r := range u.Reminders {
+		k := [2]string{u.Key, r.Name}
+		if _, ok := m.rems[k]; !ok {
+			m.remOrder = append(m.remOrder, k)
+		}
+		m.rems[k] = remOp{due: store.Nanos(r.Due), delete: r.Delete}
+	}
+}
+
+// addEffects adds one Effects of a unit.
+func (m *merged) addEffects(e *store.Effects, now time.Time) {
+	if e.Group != nil {
+		m.groups = append(m.groups, *e.Group)
+	}
+	m.deliveries = append(m.deliveries, e.Deliveries...)
+	for _, r := range e.InboxDone {
+		k := [2]string{r.Provider, r.EventID}
+		prev, ok := m.acks[k]
+		if !ok {
+			m.ackOrder = append(m.ackOrder, k)
+		}
+		if r.Target != "" {
+			prev = r.Target
+		}
+		m.acks[k] = prev
+	}
+	m.routes = append(m.routes, e.Routes...)
+	m.addSuppressions(e, now)
+	m.replies = append(m.replies, e.Replies...)
+	if e.Idempotency != nil {
+		m.idem = append(m.idem, e.Idempotency)
+	}
+	m.audit = append(m.audit, e.Audit...)
+	m.outbox = append(m.outbox, e.Outbox...)
+	m.consent = append(m.consent, e.Consent...)
+}
+
+// addSuppressions adds an Effects' suppressions and START lifts, in the
+// order the engine applies them unit by unit.
+func (m *merged) addSuppressions(e *store.Effects, now time.Time) {
+	for _, sp := range e.Suppress {
+		prev, ok := m.sups[sp.Number]
+		if !ok {
+			m.supOrder = append(m.supOrder, sp.Number)
+		}
+		if ok && !prev.delete && !store.LiftedByStart(prev.sp.Reason) && store.LiftedByStart(sp.Reason) {
+			continue // a STOP does not replace an operator's suppression
+		}
+		sp.CreatedAt = sqlq.OrNow(sp.CreatedAt, now)
+		m.sups[sp.Number] = supOp{sp: sp}
+	}
+	for _, n := range e.Unsuppress {
+		prev, ok := m.sups[n]
+		if !ok {
+			m.supOrder = append(m.supOrder, n)
+		}
+		if ok && !prev.delete && !store.LiftedByStart(prev.sp.Reason) {
+			continue // a START does not lift an operator's suppression
+		}
+		m.sups[n] = supOp{delete: true}
+	}
+}
+
+// queue queues the merged rows' statements on b.
+func (m *merged) queue(b *pgx.Batch, now time.Time, st stamp) error {
+	if len(m.evKeys) > 0 {
 		b.Queue(`INSERT INTO journal (key, seq, type, data, time, epoch, node)
 			SELECT u.*, $7::text FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bytea[], $5::bigint[], $6::bigint[]) AS u`,
-			evKeys, evSeqs, evTypes, evData, evTimes, evEpochs, st.node)
+			m.evKeys, m.evSeqs, m.evTypes, m.evData, m.evTimes, m.evEpochs, st.node)
 	}
-	for _, k := range remOrder {
-		if op := rems[k]; op.delete {
+	for _, k := range m.remOrder {
+		if op := m.rems[k]; op.delete {
 			b.Queue(sqlDelReminder, k[0], k[1])
 		} else {
 			b.Queue(sqlSetReminder, k[0], k[1], op.due)
 		}
 	}
-	for _, g := range lastPerKey(groups, func(g *store.GroupRow) string { return g.ID }) {
+	for _, g := range lastPerKey(m.groups, func(g *store.GroupRow) string { return g.ID }) {
 		if err := queueGroup(b, &g); err != nil {
 			return err
 		}
 	}
-	if ds := lastPerKey(deliveries, func(d *store.DeliveryRow) string { return d.GroupID + "\x00" + d.Number }); len(ds) > 0 {
+	if ds := lastPerKey(m.deliveries, func(d *store.DeliveryRow) string { return d.GroupID + "\x00" + d.Number }); len(ds) > 0 {
 		queueDeliveries(b, ds)
 	}
 	// One joined UPDATE for all acks (each ref is distinct here): measured
 	// several times faster than one statement per ref for large batches.
-	if len(ackOrder) > 0 {
-		prov, ids, targets := make([]string, len(ackOrder)), make([]string, len(ackOrder)), make([]string, len(ackOrder))
-		for j, k := range ackOrder {
-			prov[j], ids[j], targets[j] = k[0], k[1], acks[k]
+	if len(m.ackOrder) > 0 {
+		prov, ids, targets := make([]string, len(m.ackOrder)), make([]string, len(m.ackOrder)), make([]string, len(m.ackOrder))
+		for j, k := range m.ackOrder {
+			prov[j], ids[j], targets[j] = k[0], k[1], m.acks[k]
 		}
 		b.Queue(`UPDATE inbox i SET processed_at = CASE WHEN i.processed_at = 0 THEN $1 ELSE i.processed_at END,
 		target = CASE WHEN r.target <> '' THEN r.target ELSE i.target END, payload = ''::bytea
 		FROM unnest($2::text[], $3::text[], $4::text[]) AS r(provider, event_id, target)
 		WHERE i.provider = r.provider AND i.event_id = r.event_id`, store.Nanos(now), prov, ids, targets)
 	}
-	if rs := lastPerKey(routes, func(r *store.Route) string { return r.Key }); len(rs) > 0 {
+	if rs := lastPerKey(m.routes, func(r *store.Route) string { return r.Key }); len(rs) > 0 {
 		keys, vals, exp := make([]string, len(rs)), make([]string, len(rs)), make([]int64, len(rs))
 		for j, r := range rs {
 			keys[j], vals[j], exp[j] = r.Key, r.Value, store.Nanos(r.ExpiresAt)
 		}
 		b.Queue(sqlPutRoutes, keys, vals, exp)
 	}
+	m.queueSuppressions(b)
+	if len(m.replies) > 0 {
+		if err := queueReplies(b, m.replies, now); err != nil {
+			return err
+		}
+	}
+	for _, ik := range m.idem {
+		b.Queue(sqlInsIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(sqlq.OrNow(ik.CreatedAt, now)))
+	}
+	queueAudit(b, m.audit, now)
+	queueConsent(b, m.consent, now)
+	queueOutbox(b, m.outbox, now)
+	return nil
+}
+
+// queueSuppressions queues the merged suppressions and lifts, each kind
+// in one statement.
+func (m *merged) queueSuppressions(b *pgx.Batch) {
 	var supNums, supReasons, unsup []string
 	var supCreated []int64
-	for _, n := range supOrder {
-		if op := sups[n]; op.delete {
+	for _, n := range m.supOrder {
+		if op := m.sups[n]; op.delete {
 			unsup = append(unsup, n)
 		} else {
 			supNums, supReasons = append(supNums, n), append(supReasons, op.sp.Reason)
@@ -469,18 +537,6 @@ func queueMerged(b *pgx.Batch, units []actor.Unit, effs [][]*store.Effects, sent
 	if len(unsup) > 0 {
 		b.Queue(sqlUnsuppress, unsup)
 	}
-	if len(replies) > 0 {
-		if err := queueReplies(b, replies, now); err != nil {
-			return err
-		}
-	}
-	for _, ik := range idem {
-		b.Queue(sqlInsIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(sqlq.OrNow(ik.CreatedAt, now)))
-	}
-	queueAudit(b, audit, now)
-	queueConsent(b, consent, now)
-	queueOutbox(b, outbox, now)
-	return nil
 }
 
 // sqlInsAudit appends one audit entry (docs/design.md §14).

@@ -390,7 +390,6 @@ func (s *Store) appendRecords(ts *txStmts, e *store.Effects, now time.Time) erro
 // applyUnit writes one checked unit; epoch is its shard's lease epoch as
 // the commit checked it.
 func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, epoch uint64, now time.Time) (uerr, err error) {
-	wrap := func(what string, err error) error { return fmt.Errorf("sqlite: commit: %s: %w", what, err) }
 	// One argument slice serves every multi-row write: sized once for
 	// the largest (a 100,000-recipient creation's delivery values would
 	// otherwise grow it by doubling, copying it 20 times).
@@ -399,9 +398,29 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, epo
 		need = max(need, deliveryArgs(e.Deliveries), 3*len(e.Routes), 7*len(e.Outbox))
 	}
 	args := make([]any, 0, need)
-	// Every event records the epoch checked by this commit (not what this
-	// instance holds now: a release may have changed that since) and the
-	// node that wrote it (docs/design.md §9).
+	if args, err = s.writeEvents(ts, u, epoch, now, args); err != nil {
+		return nil, err
+	}
+	if args, err = s.writeReminders(ts, u, args); err != nil {
+		return nil, err
+	}
+	for _, e := range effs {
+		if args, uerr, err = s.applyEffects(ts, e, now, args); uerr != nil || err != nil {
+			return uerr, err
+		}
+	}
+	return nil, nil
+}
+
+// commitErr says which write of a commit failed.
+func commitErr(what string, err error) error { return fmt.Errorf("sqlite: commit: %s: %w", what, err) }
+
+// writeEvents appends u's events. Every event records the epoch checked by
+// this commit (not what this instance holds now: a release may have
+// changed that since) and the node that wrote it (docs/design.md §9). It
+// returns args (the shared argument slice) for reuse.
+func (s *Store) writeEvents(ts *txStmts, u *actor.Unit, epoch uint64, now time.Time, args []any) ([]any, error) {
+	args = args[:0]
 	for j, ev := range u.Events {
 		t := ev.Time
 		if t.IsZero() {
@@ -414,10 +433,14 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, epo
 		args = append(args, u.Key, int64(u.ExpectSeq+uint64(j)+1), ev.Type, data, store.Nanos(t), int64(epoch), s.cfg.Owner)
 	}
 	if err := s.st.insEvents.exec(ts, args); err != nil {
-		return nil, wrap("append", err)
+		return args, commitErr("append", err)
 	}
-	// Reminder changes keep their order: consecutive sets go together,
-	// a delete flushes the sets before it.
+	return args, nil
+}
+
+// writeReminders applies u's reminder changes in their order: consecutive
+// sets go together, a delete flushes the sets before it.
+func (s *Store) writeReminders(ts *txStmts, u *actor.Unit, args []any) ([]any, error) {
 	args = args[:0]
 	for _, r := range u.Reminders {
 		if !r.Delete {
@@ -425,86 +448,95 @@ func (s *Store) applyUnit(ts *txStmts, u *actor.Unit, effs []*store.Effects, epo
 			continue
 		}
 		if err := s.st.setReminders.exec(ts, args); err != nil {
-			return nil, wrap("reminder", err)
+			return args, commitErr("reminder", err)
 		}
 		args = args[:0]
 		if _, err := ts.exec(s.st.delReminder, u.Key, r.Name); err != nil {
-			return nil, wrap("reminder", err)
+			return args, commitErr("reminder", err)
 		}
 	}
 	if err := s.st.setReminders.exec(ts, args); err != nil {
-		return nil, wrap("reminder", err)
+		return args, commitErr("reminder", err)
 	}
-	for _, e := range effs {
-		if g := e.Group; g != nil {
-			gargs, err := sqlq.GroupArgs(g)
-			if err != nil {
-				return nil, wrap("group", err)
-			}
-			if _, err := ts.exec(s.st.upGroup, gargs...); err != nil {
-				return nil, wrap("group", err)
-			}
+	return args, nil
+}
+
+// applyEffects writes one Effects of a unit; uerr fails the unit alone
+// (an idempotency key the unit carries twice).
+func (s *Store) applyEffects(ts *txStmts, e *store.Effects, now time.Time, args []any) (_ []any, uerr, err error) {
+	if g := e.Group; g != nil {
+		gargs, err := sqlq.GroupArgs(g)
+		if err != nil {
+			return args, nil, commitErr("group", err)
 		}
-		if args, err = s.writeDeliveries(ts, e.Deliveries, args); err != nil {
-			return nil, wrap("delivery", err)
-		}
-		for _, ref := range e.InboxDone {
-			if _, err := ts.exec(s.st.ackInbox, store.Nanos(now), ref.Target, ref.Target, ref.Provider, ref.EventID); err != nil {
-				return nil, wrap("inbox ack", err)
-			}
-		}
-		args = args[:0]
-		for _, r := range e.Routes {
-			args = append(args, r.Key, r.Value, store.Nanos(r.ExpiresAt))
-		}
-		if err := s.st.putRoutes.exec(ts, args); err != nil {
-			return nil, wrap("route", err)
-		}
-		for _, sp := range e.Suppress {
-			if _, err := ts.exec(s.st.suppress, sp.Number, sp.Reason, store.Nanos(sqlq.OrNow(sp.CreatedAt, now))); err != nil {
-				return nil, wrap("suppress", err)
-			}
-		}
-		for _, n := range e.Unsuppress {
-			if _, err := ts.exec(s.st.unsuppress, n); err != nil {
-				return nil, wrap("unsuppress", err)
-			}
-		}
-		for k := range e.Replies {
-			r := &e.Replies[k]
-			media, err := json.Marshal(sqlq.NonNilStrings(r.Media))
-			if err != nil {
-				return nil, wrap("reply media", err)
-			}
-			if _, err := ts.exec(s.st.insReply, r.Provider, r.EventID, r.GroupID, r.Number, r.To, r.Text,
-				string(media), store.Nanos(sqlq.OrNow(r.ReceivedAt, now)), sqlq.Flag(r.PossibleOptOut), sqlq.Flag(r.Ambiguous)); err != nil {
-				return nil, wrap("reply", err)
-			}
-		}
-		args = args[:0]
-		for k := range e.Outbox {
-			args = append(args, sqlq.OutboxArgs(&e.Outbox[k], now)...)
-		}
-		if err := s.st.insOutbox.exec(ts, args); err != nil {
-			return nil, wrap("outbox", err)
-		}
-		if ik := e.Idempotency; ik != nil {
-			res, err := ts.exec(s.st.insIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(sqlq.OrNow(ik.CreatedAt, now)))
-			if err != nil {
-				return nil, wrap("idempotency", err)
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return nil, wrap("idempotency", err)
-			} else if n == 0 {
-				// Two effects of this very unit carried the same key.
-				return fmt.Errorf("key %q: %w", ik.Key, store.ErrIdempotencyConflict), nil
-			}
-		}
-		if err := s.appendRecords(ts, e, now); err != nil {
-			return nil, err
+		if _, err := ts.exec(s.st.upGroup, gargs...); err != nil {
+			return args, nil, commitErr("group", err)
 		}
 	}
-	return nil, nil
+	if args, err = s.writeDeliveries(ts, e.Deliveries, args); err != nil {
+		return args, nil, commitErr("delivery", err)
+	}
+	for _, ref := range e.InboxDone {
+		if _, err := ts.exec(s.st.ackInbox, store.Nanos(now), ref.Target, ref.Target, ref.Provider, ref.EventID); err != nil {
+			return args, nil, commitErr("inbox ack", err)
+		}
+	}
+	args = args[:0]
+	for _, r := range e.Routes {
+		args = append(args, r.Key, r.Value, store.Nanos(r.ExpiresAt))
+	}
+	if err := s.st.putRoutes.exec(ts, args); err != nil {
+		return args, nil, commitErr("route", err)
+	}
+	for _, sp := range e.Suppress {
+		if _, err := ts.exec(s.st.suppress, sp.Number, sp.Reason, store.Nanos(sqlq.OrNow(sp.CreatedAt, now))); err != nil {
+			return args, nil, commitErr("suppress", err)
+		}
+	}
+	for _, n := range e.Unsuppress {
+		if _, err := ts.exec(s.st.unsuppress, n); err != nil {
+			return args, nil, commitErr("unsuppress", err)
+		}
+	}
+	if err := s.writeReplies(ts, e.Replies, now); err != nil {
+		return args, nil, err
+	}
+	args = args[:0]
+	for k := range e.Outbox {
+		args = append(args, sqlq.OutboxArgs(&e.Outbox[k], now)...)
+	}
+	if err := s.st.insOutbox.exec(ts, args); err != nil {
+		return args, nil, commitErr("outbox", err)
+	}
+	if ik := e.Idempotency; ik != nil {
+		res, err := ts.exec(s.st.insIdem, ik.Key, ik.RequestHash, ik.GroupID, store.Nanos(sqlq.OrNow(ik.CreatedAt, now)))
+		if err != nil {
+			return args, nil, commitErr("idempotency", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return args, nil, commitErr("idempotency", err)
+		} else if n == 0 {
+			// Two effects of this very unit carried the same key.
+			return args, fmt.Errorf("key %q: %w", ik.Key, store.ErrIdempotencyConflict), nil
+		}
+	}
+	return args, nil, s.appendRecords(ts, e, now)
+}
+
+// writeReplies inserts the replies of one Effects.
+func (s *Store) writeReplies(ts *txStmts, replies []store.Reply, now time.Time) error {
+	for k := range replies {
+		r := &replies[k]
+		media, err := json.Marshal(sqlq.NonNilStrings(r.Media))
+		if err != nil {
+			return commitErr("reply media", err)
+		}
+		if _, err := ts.exec(s.st.insReply, r.Provider, r.EventID, r.GroupID, r.Number, r.To, r.Text,
+			string(media), store.Nanos(sqlq.OrNow(r.ReceivedAt, now)), sqlq.Flag(r.PossibleOptOut), sqlq.Flag(r.Ambiguous)); err != nil {
+			return commitErr("reply", err)
+		}
+	}
+	return nil
 }
 
 // ---- reminders ----

@@ -53,6 +53,7 @@ func pollCallout(t *testing.T, base, id, what string, cond func(calloutView) boo
 // place (confirmed_text). The simulator's ledger holds exactly the
 // expected messages: nobody texted twice the same thing, 8–11 never.
 func TestCalloutFillsThroughSimulator(t *testing.T) {
+	t.Parallel() // its own processes, files and ports; the kill and database-cut tests stay serial
 	relay := newWebhookRelay(newNotifier())
 	relaySrv := httptest.NewServer(relay)
 	t.Cleanup(relaySrv.Close)

@@ -34,6 +34,7 @@ func simMailbox(t *testing.T, simURL string) []simMail {
 // recorded, once, also when the link is posted again); Cy never answers
 // and gets exactly his one mail; no text is sent twice.
 func TestLadderSMSThenEmail(t *testing.T) {
+	t.Parallel() // its own processes, files and ports; the kill and database-cut tests stay serial
 	relay := newWebhookRelay(newNotifier())
 	relaySrv := httptest.NewServer(relay)
 	t.Cleanup(relaySrv.Close)

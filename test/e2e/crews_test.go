@@ -17,6 +17,7 @@ import (
 // simulator's ledger must hold exactly one message per person, each
 // rendered with that person's name.
 func TestOverlappingCrewsTextEachPersonOnce(t *testing.T) {
+	t.Parallel() // its own processes, files and ports; the kill and database-cut tests stay serial
 	relay := newWebhookRelay(newNotifier())
 	relaySrv := httptest.NewServer(relay)
 	t.Cleanup(relaySrv.Close)

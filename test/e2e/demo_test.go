@@ -13,6 +13,7 @@ import (
 // ambiguous send as unconfirmed), as the demo promises; then the demo must
 // stop cleanly on SIGTERM.
 func TestDemoShowsEveryOutcome(t *testing.T) {
+	t.Parallel() // its own processes, files and ports; the kill and database-cut tests stay serial
 	demo := startProc(t, "demo", nil, "demo", "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "crewcast.db"), "--log-level", "warn")
 	base := strings.TrimSuffix(waitLine(t, demo, "board:", 60*time.Second), "/")
 	if !strings.HasPrefix(base, "http://127.0.0.1:") {

@@ -16,6 +16,7 @@ import (
 // POST /v1/groups must reach final states with every recipient sent once;
 // both processes must then stop cleanly on SIGTERM.
 func TestLiveModeAgainstSimulator(t *testing.T) {
+	t.Parallel() // its own processes, files and ports; the kill and database-cut tests stay serial
 	const total = 40
 	// serve's address is known only once it runs, and the simulator needs
 	// its webhook URL at start: the relay gives it a fixed one.

@@ -43,6 +43,7 @@ func loadReplyCases(t *testing.T) []replyCase {
 // CREWCAST_HELP_REPLY and the default --opt-out-reply provider crewcast
 // answers each HELP once and nothing else.
 func TestOptOutRepliesThroughSimulator(t *testing.T) {
+	t.Parallel() // its own processes, files and ports; the kill and database-cut tests stay serial
 	cases := loadReplyCases(t)
 	relay := newWebhookRelay(newNotifier())
 	relaySrv := httptest.NewServer(relay)

@@ -26,6 +26,7 @@ import (
 // demo, starts the same command again, and checks that the data and the
 // key carried over (--data).
 func TestREADMEWalkthrough(t *testing.T) {
+	t.Parallel() // its own processes, files and ports; the kill and database-cut tests stay serial
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Fatal("the README's walkthrough uses curl, which is not on the PATH")
 	}

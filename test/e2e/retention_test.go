@@ -31,6 +31,7 @@ type retentionView struct {
 // `crewcast retention run` and `crewcast erase` drive it from the command
 // line.
 func TestRetentionScheduleAndErasureAgainstAServerProcess(t *testing.T) {
+	t.Parallel() // its own processes, files and ports; the kill and database-cut tests stay serial
 	relay := newWebhookRelay(newNotifier())
 	relaySrv := httptest.NewServer(relay)
 	t.Cleanup(relaySrv.Close)
