@@ -182,6 +182,9 @@ type Group struct {
 	// WavesSent counts the waves sent, the last at LastWaveAt (waves.go).
 	WavesSent  int       `json:"waves_sent,omitempty"`
 	LastWaveAt time.Time `json:"last_wave_at,omitzero"`
+	// ReconciledFailover names the latest database failover this group
+	// reconciled its unsent recipients after (failover.go).
+	ReconciledFailover string `json:"reconciled_failover,omitempty"`
 
 	byNumber map[string]int
 	// dirty collects the recipients changed since TakeDirty.

@@ -33,6 +33,7 @@ type groupEnv struct {
 	routing   routeNotes        // what a commit tells routing (*Tracker, route.go)
 	reminders reminderWaker     // the durable reminders' poller (*actor.Kind)
 	closing   func() bool       // the tracker is stopping: claim nothing more
+	failover  failoverSource    // database failovers and the provider's record (reconcile.go)
 }
 
 // groupConfig is the part of Config a group actor reads.
@@ -140,7 +141,7 @@ func (t *Tracker) newGroupEnv() *groupEnv {
 		st: t.st, committer: t.committer,
 		work: t.work, sends: t.pool, pacer: t.pacer, room: t.room, hub: t.hub,
 		gate: &t.gate, stops: &t.fstop, checks: t, owner: t, routing: trackerRoutes{t},
-		closing: t.closing.Load,
+		closing: t.closing.Load, failover: t.failoverSource(),
 	}
 }
 
