@@ -79,7 +79,7 @@ func (g *Group) ReconcileFailover(failover string, candidates []int, sent []crew
 		r := g.Recipients[i]
 		text := g.TextFor(i)
 		for k, m := range sent {
-			if !used[k] && m.To == r.Number && m.Text == text && (m.CreatedAt.IsZero() || !m.CreatedAt.Before(g.CreatedAt)) {
+			if !used[k] && m.To == r.Number && (m.Text == "" || m.Text == text) && (m.CreatedAt.IsZero() || !m.CreatedAt.Before(g.CreatedAt)) {
 				used[k] = true
 				ev.Sent = append(ev.Sent, FoundSend{Index: i, MessageID: m.MessageID})
 				break

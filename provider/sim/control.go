@@ -20,6 +20,7 @@ func (s *Sim) routes() *http.ServeMux {
 	mux.HandleFunc("POST /v2/messages/group_mms", tnx(s.telnyxSend(true)))
 	mux.HandleFunc("GET /v2/messages/{id}", tnx(s.telnyxGet))
 	mux.HandleFunc("GET /v2/messages/group/{id}", tnx(s.telnyxGetGroup))
+	mux.HandleFunc("GET /v2/detail_records", tnx(s.telnyxDetailRecords)) // records.go
 	mux.HandleFunc("POST /2010-04-01/Accounts/{sid}/Messages.json", tw(s.twilioSend))
 	mux.HandleFunc("GET /2010-04-01/Accounts/{sid}/Messages/{file}", tw(s.twilioGet))
 
