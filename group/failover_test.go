@@ -26,9 +26,9 @@ func TestFailoverReconcileFindsSentAndNeverResends(t *testing.T) {
 	}
 	record := []crewcast.SentMessage{
 		{MessageID: "m0", To: h.g.Recipients[0].Number, CreatedAt: t0},
-		{MessageID: "m1", To: h.g.Recipients[1].Number, CreatedAt: t0.Add(time.Second)},                       // no text: Telnyx MDRs
+		{MessageID: "m1", To: h.g.Recipients[1].Number, CreatedAt: t0.Add(time.Second)},                        // no text: Telnyx MDRs
 		{MessageID: "m2", To: h.g.Recipients[2].Number, Text: "Crew call 7am", CreatedAt: t0.Add(time.Second)}, // Twilio-like
-		{MessageID: "old", To: h.g.Recipients[3].Number, CreatedAt: t0.Add(-time.Hour)},                       // before the group
+		{MessageID: "old", To: h.g.Recipients[3].Number, CreatedAt: t0.Add(-time.Hour)},                        // before the group
 	}
 	ev := h.g.ReconcileFailover("sys/00000002", cands, record, true, detected)
 	h.apply(ev)
