@@ -1,6 +1,6 @@
 // Command chaos is crewcast's reliability harness (docs/reliability.md,
 // docs/testing.md T1, T2, T5, T6, T7, T10, T11, T14 (kill -9 while follow-ups fire), T18 (kill -9 while callouts fill) and, with several
-// nodes, T8, T12, T13). It builds crewcast, runs the
+// nodes, T8, T12, T13; T16 on a PostgreSQL primary/standby pair). It builds crewcast, runs the
 // provider simulator and the server as separate processes on loopback,
 // kills, corrupts and starves the server, and checks from the outside —
 // the simulator's ledger, the webhooks the server acknowledged, the API —
@@ -63,6 +63,7 @@ var scenarios = []struct {
 	{"T8", runT8},
 	{"T12", runT12},
 	{"T13", runT13},
+	{"T16", runT16},
 }
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
