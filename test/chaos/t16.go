@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -68,6 +69,7 @@ func runT16(ctx context.Context, h *harness) (res scenarioResult) {
 	}()
 	var syncIDs, asyncIDs []string
 	var failovers, unavailable []time.Duration
+	perMode := map[bool][]time.Duration{} // failover times by mode (true: asynchronous)
 	for it := range iterations {
 		async := it%2 == 1
 		if err := pair.setSync(ctx, !async); err != nil {
@@ -110,6 +112,7 @@ func runT16(ctx context.Context, h *harness) (res scenarioResult) {
 		}
 		fo, un := haWindows(h.proxy.records(), killed)
 		failovers, unavailable = append(failovers, fo), append(unavailable, un)
+		perMode[async] = append(perMode[async], fo)
 		if !srv.p.Alive() {
 			return res.fail("iteration %d: the server exited; log %s:\n%s", it, srv.logPath, tail(srv.logPath, 20))
 		}
@@ -140,7 +143,7 @@ func runT16(ctx context.Context, h *harness) (res scenarioResult) {
 		dups, dprobs = checkDuplicates(ledger, byText, allowed)
 		res.problems = append(res.problems, dprobs...)
 	}
-	reconciled, lostUnconfirmed := 0, 0
+	reconciled, lostUnconfirmed, foundSent, reconUnconfirmed := 0, 0, 0, 0
 	for _, id := range asyncIDs {
 		evs, err := srv.api.journal(ctx, id)
 		if err != nil {
@@ -150,6 +153,14 @@ func runT16(ctx context.Context, h *harness) (res scenarioResult) {
 		for _, e := range evs {
 			if e.Type == "store.failover_reconciled" {
 				reconciled++
+				var d struct {
+					Sent        []json.RawMessage `json:"sent"`
+					Unconfirmed []int             `json:"unconfirmed"`
+				}
+				if err := json.Unmarshal(e.Data, &d); err == nil {
+					foundSent += len(d.Sent)
+					reconUnconfirmed += len(d.Unconfirmed)
+				}
 			}
 		}
 	}
@@ -163,14 +174,18 @@ func runT16(ctx context.Context, h *harness) (res scenarioResult) {
 		}
 	}
 	slices.Sort(failovers)
-	fmt.Fprintf(h.out, "HA iterations=%d sync=%d async=%d lost_acked_sync=%d lost_acked_async=%d duplicate_sends=%d async_groups_reconciled=%d async_unconfirmed=%d\n",
-		iterations, len(syncIDs), len(asyncIDs), fin.lost, ares.lost, dups, reconciled, lostUnconfirmed)
+	slices.Sort(perMode[false])
+	slices.Sort(perMode[true])
+	fmt.Fprintf(h.out, "HA failover_ms synchronous p50=%d max=%d asynchronous p50=%d max=%d (the synchronous primary commits again once the rebuilt standby streams)\n",
+		pct(perMode[false], 50).Milliseconds(), pct(perMode[false], 100).Milliseconds(), pct(perMode[true], 50).Milliseconds(), pct(perMode[true], 100).Milliseconds())
+	fmt.Fprintf(h.out, "HA iterations=%d sync=%d async=%d lost_acked_sync=%d lost_acked_async=%d duplicate_sends=%d async_groups_reconciled=%d lost_claims_found_sent=%d lost_claims_unconfirmed=%d async_unconfirmed=%d\n",
+		iterations, len(syncIDs), len(asyncIDs), fin.lost, ares.lost, dups, reconciled, foundSent, reconUnconfirmed, lostUnconfirmed)
 	if len(failovers) > 0 {
 		fmt.Fprintf(h.out, "RESULT ha_failover_ms %d ms\n", failovers[len(failovers)/2].Milliseconds())
 		fmt.Fprintf(h.out, "RESULT ha_unavailable_ms %d ms\n", slices.Max(unavailable).Milliseconds())
 	}
-	res.notes = append(res.notes, fmt.Sprintf("%d failovers (%d synchronous, %d asynchronous); failover p50 %s max %s; %d acknowledged webhooks (sync) %d lost; async: %d acknowledged webhooks lost with the old primary, %d groups reconciled, %d unconfirmed [%s]",
-		iterations, len(syncIDs), len(asyncIDs), pct(failovers, 50), pct(failovers, 100), fin.acked, fin.lost, ares.lost, reconciled, lostUnconfirmed, statusCounts(views)))
+	res.notes = append(res.notes, fmt.Sprintf("%d failovers (%d synchronous, %d asynchronous); failover p50 %s max %s; %d acknowledged webhooks (sync) %d lost; async: %d acknowledged webhooks lost with the old primary, %d groups reconciled (%d lost claims found sent at the provider, %d unconfirmed), %d unconfirmed in all [%s]",
+		iterations, len(syncIDs), len(asyncIDs), pct(failovers, 50), pct(failovers, 100), fin.acked, fin.lost, ares.lost, reconciled, foundSent, reconUnconfirmed, lostUnconfirmed, statusCounts(views)))
 	if len(asyncIDs) > 0 && reconciled == 0 {
 		res.problems = append(res.problems, "no asynchronous group reconciled after its failover: the condition had no effect")
 	}
