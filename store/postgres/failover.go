@@ -80,7 +80,7 @@ func (g *primaryGate) check(ctx context.Context, c *pgx.Conn) error {
 	}
 	f, found, fresh, err := recordPrimary(ctx, c, id, g.now())
 	if err != nil {
-		if sqlState(err) == "42P01" { // before the migration made the tables: Open checks again after it
+		if errors.Is(err, errNotMigrated) { // Open checks again after the migrations
 			return nil
 		}
 		return fmt.Errorf("postgres: record primary: %w", err)
@@ -96,10 +96,21 @@ func (g *primaryGate) check(ctx context.Context, c *pgx.Conn) error {
 	return nil
 }
 
+// errNotMigrated: the tables are not there yet (a connection made before
+// Open's migrations).
+var errNotMigrated = errors.New("postgres: failover tables not migrated yet")
+
 // recordPrimary compares id with store_primary, records a failover when
 // they differ, and returns the latest failover recorded (found) and
 // whether this call recorded it (fresh).
 func recordPrimary(ctx context.Context, c *pgx.Conn, id string, now time.Time) (f store.Failover, found, fresh bool, err error) {
+	var migrated bool
+	if err := c.QueryRow(ctx, `SELECT to_regclass('store_primary') IS NOT NULL`).Scan(&migrated); err != nil {
+		return f, false, false, err
+	}
+	if !migrated {
+		return f, false, false, errNotMigrated
+	}
 	err = pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 		var before string
 		err := tx.QueryRow(ctx, `SELECT identity FROM store_primary WHERE id = 1 FOR UPDATE`).Scan(&before)
