@@ -67,7 +67,9 @@ func (g *Group) FailoverCandidates(detected time.Time) []int {
 // Reconcile builds the event for the candidates, given the provider's
 // record of the messages it accepted from the group's number (listed:
 // the record could be read). A candidate's message is one to its number
-// with its text; each record entry proves one candidate at most.
+// with its text (any text when the record has none) created since the
+// group (to the second: providers' times may carry no more); each record
+// entry proves one candidate at most.
 func (g *Group) ReconcileFailover(failover string, candidates []int, sent []crewcast.SentMessage, listed bool, now time.Time) FailoverReconciled {
 	ev := FailoverReconciled{At: now, Failover: failover, Lookup: listed}
 	if !listed {
@@ -79,7 +81,7 @@ func (g *Group) ReconcileFailover(failover string, candidates []int, sent []crew
 		r := g.Recipients[i]
 		text := g.TextFor(i)
 		for k, m := range sent {
-			if !used[k] && m.To == r.Number && (m.Text == "" || m.Text == text) && (m.CreatedAt.IsZero() || !m.CreatedAt.Before(g.CreatedAt)) {
+			if !used[k] && m.To == r.Number && (m.Text == "" || m.Text == text) && (m.CreatedAt.IsZero() || !m.CreatedAt.Before(g.CreatedAt.Truncate(time.Second))) {
 				used[k] = true
 				ev.Sent = append(ev.Sent, FoundSend{Index: i, MessageID: m.MessageID})
 				break
