@@ -98,6 +98,9 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.timeout == 0 {
 		c.timeout = 6*time.Minute + time.Duration(c.iterations)*20*time.Second + 2*c.soak
+		if c.only == nil || c.only["T16"] { // T16's failovers take about 9 s each
+			c.timeout += time.Duration(envInt64("CREWCAST_CHAOS_HA_ITERATIONS", 20)) * 15 * time.Second
+		}
 	}
 	root, err := moduleRoot()
 	if err != nil && c.bin == "" {
