@@ -115,11 +115,11 @@ func startPGPair(t *testing.T) *pgPair {
 	}
 	p := &pgPair{t: t, dir: dir, primary: filepath.Join(dir, "primary"), standby: filepath.Join(dir, "standby"),
 		p1: loopbackPort(t), p2: loopbackPort(t)}
-	// The standby waits an hour before it reconnects a broken replication
-	// stream: cutting the stream (cutReplication) makes it fall behind for
-	// good, as an asynchronous standby that lags does.
+	// wal_retrieve_retry_interval: a promotion waits out the standby's
+	// retry of a lost stream, so it is short (cutReplication points the
+	// standby elsewhere, so the retries never reach the primary).
 	opts := func(port int) string {
-		return fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%d -c unix_socket_directories=%s -c wal_level=replica -c max_wal_senders=4 -c fsync=off -c wal_retrieve_retry_interval=3600000", port, dir)
+		return fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%d -c unix_socket_directories=%s -c wal_level=replica -c max_wal_senders=4 -c fsync=off -c wal_retrieve_retry_interval=500", port, dir)
 	}
 	pgCmd(t, "initdb", "-D", p.primary, "-U", "postgres", "--auth=trust", "-E", "UTF8")
 	pgCmd(t, "pg_ctl", "-D", p.primary, "-o", opts(p.p1), "-l", filepath.Join(dir, "primary.log"), "-w", "start")
@@ -171,10 +171,21 @@ func (p *pgPair) caughtUp(ctx context.Context) {
 	}
 }
 
-// cutReplication ends the primary's WAL sender: the standby stops
-// receiving what the primary commits from now on.
+// cutReplication points the standby at a port nobody listens on and ends
+// the primary's WAL sender: the standby stops receiving what the primary
+// commits from now on, for good, as an asynchronous standby that lags.
 func (p *pgPair) cutReplication(ctx context.Context) {
 	p.t.Helper()
+	sc, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", p.p2))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer sc.Close(ctx)
+	for _, q := range []string{`ALTER SYSTEM SET primary_conninfo = 'host=127.0.0.1 port=1 user=postgres connect_timeout=1'`, `SELECT pg_reload_conf()`} {
+		if _, err := sc.Exec(ctx, q); err != nil {
+			p.t.Fatalf("%s: %v", q, err)
+		}
+	}
 	c := p.primaryConn(ctx)
 	defer c.Close(ctx)
 	for {
@@ -183,7 +194,7 @@ func (p *pgPair) cutReplication(ctx context.Context) {
 			p.t.Fatal(err)
 		}
 		if n == 0 {
-			return // none left (the standby waits an hour to come back)
+			return // none left (the standby reconnects elsewhere)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
