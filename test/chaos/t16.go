@@ -176,7 +176,7 @@ func runT16(ctx context.Context, h *harness) (res scenarioResult) {
 	slices.Sort(failovers)
 	slices.Sort(perMode[false])
 	slices.Sort(perMode[true])
-	fmt.Fprintf(h.out, "HA failover_ms synchronous p50=%d max=%d asynchronous p50=%d max=%d (the synchronous primary commits again once the rebuilt standby streams)\n",
+	fmt.Fprintf(h.out, "HA failover_ms synchronous p50=%d max=%d asynchronous p50=%d max=%d (by the replication mode at the kill)\n",
 		pct(perMode[false], 50).Milliseconds(), pct(perMode[false], 100).Milliseconds(), pct(perMode[true], 50).Milliseconds(), pct(perMode[true], 100).Milliseconds())
 	fmt.Fprintf(h.out, "HA iterations=%d sync=%d async=%d lost_acked_sync=%d lost_acked_async=%d duplicate_sends=%d async_groups_reconciled=%d lost_claims_found_sent=%d lost_claims_unconfirmed=%d async_unconfirmed=%d\n",
 		iterations, len(syncIDs), len(asyncIDs), fin.lost, ares.lost, dups, reconciled, foundSent, reconUnconfirmed, lostUnconfirmed)
