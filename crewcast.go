@@ -248,6 +248,25 @@ var (
 	ErrGroupMMSUnsupported = errors.New("provider does not support group MMS")
 )
 
+// SentMessage is one message a provider's own record says it accepted.
+type SentMessage struct {
+	MessageID string
+	From      string
+	To        string
+	Text      string
+	CreatedAt time.Time
+}
+
+// SentLister is implemented by a provider that can list the messages it
+// accepted from one of our numbers since a time (Twilio's message list;
+// the simulator). After a failover onto an asynchronous standby the
+// claims of the messages sent just before it may be gone; this is how
+// crewcast finds out which of them did go out before anything is resent
+// (docs/design.md §19).
+type SentLister interface {
+	ListSent(ctx context.Context, from string, since time.Time) ([]SentMessage, error)
+}
+
 // Provider is one SMS/MMS provider: send, look up, and turn webhooks into
 // Events. Implementations must not retry sends on their own.
 type Provider interface {

@@ -209,6 +209,10 @@ func (g *Group) Apply(e Event) error {
 			g.PauseReason = ""
 		}
 		g.touch(v.At)
+	case FailoverReconciled:
+		if err := g.applyFailoverReconciled(v); err != nil {
+			return err
+		}
 	default:
 		if err := g.applyPolicyEvent(e); err != nil {
 			return err

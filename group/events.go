@@ -339,6 +339,8 @@ func Decode(typ string, data []byte) (Event, error) {
 		e = &Resumed{}
 	case TypeSuppressed:
 		e = &Suppressed{}
+	case TypeFailoverReconciled:
+		e = &FailoverReconciled{}
 	default:
 		if e = newPolicyEvent(typ); e == nil {
 			return nil, fmt.Errorf("decode: unknown event type %q", typ)
@@ -353,6 +355,8 @@ func Decode(typ string, data []byte) (Event, error) {
 // deref turns the pointer Decode filled into the value type Apply expects.
 func deref(e Event) Event {
 	switch v := e.(type) {
+	case *FailoverReconciled:
+		return *v
 	case *Created:
 		return *v
 	case *Claimed:

@@ -197,6 +197,9 @@ type Group struct {
 	// Pool names the sender pool the group is sent from ("" = one From);
 	// each recipient's own number is Recipient.From (pool.go).
 	Pool string `json:"pool,omitempty"`
+	// ReconciledFailover names the latest database failover this group
+	// reconciled its unsent recipients after (failover.go).
+	ReconciledFailover string `json:"reconciled_failover,omitempty"`
 
 	byNumber map[string]int
 	// dirty collects the recipients changed since TakeDirty.

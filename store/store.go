@@ -853,3 +853,27 @@ type Webhooks interface {
 	// Returns how many rows it deleted.
 	PurgeWebhooks(ctx context.Context, before, dropPending time.Time) (int, error)
 }
+
+// Failover is a change of PostgreSQL primary that a store found
+// (docs/design.md §19): the system identifier or timeline it writes to is
+// not the one last recorded in the database. With asynchronous
+// replication the old primary's last transactions may be gone; groups
+// created before DetectedAt reconcile their unsent recipients against the
+// provider before they send again.
+type Failover struct {
+	ID         string    // the new primary's identity ("system/timeline")
+	Before     string    // the identity recorded before
+	DetectedAt time.Time // when the first node wrote to the new primary
+	// LastCommit is the time of the newest journal event the new primary
+	// had when the failover was found: what the old primary committed
+	// after it, up to DetectedAt, is the window that may be lost.
+	LastCommit time.Time
+}
+
+// FailoverLog is implemented by engines that can fail over (PostgreSQL).
+type FailoverLog interface {
+	// LastFailover returns the latest failover recorded in the database,
+	// as known when this store's newest connection was made: every
+	// connection to a new primary records the failover before it is used.
+	LastFailover() (Failover, bool)
+}

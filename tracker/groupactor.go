@@ -145,6 +145,9 @@ func (a *groupActor) load(c *actor.Context[groupMsg]) error {
 	a.lastStatus = a.g.Status
 	a.initTracking()
 	now := a.env.cfg.Clock.Now()
+	if err := a.reconcileFailover(c, now); err != nil { // before anything is claimed (reconcile.go)
+		return err
+	}
 	if u, ok := a.g.RecoverInFlight(now, a.env.work.inFlight(a.key)); ok {
 		a.emit(u)
 	}

@@ -35,6 +35,7 @@ type groupEnv struct {
 	closing   func() bool       // the tracker is stopping: claim nothing more
 	codes     *codeLocks        // reply-code assignment per conversation (replycodes.go)
 	pools     poolView          // pools, providers and circuits (*Tracker, pools.go)
+	failover  failoverSource    // database failovers and the provider's record (reconcile.go)
 }
 
 // groupConfig is the part of Config a group actor reads.
@@ -145,7 +146,7 @@ func (t *Tracker) newGroupEnv() *groupEnv {
 		st: t.st, committer: t.committer,
 		work: t.work, sends: t.pool, pacer: t.pacer, room: t.room, hub: t.hub,
 		gate: &t.gate, stops: &t.fstop, checks: t, owner: t, routing: trackerRoutes{t},
-		closing: t.closing.Load, codes: &t.codeLocks, pools: t,
+		closing: t.closing.Load, codes: &t.codeLocks, pools: t, failover: t.failoverSource(),
 	}
 }
 

@@ -20,10 +20,12 @@ func (s *Sim) routes() *http.ServeMux {
 	mux.HandleFunc("POST /v2/messages/group_mms", tnx(s.telnyxSend(true)))
 	mux.HandleFunc("GET /v2/messages/{id}", tnx(s.telnyxGet))
 	mux.HandleFunc("GET /v2/messages/group/{id}", tnx(s.telnyxGetGroup))
+	mux.HandleFunc("GET /v2/detail_records", tnx(s.telnyxDetailRecords)) // records.go
 	mux.HandleFunc("POST /2010-04-01/Accounts/{sid}/Messages.json", tw(s.twilioSend))
 	mux.HandleFunc("GET /2010-04-01/Accounts/{sid}/Messages/{file}", tw(s.twilioGet))
 	mux.HandleFunc("POST /2010-04-01/Accounts/{sid}/Calls.json", tw(s.twilioCall))
 	mux.HandleFunc("POST /v2/texml/calls/{connection}", tnx(s.telnyxCall))
+	mux.HandleFunc("GET /2010-04-01/Accounts/{sid}/Messages.json", tw(s.twilioList)) // records.go
 
 	control := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.control(h)) }
 	control("GET /sim/keys", func(w http.ResponseWriter, r *http.Request) {

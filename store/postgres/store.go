@@ -136,6 +136,8 @@ type Store struct {
 
 	epochs sqlq.Epochs // the shard epochs this instance holds
 
+	gate *primaryGate // the primary last seen and the latest failover (failover.go)
+
 	mu     sync.Mutex
 	closed bool
 }
@@ -166,7 +168,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	// Session settings are SET after connecting, not sent as startup
 	// parameters, which PgBouncer refuses (pooler.go).
-	pc.AfterConnect = sessionSettings(cfg)
+	settings := sessionSettings(cfg)
+	gate := &primaryGate{now: cfg.Now, logger: cfg.Logger}
+	pc.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		if err := settings(ctx, c); err != nil {
+			return err
+		}
+		return gate.check(ctx, c) // failover.go
+	}
 	lc := pc.Copy()
 	lc.MaxConns = leaseConns
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
@@ -178,7 +187,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
-	s := &Store{cfg: cfg, pool: pool, leasePool: leasePool, sqldb: stdlib.OpenDBFromPool(pool), now: cfg.Now}
+	s := &Store{cfg: cfg, pool: pool, leasePool: leasePool, sqldb: stdlib.OpenDBFromPool(pool), now: cfg.Now, gate: gate}
 	s.queries = sqlq.New(sqlq.Conn{Engine: "postgres", Read: querier{pool}, Write: querier{pool},
 		ReadTx: s.readTx, WriteTx: s.writeTx, Now: cfg.Now, Epochs: &s.epochs,
 		LeaseWrite: querier{leasePool}, LeaseTx: func(ctx context.Context, fn func(sqlq.Querier) error) error {
@@ -189,6 +198,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	if err := s.Migrate(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	if err := s.checkPrimary(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
 	}

@@ -1,6 +1,6 @@
 // Command chaos is crewcast's reliability harness (docs/reliability.md,
 // docs/testing.md T1, T2, T5, T6, T7, T10, T11, T14 (kill -9 while follow-ups fire), T18 (kill -9 while callouts fill), T17 (two providers: outages and kill -9 under a pool group), T19 (kill -9 while calls are placed and mail is sent) and, with several
-// nodes, T8, T12, T13). It builds crewcast, runs the
+// nodes, T8, T12, T13; T16 on a PostgreSQL primary/standby pair). It builds crewcast, runs the
 // provider simulator and the server as separate processes on loopback,
 // kills, corrupts and starves the server, and checks from the outside —
 // the simulator's ledger, the webhooks the server acknowledged, the API —
@@ -65,6 +65,7 @@ var scenarios = []struct {
 	{"T8", runT8},
 	{"T12", runT12},
 	{"T13", runT13},
+	{"T16", runT16},
 }
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
@@ -101,6 +102,9 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		// + 2 minutes for T17 (its own simulator and server, 4 iterations
 		// of a 7-13 s pool fan-out and their settling).
 		c.timeout = 8*time.Minute + time.Duration(c.iterations)*20*time.Second + 2*c.soak
+		if c.only == nil || c.only["T16"] { // T16's failovers take about 9 s each
+			c.timeout += time.Duration(envInt64("CREWCAST_CHAOS_HA_ITERATIONS", 20)) * 15 * time.Second
+		}
 	}
 	root, err := moduleRoot()
 	if err != nil && c.bin == "" {
