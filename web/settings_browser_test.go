@@ -68,5 +68,5 @@ func TestSettingsInWords(t *testing.T) {
 	b.wait("the version", `/^crewcast \S+.* go1\.\d+/.test((document.querySelector("#server-version")||{}).textContent || "")`)
 	b.wait("the store", `/^Store: sqlite, schema version \d+\.$/.test((document.querySelector("#server-store")||{}).textContent || "")`)
 	b.wait("the quiet hours", `(document.querySelector("#quiet-hours")||{}).textContent === "New groups hold messages from 21:00 to 07:00 in each recipient's time zone (America/Chicago for numbers without one); a group can set its own or turn them off."`)
-	b.wait("the providers", `(document.querySelector("#server-providers")||{}).textContent?.startsWith("Demo mode: sending is simulated (the simulator posts Telnyx webhooks).")`)
+	b.wait("the providers", `(document.querySelector("#server-providers")||{}).textContent?.startsWith("Demo mode: sending is simulated (the simulator posts Telnyx and Twilio webhooks).")`)
 }

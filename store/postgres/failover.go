@@ -41,13 +41,19 @@ type primaryGate struct {
 // sqlIdentity is PrimaryIdentity's query, on one connection.
 const sqlIdentity = `SELECT substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)`
 
+// simple runs the check's statements with the simple protocol: it runs
+// on every new connection, before Open could tell a transaction-mode
+// pooler (pooler.go), behind which a prepared statement cached on one
+// server connection may exist on the next client's ("already exists").
+const simple = pgx.QueryExecModeSimpleProtocol
+
 func connIdentity(ctx context.Context, c *pgx.Conn) (string, error) {
 	var timeline string
-	if err := c.QueryRow(ctx, sqlIdentity).Scan(&timeline); err != nil {
+	if err := c.QueryRow(ctx, sqlIdentity, simple).Scan(&timeline); err != nil {
 		return "", err
 	}
 	var system string
-	if err := c.QueryRow(ctx, `SELECT system_identifier::text FROM pg_control_system()`).Scan(&system); err != nil {
+	if err := c.QueryRow(ctx, `SELECT system_identifier::text FROM pg_control_system()`, simple).Scan(&system); err != nil {
 		system = "?"
 	}
 	return system + "/" + timeline, nil
@@ -105,7 +111,7 @@ var errNotMigrated = errors.New("postgres: failover tables not migrated yet")
 // whether this call recorded it (fresh).
 func recordPrimary(ctx context.Context, c *pgx.Conn, id string, now time.Time) (f store.Failover, found, fresh bool, err error) {
 	var migrated bool
-	if err := c.QueryRow(ctx, `SELECT to_regclass('store_primary') IS NOT NULL`).Scan(&migrated); err != nil {
+	if err := c.QueryRow(ctx, `SELECT to_regclass('store_primary') IS NOT NULL`, simple).Scan(&migrated); err != nil {
 		return f, false, false, err
 	}
 	if !migrated {
@@ -113,10 +119,10 @@ func recordPrimary(ctx context.Context, c *pgx.Conn, id string, now time.Time) (
 	}
 	err = pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 		var before string
-		err := tx.QueryRow(ctx, `SELECT identity FROM store_primary WHERE id = 1 FOR UPDATE`).Scan(&before)
+		err := tx.QueryRow(ctx, `SELECT identity FROM store_primary WHERE id = 1 FOR UPDATE`, simple).Scan(&before)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			_, err = tx.Exec(ctx, `INSERT INTO store_primary (id, identity, seen_at) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING`, id, store.Nanos(now))
+			_, err = tx.Exec(ctx, `INSERT INTO store_primary (id, identity, seen_at) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING`, simple, id, store.Nanos(now))
 			return err
 		case err != nil:
 			return err
@@ -124,19 +130,19 @@ func recordPrimary(ctx context.Context, c *pgx.Conn, id string, now time.Time) (
 			return nil
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO store_failovers (id, before_id, detected_at, last_commit)
-			VALUES ($1, $2, $3, (SELECT COALESCE(MAX(time), 0) FROM journal)) ON CONFLICT (id) DO NOTHING`, id, before, store.Nanos(now))
+			VALUES ($1, $2, $3, (SELECT COALESCE(MAX(time), 0) FROM journal)) ON CONFLICT (id) DO NOTHING`, simple, id, before, store.Nanos(now))
 		if err != nil {
 			return err
 		}
 		fresh = tag.RowsAffected() == 1
-		_, err = tx.Exec(ctx, `UPDATE store_primary SET identity = $1, seen_at = $2 WHERE id = 1`, id, store.Nanos(now))
+		_, err = tx.Exec(ctx, `UPDATE store_primary SET identity = $1, seen_at = $2 WHERE id = 1`, simple, id, store.Nanos(now))
 		return err
 	})
 	if err != nil {
 		return f, false, false, err
 	}
 	var detected, last int64
-	err = c.QueryRow(ctx, `SELECT id, before_id, detected_at, last_commit FROM store_failovers ORDER BY detected_at DESC LIMIT 1`).
+	err = c.QueryRow(ctx, `SELECT id, before_id, detected_at, last_commit FROM store_failovers ORDER BY detected_at DESC LIMIT 1`, simple).
 		Scan(&f.ID, &f.Before, &detected, &last)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return f, false, false, nil

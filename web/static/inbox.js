@@ -48,6 +48,7 @@ export function renderReplies(main) {
   const list = h("div", { id: "replies-list" }, h("p", { class: "muted" }, "Loading…"));
   const only = h("input", { type: "checkbox", id: "replies-unmatched", onchange: () => load() });
   const possible = h("input", { type: "checkbox", id: "replies-possible", onchange: () => load() });
+  const ambiguous = h("input", { type: "checkbox", id: "replies-ambiguous", onchange: () => load() });
   replace(
     main,
     h(
@@ -57,12 +58,13 @@ export function renderReplies(main) {
       h("p", { class: "help" }, "Every text people sent back, newest first, with the group it answered. A reply that matched no group is kept here too."),
       h("label", { class: "check", for: "replies-unmatched" }, only, " Only replies that matched no group"),
       h("label", { class: "check", for: "replies-possible" }, possible, " Only possible opt-outs (a stop word among other words: yours to decide)"),
+      h("label", { class: "check", for: "replies-ambiguous" }, ambiguous, " Only ambiguous answers (several of the person's requests were open)"),
       list,
     ),
   );
   async function load() {
     try {
-      const res = await request("GET", `/v1/replies?limit=200${only.checked ? "&unmatched=1" : ""}`);
+      const res = await request("GET", `/v1/replies?limit=200${only.checked ? "&unmatched=1" : ""}${ambiguous.checked ? "&ambiguous=1" : ""}`);
       const rows = ((res && res.replies) || []).filter((r) => !possible.checked || r.possible_opt_out);
       const titles = await groupTitles(rows.map((r) => r.group_id));
       if (!alive) return;
@@ -80,7 +82,7 @@ export function renderReplies(main) {
                     "tr",
                     { class: "reply", dataset: { number: r.number } },
                     h("td", null, personLink(r.number)),
-                    h("td", { class: "reply-text" }, r.text || (r.media.length ? "(media)" : ""), r.possible_opt_out ? possibleOptOut(r.number) : null),
+                    h("td", { class: "reply-text" }, r.text || (r.media.length ? "(media)" : ""), r.possible_opt_out ? possibleOptOut(r.number) : null, r.ambiguous ? ambiguousNote() : null),
                     h("td", null, r.group_id ? h("a", { class: "group-link", href: `#/groups/${enc(r.group_id)}` }, titles.get(r.group_id)) : h("span", { class: "muted" }, "No group (unmatched)")),
                     h("td", null, when(r.received_at)),
                   ),
@@ -97,6 +99,13 @@ export function renderReplies(main) {
   return () => {
     alive = false;
   };
+}
+
+// ambiguousNote marks a bare answer given while several of the person's
+// requests were open (docs/design.md §15): applied to none; crewcast sent
+// them one message listing their requests and codes.
+function ambiguousNote() {
+  return h("div", { class: "ambiguous-reply" }, h("strong", null, "Ambiguous"), " — several of their requests were open: applied to none; they were sent their reply codes");
 }
 
 // possibleOptOut marks a reply that may be a request to stop and offers to
