@@ -79,6 +79,7 @@ func (t *Tracker) router() {
 				// The entry is durable and unprocessed: the sweep retries it.
 				t.log.Warn("route webhook", "provider", r.ref.Provider, "err", err)
 			}
+			t.routed.done.Add(1)
 		}
 		cancel()
 	}

@@ -248,6 +248,10 @@ type Tracker struct {
 	pacer     *pacer
 	hub       *Hub
 	route     chan routeReq
+	// routed counts the routeReqs sent on route and those the router has
+	// handled: equal when no webhook is between the inbox and its group
+	// (tests settle on it).
+	routed struct{ queued, done atomic.Uint64 }
 	sweepNow  chan struct{}
 	// sweeps counts the sweeper's work, for tests that must know a sweep
 	// asked for (or a number of them) is over (route.go).
@@ -763,6 +767,7 @@ func (t *Tracker) Ingest(ctx context.Context, events []crewcast.Event) (bool, er
 	t.cfg.Metrics.WebhookIngested(first.Provider, "new")
 	select {
 	case t.route <- routeReq{ref: store.InboxRef{Provider: e.Provider, EventID: e.EventID}, events: events}:
+		t.routed.queued.Add(1)
 	default:
 		// The router is saturated; the entry is durable and the sweep will
 		// route it.
