@@ -251,8 +251,8 @@ type Tracker struct {
 	// routed counts the routeReqs sent on route and those the router has
 	// handled: equal when no webhook is between the inbox and its group
 	// (tests settle on it).
-	routed struct{ queued, done atomic.Uint64 }
-	sweepNow  chan struct{}
+	routed   struct{ queued, done atomic.Uint64 }
+	sweepNow chan struct{}
 	// sweeps counts the sweeper's work, for tests that must know a sweep
 	// asked for (or a number of them) is over (route.go).
 	sweeps sweepCounts
