@@ -92,6 +92,17 @@ func TestWebhookProxy(t *testing.T) {
 	if resp := post(true); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("refused: %d; want 503 passed through", resp.StatusCode)
 	}
+	// A voice callback is forwarded but not recorded: it is no messaging
+	// webhook the checks could place (T19 checks calls through the ledger).
+	vreq, _ := http.NewRequest(http.MethodPost, front.URL+"/webhooks/telnyx/voice?g=x", bytes.NewReader([]byte("CallSid=c1")))
+	vresp, err := client.Do(vreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = vresp.Body.Close()
+	if vresp.StatusCode != http.StatusOK || !strings.Contains(got.Load().(string), "|/webhooks/telnyx/voice|CallSid=c1") {
+		t.Fatalf("voice callback: %d, upstream saw %q", vresp.StatusCode, got.Load())
+	}
 	p.setHook(nil)
 	recs := p.records()
 	if len(recs) != 3 {
