@@ -118,10 +118,11 @@ func (p *webhookProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	code, respBody, hdr := p.forward(r, body)
-	// Voice callbacks (T19) are forwarded, not recorded: the records are
-	// the messaging webhooks the checks hold crewcast to (T19 checks its
-	// calls through the ledger and the API).
-	if !isVoiceCallback(r.URL.Path) {
+	// Only messaging webhooks are recorded: they are what the checks hold
+	// crewcast to. Voice callbacks and email answer links (T19, whose
+	// public URL is this proxy) are forwarded; T19 checks them through the
+	// ledger, the mail and the API.
+	if isMessagingWebhook(r.URL.Path) {
 		rec := parseTelnyxWebhook(body)
 		rec.At, rec.Code, rec.Latency = start, code, time.Since(start)
 		p.mu.Lock()
@@ -145,10 +146,10 @@ func (p *webhookProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(respBody)
 }
 
-// isVoiceCallback reports whether path is a provider's voice callback
-// route (/webhooks/{provider}/voice).
-func isVoiceCallback(path string) bool {
-	return strings.HasPrefix(path, "/webhooks/") && strings.HasSuffix(path, "/voice")
+// isMessagingWebhook reports whether path is a provider's messaging
+// webhook route (/webhooks/{provider}, not its /voice callbacks).
+func isMessagingWebhook(path string) bool {
+	return strings.HasPrefix(path, "/webhooks/") && !strings.HasSuffix(path, "/voice")
 }
 
 // forward posts the request to the current server; code 0 means no answer.

@@ -103,6 +103,16 @@ func TestWebhookProxy(t *testing.T) {
 	if vresp.StatusCode != http.StatusOK || !strings.Contains(got.Load().(string), "|/webhooks/telnyx/voice|CallSid=c1") {
 		t.Fatalf("voice callback: %d, upstream saw %q", vresp.StatusCode, got.Load())
 	}
+	// Nor is an email answer link's POST.
+	lreq, _ := http.NewRequest(http.MethodPost, front.URL+"/a/tok", nil)
+	lresp, err := client.Do(lreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = lresp.Body.Close()
+	if lresp.StatusCode != http.StatusOK {
+		t.Fatalf("answer link: %d", lresp.StatusCode)
+	}
 	p.setHook(nil)
 	recs := p.records()
 	if len(recs) != 3 {
