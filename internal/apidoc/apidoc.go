@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -58,6 +59,28 @@ func Check(doc *openapi3.T, schema string, v any) []string {
 	var out []string
 	check(ref.Value, t, schema, &out)
 	return out
+}
+
+// Copy is a black-box test's own copy of an API shape and the schema it
+// copies.
+type Copy struct {
+	Schema string
+	V      any
+}
+
+// CheckCopies loads the document and reports, through t, every field of
+// the copies that Check finds undocumented or mistyped.
+func CheckCopies(t testing.TB, copies ...Copy) {
+	t.Helper()
+	doc, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range copies {
+		if p := Check(doc, c.Schema, c.V); len(p) > 0 {
+			t.Errorf("%T against %s:\n%s", c.V, c.Schema, strings.Join(p, "\n"))
+		}
+	}
 }
 
 // Required returns the required properties of schema that v's JSON shape

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/crewcast/crewcast/internal/apidoc"
@@ -11,16 +10,5 @@ import (
 // docs/openapi.yaml documents, with matching JSON types.
 func TestShapesMatchTheDocument(t *testing.T) {
 	t.Parallel() // its own processes, files and ports; the kill and database-cut tests stay serial
-	doc, err := apidoc.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		schema string
-		v      any
-	}{{"Group", groupView{}}, {"Recipient", recipientView{}}, {"Group", calloutView{}}} {
-		if p := apidoc.Check(doc, c.schema, c.v); len(p) > 0 {
-			t.Errorf("%T against %s:\n%s", c.v, c.schema, strings.Join(p, "\n"))
-		}
-	}
+	apidoc.CheckCopies(t, apidoc.Copy{Schema: "Group", V: groupView{}}, apidoc.Copy{Schema: "Recipient", V: recipientView{}}, apidoc.Copy{Schema: "Group", V: calloutView{}})
 }
